@@ -1,0 +1,92 @@
+#include "daemon/index/code_map.h"
+
+#include <algorithm>
+
+namespace jitsym::index {
+
+CodeMapSnapshot::CodeMapSnapshot(std::shared_ptr<const internal::CodeMapStorage> storage,
+                                 std::shared_ptr<const RangeSetSnapshot> ranges,
+                                 size_t debug_refs)
+    : storage_(std::move(storage)), ranges_(std::move(ranges)), debug_refs_(debug_refs) {}
+
+std::optional<Symbol> CodeMapSnapshot::Find(uint64_t addr, std::optional<uint64_t> time) const {
+  const uint32_t index = ranges_->Find(addr, time);
+  if (index == kNoRange) return std::nullopt;
+  const Range& r = ranges_->range(index);
+  if (r.payload == kTombstone) return std::nullopt;
+  Symbol s;
+  s.name = storage_->names.Get(r.payload);
+  s.start = r.start;
+  s.size = r.size;
+  s.loaded_at = r.time;
+  s.range = index;
+  // Line table: refs are appended in range order, so binary search by range.
+  const auto& refs = storage_->debug_refs;
+  size_t lo = 0, hi = debug_refs_;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (refs[mid].range < index) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo < debug_refs_ && refs[lo].range == index) {
+    const internal::DebugRef ref = refs[lo];
+    const auto offset = static_cast<uint32_t>(addr - r.start);
+    // Last row whose offset is <= the address's offset.
+    uint32_t a = 0, b = ref.count;
+    while (a < b) {
+      const uint32_t mid = a + (b - a) / 2;
+      if (storage_->lines[ref.first + mid].offset <= offset) {
+        a = mid + 1;
+      } else {
+        b = mid;
+      }
+    }
+    if (a > 0) {
+      const LineEntry& e = storage_->lines[ref.first + a - 1];
+      s.file = storage_->names.Get(e.file);
+      s.line = e.line;
+      s.column = e.column;
+    }
+  }
+  return s;
+}
+
+CodeMap::CodeMap() : storage_(std::make_shared<internal::CodeMapStorage>()) {}
+
+uint32_t CodeMap::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t name,
+                      std::span<const LineEntry> lines) {
+  const uint32_t index = ranges_.Add(start, size, time, name);
+  if (index == kNoRange) return index;
+  ++live_ranges_;
+  if (!lines.empty() && lines.size() < std::numeric_limits<uint32_t>::max()) {
+    const auto first = static_cast<uint32_t>(storage_->lines.size());
+    for (const LineEntry& e : lines) storage_->lines.Append(e);
+    storage_->debug_refs.Append({index, first, static_cast<uint32_t>(lines.size())});
+  }
+  return index;
+}
+
+uint32_t CodeMap::Remove(uint64_t start, uint64_t size, uint64_t time) {
+  return ranges_.Add(start, size, time, kTombstone);
+}
+
+std::shared_ptr<const CodeMapSnapshot> CodeMap::Publish() { return MakeSnapshot(ranges_.Publish()); }
+std::shared_ptr<const CodeMapSnapshot> CodeMap::CompactAll() {
+  return MakeSnapshot(ranges_.CompactAll());
+}
+
+std::shared_ptr<const CodeMapSnapshot> CodeMap::MakeSnapshot(
+    std::shared_ptr<const RangeSetSnapshot> r) {
+  return std::make_shared<const CodeMapSnapshot>(storage_, std::move(r),
+                                                 storage_->debug_refs.size());
+}
+
+size_t CodeMap::memory_bytes() const {
+  return ranges_.memory_bytes() + storage_->names.memory_bytes() +
+         storage_->lines.memory_bytes() + storage_->debug_refs.memory_bytes();
+}
+
+}  // namespace jitsym::index

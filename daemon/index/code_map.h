@@ -1,0 +1,97 @@
+// The code of one source (one followed file, or one image): named, time-versioned ranges with
+// optional line tables. A CodeMap is written by one thread (the ingester) and read through
+// immutable CodeMapSnapshots by any number of threads, which never wait for the writer.
+#ifndef JITSYM_DAEMON_INDEX_CODE_MAP_H_
+#define JITSYM_DAEMON_INDEX_CODE_MAP_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "daemon/index/append_store.h"
+#include "daemon/index/name_table.h"
+#include "daemon/index/range_set.h"
+
+namespace jitsym::index {
+
+// One row of a function's line table: code at [offset, next row's offset) is at file:line:column.
+struct LineEntry {
+  uint32_t offset = 0;  // from the function's start
+  uint32_t line = 0;
+  uint32_t column = 0;
+  uint32_t file = 0;  // a name id of the same CodeMap (CodeMap::Intern)
+};
+
+struct Symbol {
+  std::string_view name;
+  uint64_t start = 0;
+  uint64_t size = 0;
+  uint64_t loaded_at = 0;
+  uint32_t range = 0;  // index of the range in its CodeMap
+  std::string_view file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+};
+
+namespace internal {
+struct DebugRef {
+  uint32_t range;
+  uint32_t first;
+  uint32_t count;
+};
+struct CodeMapStorage {
+  NameTable names;
+  AppendStore<LineEntry, 10> lines;
+  AppendStore<DebugRef> debug_refs;
+};
+}  // namespace internal
+
+class CodeMapSnapshot {
+ public:
+  CodeMapSnapshot(std::shared_ptr<const internal::CodeMapStorage> storage,
+                  std::shared_ptr<const RangeSetSnapshot> ranges, size_t debug_refs);
+
+  // What was at addr at `time` (nullopt: now / last known).
+  std::optional<Symbol> Find(uint64_t addr, std::optional<uint64_t> time) const;
+  const RangeSetSnapshot& ranges() const { return *ranges_; }
+
+ private:
+  std::shared_ptr<const internal::CodeMapStorage> storage_;
+  std::shared_ptr<const RangeSetSnapshot> ranges_;
+  size_t debug_refs_;
+};
+
+class CodeMap {
+ public:
+  CodeMap();
+
+  uint32_t Intern(std::string_view name) { return storage_->names.Intern(name); }
+  // Adds code named `name` at [start, start + size) valid from `time`. `lines` (sorted by
+  // offset, offsets below size) becomes its line table. Returns the range index or kNoRange.
+  uint32_t Add(uint64_t start, uint64_t size, uint64_t time, uint32_t name,
+               std::span<const LineEntry> lines = {});
+  // Marks [start, start + size) as holding nothing from `time` on.
+  uint32_t Remove(uint64_t start, uint64_t size, uint64_t time);
+
+  std::shared_ptr<const CodeMapSnapshot> Publish();
+  std::shared_ptr<const CodeMapSnapshot> CompactAll();
+
+  const RangeSet& ranges() const { return ranges_; }
+  std::string_view name(uint32_t id) const { return storage_->names.Get(id); }
+  uint64_t live_ranges() const { return live_ranges_; }
+  size_t memory_bytes() const;
+  size_t name_bytes() const { return storage_->names.name_bytes(); }
+
+ private:
+  std::shared_ptr<const CodeMapSnapshot> MakeSnapshot(std::shared_ptr<const RangeSetSnapshot> r);
+
+  std::shared_ptr<internal::CodeMapStorage> storage_;
+  RangeSet ranges_;
+  uint64_t live_ranges_ = 0;
+};
+
+}  // namespace jitsym::index
+
+#endif  // JITSYM_DAEMON_INDEX_CODE_MAP_H_
