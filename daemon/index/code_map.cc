@@ -5,8 +5,7 @@
 namespace jitsym::index {
 
 CodeMapSnapshot::CodeMapSnapshot(std::shared_ptr<const internal::CodeMapStorage> storage,
-                                 std::shared_ptr<const RangeSetSnapshot> ranges,
-                                 size_t debug_refs)
+                                 std::shared_ptr<const RangeSetSnapshot> ranges, size_t debug_refs)
     : storage_(std::move(storage)), ranges_(std::move(ranges)), debug_refs_(debug_refs) {}
 
 std::optional<Symbol> CodeMapSnapshot::Find(uint64_t addr, std::optional<uint64_t> time) const {
@@ -73,7 +72,9 @@ uint32_t CodeMap::Remove(uint64_t start, uint64_t size, uint64_t time) {
   return ranges_.Add(start, size, time, kTombstone);
 }
 
-std::shared_ptr<const CodeMapSnapshot> CodeMap::Publish() { return MakeSnapshot(ranges_.Publish()); }
+std::shared_ptr<const CodeMapSnapshot> CodeMap::Publish() {
+  return MakeSnapshot(ranges_.Publish());
+}
 std::shared_ptr<const CodeMapSnapshot> CodeMap::CompactAll() {
   return MakeSnapshot(ranges_.CompactAll());
 }
@@ -85,8 +86,8 @@ std::shared_ptr<const CodeMapSnapshot> CodeMap::MakeSnapshot(
 }
 
 size_t CodeMap::memory_bytes() const {
-  return ranges_.memory_bytes() + storage_->names.memory_bytes() +
-         storage_->lines.memory_bytes() + storage_->debug_refs.memory_bytes();
+  return ranges_.memory_bytes() + storage_->names.memory_bytes() + storage_->lines.memory_bytes() +
+         storage_->debug_refs.memory_bytes();
 }
 
 }  // namespace jitsym::index

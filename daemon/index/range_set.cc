@@ -34,7 +34,8 @@ std::shared_ptr<const Run> Run::Build(const RangeStore& store, uint32_t first, u
     if (it != live.begin()) {
       auto prev = std::prev(it);
       if (prev->second.end > s) {
-        if (prev->second.end > e) live.emplace(e, Interval{e, prev->second.end, prev->second.index});
+        if (prev->second.end > e)
+          live.emplace(e, Interval{e, prev->second.end, prev->second.index});
         prev->second.end = s;
       }
     }
@@ -69,8 +70,7 @@ std::shared_ptr<const Run> Run::Build(const RangeStore& store, uint32_t first, u
   return run;
 }
 
-std::shared_ptr<const Run> Run::Merge(const RangeStore& store, const Run& older,
-                                      const Run& newer) {
+std::shared_ptr<const Run> Run::Merge(const RangeStore& store, const Run& older, const Run& newer) {
   auto run = std::make_shared<Run>();
   run->first_ = older.first_;
   run->last_ = newer.last_;

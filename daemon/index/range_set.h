@@ -37,9 +37,9 @@ inline constexpr uint32_t kNoRange = std::numeric_limits<uint32_t>::max();
 
 struct Range {
   uint64_t start = 0;
-  uint64_t time = 0;      // valid from (CLOCK_MONOTONIC ns), non-decreasing in append order
-  uint32_t size = 0;      // bytes; end = start + size
-  uint32_t payload = 0;   // the owner's data (a name id), or kTombstone
+  uint64_t time = 0;     // valid from (CLOCK_MONOTONIC ns), non-decreasing in append order
+  uint32_t size = 0;     // bytes; end = start + size
+  uint32_t payload = 0;  // the owner's data (a name id), or kTombstone
 
   uint64_t end() const { return start + size; }
 };

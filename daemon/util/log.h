@@ -29,11 +29,10 @@ std::string Cat(const Args&... args) {
 }  // namespace jitsym::log
 
 // JITSYM_LOG(kWarning, "file ", path, ": offset ", off, ": ", why);
-#define JITSYM_LOG(level, ...)                                          \
-  do {                                                                  \
-    if (::jitsym::log::Enabled(::jitsym::log::Level::level))            \
-      ::jitsym::log::Write(::jitsym::log::Level::level,                 \
-                           ::jitsym::log::Cat(__VA_ARGS__));            \
+#define JITSYM_LOG(level, ...)                                                            \
+  do {                                                                                    \
+    if (::jitsym::log::Enabled(::jitsym::log::Level::level))                              \
+      ::jitsym::log::Write(::jitsym::log::Level::level, ::jitsym::log::Cat(__VA_ARGS__)); \
   } while (0)
 
 #endif  // JITSYM_DAEMON_UTIL_LOG_H_

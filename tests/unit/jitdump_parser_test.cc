@@ -21,8 +21,8 @@ struct Recorder : Sink {
     events.push_back("header v" + std::to_string(h.version) + " pid " + std::to_string(h.pid));
   }
   void OnCodeLoad(const CodeLoad& l) override {
-    std::string e = "load@" + std::to_string(l.offset) + " t" + std::to_string(l.timestamp) +
-                    " " + std::to_string(l.code_addr) + "+" + std::to_string(l.code_size) + " " +
+    std::string e = "load@" + std::to_string(l.offset) + " t" + std::to_string(l.timestamp) + " " +
+                    std::to_string(l.code_addr) + "+" + std::to_string(l.code_size) + " " +
                     std::string(l.name) + " #" + std::to_string(l.code_index);
     for (const DebugEntry& d : l.debug) {
       e += " [" + std::to_string(d.addr) + " " + std::string(d.file) + ":" +
@@ -197,36 +197,43 @@ TEST(JitdumpParserTest, MalformedRecordsStopTheFileAtTheirOffset) {
   const std::vector<Malformed> cases = {
       {"SizeBelowHeader", Tail([](auto& b) { b.Prefix(0, 8, 1); }), "< 16"},
       {"SizeBeyondLimit", Tail([](auto& b) { b.Prefix(5, 0x7fffffff, 1); }), "exceeds limit"},
-      {"LoadTooSmall", Tail([](auto& b) { b.Prefix(0, 40, 1).U64(0).U64(0).U64(0); }),
-       "too small"},
-      {"LoadNameWithoutNul",
-       Tail([](auto& b) {
+      {"LoadTooSmall", Tail([](auto& b) { b.Prefix(0, 40, 1).U64(0).U64(0).U64(0); }), "too small"},
+      {"LoadNameWithoutNul", Tail([](auto& b) {
          b.Prefix(0, 56 + 4, 1).U32(1).U32(1).U64(0x1000).U64(0x1000).U64(0).U64(1).Raw("abcd");
        }),
        "NUL"},
-      {"LoadCodeSizeLargerThanRecord",
-       Tail([](auto& b) {
-         b.Prefix(0, 56 + 2 + 4, 1).U32(1).U32(1).U64(0x1000).U64(0x1000).U64(100).U64(1).Raw(
-             std::string("f\0\0\0\0\0", 6));
+      {"LoadCodeSizeLargerThanRecord", Tail([](auto& b) {
+         b.Prefix(0, 56 + 2 + 4, 1)
+             .U32(1)
+             .U32(1)
+             .U64(0x1000)
+             .U64(0x1000)
+             .U64(100)
+             .U64(1)
+             .Raw(std::string("f\0\0\0\0\0", 6));
        }),
        "code_size"},
       {"MoveTooSmall", Tail([](auto& b) { b.Prefix(1, 32, 1).U64(0).U64(0); }), "MOVE"},
       {"DebugTooSmall", Tail([](auto& b) { b.Prefix(2, 24, 1).U64(0); }), "DEBUG_INFO"},
-      {"DebugEntryCountTooLarge",
-       Tail([](auto& b) { b.Prefix(2, 32 + 17, 1).U64(0x1000).U64(1000).U64(0).U32(0).U32(0).Raw(
-                              std::string(1, '\0')); }),
+      {"DebugEntryCountTooLarge", Tail([](auto& b) {
+         b.Prefix(2, 32 + 17, 1)
+             .U64(0x1000)
+             .U64(1000)
+             .U64(0)
+             .U32(0)
+             .U32(0)
+             .Raw(std::string(1, '\0'));
+       }),
        "nr_entry"},
-      {"DebugEntryFileWithoutNul",
-       Tail([](auto& b) { b.Prefix(2, 32 + 19, 1).U64(0x1000).U64(1).U64(0).U32(0).U32(0).Raw(
-                              "abc"); }),
+      {"DebugEntryFileWithoutNul", Tail([](auto& b) {
+         b.Prefix(2, 32 + 19, 1).U64(0x1000).U64(1).U64(0).U32(0).U32(0).Raw("abc");
+       }),
        "truncated"},
       {"UnwindTooSmall", Tail([](auto& b) { b.Prefix(4, 24, 1).U64(0); }), "UNWINDING_INFO"},
       {"UnwindDataBeyondRecord",
-       Tail([](auto& b) { b.Prefix(4, 48, 1).U64(100).U64(0).U64(0).U64(0); }),
-       "unwind_data_size"},
+       Tail([](auto& b) { b.Prefix(4, 48, 1).U64(100).U64(0).U64(0).U64(0); }), "unwind_data_size"},
       {"UnwindHeaderBeyondData",
-       Tail([](auto& b) { b.Prefix(4, 48, 1).U64(8).U64(9).U64(0).U64(0); }),
-       "eh_frame_hdr_size"},
+       Tail([](auto& b) { b.Prefix(4, 48, 1).U64(8).U64(9).U64(0).U64(0); }), "eh_frame_hdr_size"},
   };
   for (const Malformed& c : cases) {
     JitdumpBuilder good;

@@ -51,12 +51,12 @@ TEST(RangeSetTest, BoundariesAreHalfOpen) {
   RangeSet set;
   set.Add(0x1000, 0x100, 10, 7);
   auto snap = set.Publish();
-  EXPECT_EQ(snap->Find(0xfff, std::nullopt), kNoRange);     // AddrTooLow
-  EXPECT_EQ(snap->Find(0x1000, std::nullopt), 0u);          // first byte
-  EXPECT_EQ(snap->Find(0x10ff, std::nullopt), 0u);          // last byte
-  EXPECT_EQ(snap->Find(0x1100, std::nullopt), kNoRange);    // AddrTooHigh
-  EXPECT_EQ(snap->Find(0x1000, 9), kNoRange);               // before it was loaded
-  EXPECT_EQ(snap->Find(0x1000, 10), 0u);                    // valid from its own time
+  EXPECT_EQ(snap->Find(0xfff, std::nullopt), kNoRange);   // AddrTooLow
+  EXPECT_EQ(snap->Find(0x1000, std::nullopt), 0u);        // first byte
+  EXPECT_EQ(snap->Find(0x10ff, std::nullopt), 0u);        // last byte
+  EXPECT_EQ(snap->Find(0x1100, std::nullopt), kNoRange);  // AddrTooHigh
+  EXPECT_EQ(snap->Find(0x1000, 9), kNoRange);             // before it was loaded
+  EXPECT_EQ(snap->Find(0x1000, 10), 0u);                  // valid from its own time
 }
 
 TEST(RangeSetTest, ReuseIsTimeCorrect) {

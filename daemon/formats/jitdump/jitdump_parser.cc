@@ -185,7 +185,8 @@ Parser::Outcome Parser::StepRecord(std::span<const uint8_t> in, Sink& sink) {
       return {kMoveSize, 0};
     }
     case kCodeDebugInfo: {
-      if (size < kDebugFixedSize) return Fail(at, log::Cat("DEBUG_INFO: total_size ", size, " < 32"));
+      if (size < kDebugFixedSize)
+        return Fail(at, log::Cat("DEBUG_INFO: total_size ", size, " < 32"));
       if (size > limits_.max_buffered) {
         return Fail(at, log::Cat("DEBUG_INFO: total_size ", size, " exceeds limit"));
       }

@@ -2,8 +2,8 @@
 #ifndef JITSYM_TESTS_UNIT_TESTING_JITDUMP_BUILDER_H_
 #define JITSYM_TESTS_UNIT_TESTING_JITDUMP_BUILDER_H_
 
-#include <cstdint>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>

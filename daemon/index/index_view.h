@@ -1,0 +1,80 @@
+// The published state of the whole index: an immutable tree of views that query threads read
+// without locks while the ingester prepares the next one. Only changed parts are rebuilt; the
+// rest is shared between consecutive views.
+#ifndef JITSYM_DAEMON_INDEX_INDEX_VIEW_H_
+#define JITSYM_DAEMON_INDEX_INDEX_VIEW_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/index/code_map.h"
+
+namespace jitsym::index {
+
+struct SourceView {
+  std::string origin;  // "jitdump", ...
+  std::string path;
+  std::string state;  // "following", "closed", "deleted", "error"
+  std::string error;
+  uint64_t ranges = 0;
+  uint64_t bytes_read = 0;
+  std::shared_ptr<const CodeMapSnapshot> code;
+};
+
+struct ProcessView {
+  uint32_t pid = 0;
+  uint64_t incarnation = 0;  // unique over the daemon's life, increasing with discovery
+  bool alive = false;
+  // Where time-qualified lookups start routing to this incarnation: the process start time
+  // (CLOCK_MONOTONIC ns) when known, else its first record's time.
+  std::optional<uint64_t> start_time;
+  std::optional<uint64_t> exit_time;
+  // In precedence order: the first source that knows an address answers.
+  std::vector<std::shared_ptr<const SourceView>> sources;
+};
+
+struct IndexCounters {
+  uint64_t files_followed = 0;
+  uint64_t files_failed = 0;
+  uint64_t bytes_ingested = 0;
+  uint64_t records_ingested = 0;
+  uint64_t ranges = 0;
+  uint64_t memory_bytes = 0;
+};
+
+struct IndexView {
+  // Incarnations of each pid, oldest first.
+  std::map<uint32_t, std::vector<std::shared_ptr<const ProcessView>>> processes;
+  IndexCounters counters;
+
+  // The incarnation of pid that was alive at `time` (nullopt: the latest one).
+  const ProcessView* FindProcess(uint32_t pid, std::optional<uint64_t> time) const;
+};
+
+// Holds the current view; readers take a reference and keep it as long as they need.
+class ViewCell {
+ public:
+  ViewCell() : view_(std::make_shared<const IndexView>()) {}
+  std::shared_ptr<const IndexView> Get() const {
+    std::lock_guard lock(mu_);
+    return view_;
+  }
+  void Set(std::shared_ptr<const IndexView> view) {
+    std::lock_guard lock(mu_);
+    view_.swap(view);
+    // The old view (in `view`) is released outside the lock.
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const IndexView> view_;
+};
+
+}  // namespace jitsym::index
+
+#endif  // JITSYM_DAEMON_INDEX_INDEX_VIEW_H_

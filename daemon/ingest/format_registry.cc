@@ -1,0 +1,35 @@
+// The file names the daemon follows, and which Source reads each.
+#include <charconv>
+
+#include "daemon/ingest/jitdump_source.h"
+#include "daemon/ingest/source.h"
+
+namespace jitsym::ingest {
+namespace {
+
+// "<prefix><decimal pid><suffix>", nothing else.
+std::optional<uint32_t> PidFromName(std::string_view name, std::string_view prefix,
+                                    std::string_view suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+      !name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  std::string_view digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 10 || digits[0] == '0') return std::nullopt;
+  uint32_t pid = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  if (ec != std::errc() || end != digits.data() + digits.size() || pid == 0) return std::nullopt;
+  return pid;
+}
+
+}  // namespace
+
+std::optional<FileMatch> MatchFile(std::string_view filename) {
+  if (auto pid = PidFromName(filename, "jit-", ".dump")) {
+    return FileMatch{JitdumpSource::kOrigin, pid,
+                     [](const std::string& path) { return std::make_unique<JitdumpSource>(path); }};
+  }
+  return std::nullopt;
+}
+
+}  // namespace jitsym::ingest

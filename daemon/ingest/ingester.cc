@@ -1,0 +1,447 @@
+#include "daemon/ingest/ingester.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "daemon/ingest/proc.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/log.h"
+
+namespace jitsym::ingest {
+namespace {
+
+constexpr uint32_t kDirMask = IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
+                              IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+
+// Sources of a process in answer order: exact timestamps first, then the newer file first.
+int OriginRank(std::string_view origin) {
+  if (origin == "jitdump") return 0;
+  if (origin == "mlpd") return 1;
+  if (origin == "perfmap") return 2;
+  return 3;
+}
+
+}  // namespace
+
+Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::ViewCell& cell)
+    : io_(io), options_(std::move(options)), cell_(cell), maintenance_(io) {
+  event_buf_.resize(64 * 1024);
+  read_buf_.resize(options_.read_chunk);
+}
+
+Ingester::~Ingester() {
+  for (auto& f : files_) {
+    if (f->fd >= 0) ::close(f->fd);
+  }
+}
+
+void Ingester::Start() {
+  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) throw std::system_error(errno, std::generic_category(), "inotify_init1");
+  inotify_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, inotify_fd_);
+  for (const std::string& dir : options_.watch_dirs) AddWatch(dir);
+  // Watch first, then scan: a file created in between is seen twice, which is harmless.
+  for (const auto& [wd, dir] : watch_dirs_) Scan(dir);
+  DrainDirty();
+  ReadEvents();
+  ScheduleMaintenance();
+}
+
+void Ingester::Stop() {
+  stopped_ = true;
+  maintenance_.cancel();
+  if (inotify_) inotify_->close();
+  for (auto& [pid, incs] : processes_) {
+    for (auto& inc : incs) {
+      if (inc->pidfd) inc->pidfd->close();
+    }
+  }
+}
+
+void Ingester::AddWatch(const std::string& dir) {
+  int wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), kDirMask);
+  if (wd < 0) {
+    JITSYM_LOG(kError, "cannot watch ", dir, ": ", std::strerror(errno));
+    return;
+  }
+  watch_dirs_[wd] = dir;
+  JITSYM_LOG(kInfo, "watching ", dir);
+}
+
+void Ingester::ReadEvents() {
+  inotify_->async_read_some(
+      boost::asio::buffer(event_buf_), [this](const boost::system::error_code& ec, size_t n) {
+        if (ec || stopped_) {
+          if (ec != boost::asio::error::operation_aborted && !stopped_) {
+            JITSYM_LOG(kError, "inotify read failed: ", ec.message());
+          }
+          return;
+        }
+        size_t off = 0;
+        while (off + sizeof(inotify_event) <= n) {
+          inotify_event ev;
+          std::memcpy(&ev, event_buf_.data() + off, sizeof(ev));
+          const char* name_ptr = event_buf_.data() + off + sizeof(inotify_event);
+          const std::string name = ev.len ? std::string(name_ptr, ::strnlen(name_ptr, ev.len)) : "";
+          off += sizeof(inotify_event) + ev.len;
+          if (ev.mask & IN_Q_OVERFLOW) {
+            JITSYM_LOG(kWarning, "inotify queue overflowed; rescanning watch directories");
+            for (const auto& [wd, dir] : watch_dirs_) Scan(dir);
+            continue;
+          }
+          auto dir_it = watch_dirs_.find(ev.wd);
+          if (dir_it == watch_dirs_.end()) continue;
+          const std::string& dir = dir_it->second;
+          if (ev.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+            JITSYM_LOG(kWarning, "watch directory ", dir,
+                       " was removed or moved; not watched any more");
+            watch_dirs_.erase(dir_it);
+            continue;
+          }
+          if (name.empty()) continue;
+          const std::string path = dir + "/" + name;
+          auto known = by_path_.find(path);
+          if (ev.mask & (IN_DELETE | IN_MOVED_FROM)) {
+            if (known != by_path_.end()) {
+              FollowedFile& f = *known->second;
+              Drain(f);  // whatever was written before the unlink is still readable
+              Finish(f, "deleted");
+              Forget(f);
+            }
+            continue;
+          }
+          if (known != by_path_.end()) {
+            MarkDirty(*known->second);
+          } else if (ev.mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE)) {
+            Discover(dir, name);
+          }
+        }
+        if (!dirty_.empty() && !drain_posted_) {
+          drain_posted_ = true;
+          boost::asio::post(io_, [this] { DrainDirty(); });
+        }
+        ReadEvents();
+      });
+}
+
+void Ingester::Scan(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    JITSYM_LOG(kError, "cannot scan ", dir, ": ", std::strerror(errno));
+    return;
+  }
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (!MatchFile(name)) continue;
+    auto known = by_path_.find(dir + "/" + name);
+    if (known != by_path_.end()) {
+      MarkDirty(*known->second);
+    } else {
+      Discover(dir, name);
+    }
+  }
+  ::closedir(d);
+}
+
+void Ingester::Discover(const std::string& dir, const std::string& name) {
+  auto match = MatchFile(name);
+  if (!match) return;
+  const std::string path = dir + "/" + name;
+  // Never follow a symlink planted in a shared directory; only regular files.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      JITSYM_LOG(kWarning, path, ": is a symbolic link; not followed");
+    } else if (errno != ENOENT) {
+      JITSYM_LOG(kWarning, path, ": cannot open: ", std::strerror(errno));
+    }
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    JITSYM_LOG(kWarning, path, ": not a regular file; not followed");
+    ::close(fd);
+    return;
+  }
+  if (auto known = by_path_.find(path); known != by_path_.end()) {
+    FollowedFile& old = *known->second;
+    if (old.dev == st.st_dev && old.ino == st.st_ino) {
+      ::close(fd);
+      MarkDirty(old);
+      return;
+    }
+    // Replaced by another file of the same name: the old one's symbols stay.
+    Finish(old, "replaced");
+    Forget(old);
+  }
+  auto file = std::make_unique<FollowedFile>();
+  file->dir = dir;
+  file->name = name;
+  file->path = path;
+  file->dev = st.st_dev;
+  file->ino = st.st_ino;
+  file->fd = fd;
+  file->source = match->create(path);
+  file->last_data_ns = MonotonicNowNs();
+  if (match->pid) {
+    Incarnation* inc = IncarnationFor(*match->pid);
+    file->incarnation = inc;
+    inc->files.push_back(file.get());
+    inc->changed = true;
+  }
+  JITSYM_LOG(kInfo, "following ", path,
+             file->incarnation ? log::Cat(" (pid ", file->incarnation->pid, " incarnation ",
+                                          file->incarnation->id, ")")
+                               : std::string());
+  by_path_[path] = file.get();
+  MarkDirty(*file);
+  files_.push_back(std::move(file));
+}
+
+Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
+  auto& incs = processes_[pid];
+  const auto identity = ReadProcessIdentity(pid);
+  if (identity) {
+    // A live process: the incarnation with the same start time, or a new one (pid reused).
+    for (auto& inc : incs) {
+      if (inc->start_ticks == identity->start_ticks) return inc.get();
+    }
+  }
+  auto inc = std::make_unique<Incarnation>();
+  inc->pid = pid;
+  inc->id = next_incarnation_++;
+  if (identity) {
+    inc->start_ticks = identity->start_ticks;
+    inc->start_time = StartTicksToMonotonicNs(identity->start_ticks);
+    inc->alive = true;
+    WatchExit(*inc);
+  }
+  // An older incarnation of a reused pid is over by now.
+  for (auto& old : incs) {
+    if (old->alive && old->start_ticks != inc->start_ticks) {
+      old->alive = false;
+      old->exit_time = MonotonicNowNs();
+      old->changed = true;
+    }
+  }
+  incs.push_back(std::move(inc));
+  return incs.back().get();
+}
+
+void Ingester::WatchExit(Incarnation& inc) {
+  int pidfd = OpenPidfd(inc.pid);
+  if (pidfd < 0) return;
+  // The pid may have been reused between reading /proc and opening the pidfd.
+  auto identity = ReadProcessIdentity(inc.pid);
+  if (!identity || identity->start_ticks != inc.start_ticks) {
+    ::close(pidfd);
+    inc.alive = false;
+    inc.exit_time = MonotonicNowNs();
+    return;
+  }
+  inc.pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd);
+  Incarnation* p = &inc;
+  inc.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                        [this, p](const boost::system::error_code& ec) {
+                          if (ec || stopped_) return;
+                          p->alive = false;
+                          p->exit_time = MonotonicNowNs();
+                          p->changed = true;
+                          p->pidfd->close();
+                          JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
+                          // Read what it wrote last before saying it exited.
+                          for (FollowedFile* f : p->files) {
+                            if (f->fd < 0) continue;
+                            while (Drain(*f)) {
+                            }
+                            // Nobody writes it any more: release the descriptor.
+                            if (f->fd >= 0) Finish(*f, "closed");
+                          }
+                          Publish();
+                        });
+}
+
+void Ingester::MarkDirty(FollowedFile& file) {
+  if (file.dirty || file.fd < 0) return;
+  file.dirty = true;
+  dirty_.push_back(&file);
+}
+
+void Ingester::DrainDirty() {
+  drain_posted_ = false;
+  if (stopped_) return;
+  std::vector<FollowedFile*> work;
+  work.swap(dirty_);
+  for (FollowedFile* f : work) {
+    f->dirty = false;
+    if (Drain(*f)) MarkDirty(*f);  // budget spent: continue after the others
+  }
+  Publish();
+  if (!dirty_.empty() && !drain_posted_) {
+    drain_posted_ = true;
+    boost::asio::post(io_, [this] { DrainDirty(); });
+  }
+}
+
+bool Ingester::Drain(FollowedFile& file) {
+  if (file.fd < 0) return false;
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return false;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < file.offset) {
+    JITSYM_LOG(kWarning, file.path, ": truncated from ", file.offset, " to ", size,
+               " bytes; keeping what was read and starting over");
+    const std::string dir = file.dir, name = file.name;
+    Finish(file, "truncated");
+    Forget(file);
+    Discover(dir, name);
+    return false;
+  }
+  Source& src = *file.source;
+  size_t budget = options_.drain_budget;
+  const uint64_t records_before = src.records();
+  while (file.offset < size && budget > 0) {
+    if (uint64_t skip = src.skippable(); skip > 0) {
+      const uint64_t n = std::min(skip, size - file.offset);
+      src.Skip(n);
+      file.offset += n;
+      continue;
+    }
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>({read_buf_.size(), size - file.offset, budget}));
+    ssize_t got = ::pread(file.fd, read_buf_.data(), want, static_cast<off_t>(file.offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    src.Feed({read_buf_.data(), static_cast<size_t>(got)});
+    file.offset += static_cast<uint64_t>(got);
+    file.bytes_read += static_cast<uint64_t>(got);
+    bytes_ingested_ += static_cast<uint64_t>(got);
+    budget -= std::min(budget, static_cast<size_t>(got));
+    if (src.failed()) {
+      ++files_failed_;
+      JITSYM_LOG(kWarning, file.path, ": offset ", src.error_offset(), ": ", src.error(),
+                 "; stopped reading this file, keeping the ", src.records(), " records before it");
+      Finish(file, "error");
+      break;
+    }
+  }
+  if (src.records() != records_before || file.changed) {
+    file.changed = true;
+    file.last_data_ns = MonotonicNowNs();
+    if (file.incarnation) file.incarnation->changed = true;
+  }
+  return file.fd >= 0 && file.offset < size && budget == 0;
+}
+
+void Ingester::Finish(FollowedFile& file, const std::string& state) {
+  file.state = state;
+  file.changed = true;
+  if (file.incarnation) file.incarnation->changed = true;
+  if (file.fd >= 0) {
+    ::close(file.fd);
+    file.fd = -1;
+  }
+}
+
+void Ingester::Forget(FollowedFile& file) {
+  auto it = by_path_.find(file.path);
+  if (it != by_path_.end() && it->second == &file) by_path_.erase(it);
+}
+
+void Ingester::Publish() {
+  bool any = false;
+  for (auto& f : files_) {
+    if (!f->changed) continue;
+    any = true;
+    f->changed = false;
+    auto v = std::make_shared<index::SourceView>();
+    v->origin = std::string(f->source->origin());
+    v->path = f->path;
+    v->state = f->state == "following" && f->source->closed() ? "closed" : f->state;
+    v->error = f->source->failed()
+                   ? log::Cat("offset ", f->source->error_offset(), ": ", f->source->error())
+                   : "";
+    v->bytes_read = f->bytes_read;
+    v->code = f->source->code().Publish();
+    v->ranges = v->code->ranges().size();
+    f->view = std::move(v);
+    if (f->incarnation) f->incarnation->changed = true;
+  }
+  for (auto& [pid, incs] : processes_) {
+    for (auto& inc : incs) {
+      if (!inc->changed) continue;
+      any = true;
+      inc->changed = false;
+      auto v = std::make_shared<index::ProcessView>();
+      v->pid = inc->pid;
+      v->incarnation = inc->id;
+      v->alive = inc->alive;
+      v->exit_time = inc->exit_time;
+      v->start_time = inc->start_time;
+      // Exact timestamps first (by origin), and within an origin the newer file (a replacement).
+      std::vector<FollowedFile*> order(inc->files.rbegin(), inc->files.rend());
+      std::stable_sort(order.begin(), order.end(), [](FollowedFile* a, FollowedFile* b) {
+        return OriginRank(a->source->origin()) < OriginRank(b->source->origin());
+      });
+      for (FollowedFile* f : order) {
+        if (f->view) v->sources.push_back(f->view);
+      }
+      if (!v->start_time) {
+        for (const auto& s : v->sources) {
+          auto t = s->code->ranges().first_time();
+          if (t && (!v->start_time || *t < *v->start_time)) v->start_time = t;
+        }
+      }
+      inc->view = std::move(v);
+    }
+  }
+  if (!any && cell_.Get()->processes.size() == processes_.size()) return;
+  auto view = std::make_shared<index::IndexView>();
+  for (auto& [pid, incs] : processes_) {
+    auto& out = view->processes[pid];
+    for (auto& inc : incs) {
+      if (inc->view) out.push_back(inc->view);
+    }
+  }
+  index::IndexCounters& c = view->counters;
+  for (auto& f : files_) {
+    if (f->fd >= 0) ++c.files_followed;
+    c.records_ingested += f->source->records();
+    c.ranges += f->source->code().ranges().size();
+    c.memory_bytes += f->source->code().memory_bytes();
+  }
+  c.files_failed = files_failed_;
+  c.bytes_ingested = bytes_ingested_;
+  cell_.Set(std::move(view));
+}
+
+void Ingester::ScheduleMaintenance() {
+  maintenance_.expires_after(std::chrono::milliseconds(options_.idle_compact_ms));
+  maintenance_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    // A source that stopped growing gets its runs merged into one: fastest lookups.
+    const uint64_t now = MonotonicNowNs();
+    const uint64_t idle_ns = static_cast<uint64_t>(options_.idle_compact_ms) * 1000000ull;
+    bool compacted = false;
+    for (auto& f : files_) {
+      if (f->source->code().ranges().run_count() > 1 && now - f->last_data_ns >= idle_ns) {
+        f->source->code().CompactAll();
+        f->changed = true;
+        compacted = true;
+      }
+    }
+    if (compacted) Publish();
+    ScheduleMaintenance();
+  });
+}
+
+}  // namespace jitsym::ingest

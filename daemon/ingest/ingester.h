@@ -1,0 +1,116 @@
+// The ingester: watches directories with inotify (through Asio, no polling), follows the files
+// the formats recognise as they grow, groups them into process incarnations, notices exits
+// through pidfds, and publishes immutable IndexViews for the query threads.
+//
+// Runs on its own io_context and thread; nothing here is touched by query threads except the
+// ViewCell it publishes to.
+#ifndef JITSYM_DAEMON_INGEST_INGESTER_H_
+#define JITSYM_DAEMON_INGEST_INGESTER_H_
+
+#include <sys/types.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/index/index_view.h"
+#include "daemon/ingest/source.h"
+
+namespace jitsym::ingest {
+
+struct IngesterOptions {
+  std::vector<std::string> watch_dirs = {"/tmp"};
+  size_t read_chunk = 1 << 20;      // bytes per read(2)
+  size_t drain_budget = 32u << 20;  // bytes one file may ingest before others get a turn
+  int idle_compact_ms = 1000;       // a source idle this long is compacted to one run
+};
+
+class Ingester {
+ public:
+  Ingester(boost::asio::io_context& io, IngesterOptions options, index::ViewCell& cell);
+  ~Ingester();
+  Ingester(const Ingester&) = delete;
+  Ingester& operator=(const Ingester&) = delete;
+
+  // Adds the watches, scans what is already there, publishes the first view. Throws
+  // std::system_error if inotify is unavailable; a missing watch directory is logged and skipped.
+  void Start();
+  void Stop();
+
+ private:
+  struct Incarnation;
+  struct FollowedFile {
+    std::string dir;
+    std::string name;
+    std::string path;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    int fd = -1;
+    uint64_t offset = 0;  // next file offset to read
+    uint64_t bytes_read = 0;
+    std::string state = "following";
+    std::unique_ptr<Source> source;
+    Incarnation* incarnation = nullptr;
+    bool dirty = false;
+    bool changed = true;
+    uint64_t last_data_ns = 0;
+    std::shared_ptr<const index::SourceView> view;
+  };
+  struct Incarnation {
+    uint32_t pid = 0;
+    uint64_t id = 0;
+    std::optional<uint64_t> start_ticks;
+    std::optional<uint64_t> start_time;
+    std::optional<uint64_t> exit_time;
+    bool alive = false;
+    bool changed = true;
+    std::vector<FollowedFile*> files;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;
+    std::shared_ptr<const index::ProcessView> view;
+  };
+
+  void AddWatch(const std::string& dir);
+  void ReadEvents();
+  void Scan(const std::string& dir);
+  void Discover(const std::string& dir, const std::string& name);
+  Incarnation* IncarnationFor(uint32_t pid);
+  void WatchExit(Incarnation& inc);
+  void MarkDirty(FollowedFile& file);
+  void DrainDirty();
+  // Reads what is new in the file; returns true if it stopped on its budget with more to read.
+  bool Drain(FollowedFile& file);
+  void Finish(FollowedFile& file, const std::string& state);
+  void Forget(FollowedFile& file);
+  void Publish();
+  void ScheduleMaintenance();
+
+  boost::asio::io_context& io_;
+  IngesterOptions options_;
+  index::ViewCell& cell_;
+  int inotify_fd_ = -1;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> inotify_;
+  std::vector<char> event_buf_;
+  std::unordered_map<int, std::string> watch_dirs_;  // wd -> dir
+  std::vector<std::unique_ptr<FollowedFile>> files_;
+  std::unordered_map<std::string, FollowedFile*> by_path_;  // files currently at that path
+  std::map<uint32_t, std::vector<std::unique_ptr<Incarnation>>> processes_;
+  uint64_t next_incarnation_ = 1;
+  std::vector<FollowedFile*> dirty_;
+  bool drain_posted_ = false;
+  bool stopped_ = false;
+  std::vector<uint8_t> read_buf_;
+  boost::asio::steady_timer maintenance_;
+  uint64_t bytes_ingested_ = 0;
+  uint64_t files_failed_ = 0;
+};
+
+}  // namespace jitsym::ingest
+
+#endif  // JITSYM_DAEMON_INGEST_INGESTER_H_

@@ -1,0 +1,62 @@
+#include "daemon/ingest/proc.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "daemon/util/clock.h"
+
+namespace jitsym::ingest {
+
+std::optional<ProcessIdentity> ReadProcessIdentity(uint32_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  struct stat st {};
+  const bool have_owner = ::fstat(fd, &st) == 0;
+  ::close(fd);
+  if (n <= 0 || !have_owner) return std::nullopt;
+  buf[n] = '\0';
+  // The command name may contain spaces and parentheses: fields start after the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return std::nullopt;
+  ++p;
+  // After ")" come fields 3 (state) ... ; starttime is field 22, i.e. the 20th after ')'.
+  for (int field = 3; field < 22; ++field) {
+    while (*p == ' ') ++p;
+    while (*p != ' ' && *p != '\0') ++p;
+    if (*p == '\0') return std::nullopt;
+  }
+  ProcessIdentity id;
+  id.start_ticks = std::strtoull(p, nullptr, 10);
+  id.uid = st.st_uid;
+  return id;
+}
+
+uint64_t StartTicksToMonotonicNs(uint64_t start_ticks) {
+  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  const uint64_t boot_ns = start_ticks * (1000000000ull / static_cast<uint64_t>(ticks_per_second));
+  // Start times count from boot including suspended time (CLOCK_BOOTTIME); CLOCK_MONOTONIC
+  // excludes it.
+  const uint64_t boottime = NowNs(CLOCK_BOOTTIME);
+  const uint64_t monotonic = NowNs(CLOCK_MONOTONIC);
+  const uint64_t suspended = boottime > monotonic ? boottime - monotonic : 0;
+  return boot_ns > suspended ? boot_ns - suspended : 0;
+}
+
+int OpenPidfd(uint32_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+#else
+  return -1;
+#endif
+}
+
+}  // namespace jitsym::ingest

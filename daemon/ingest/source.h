@@ -1,0 +1,71 @@
+// A followed file: the loader hands it the file's bytes in order as they appear; the source parses
+// them (with a pure parser of daemon/formats/) and applies the records to its CodeMap. Adding a
+// format means one Source subclass and one entry in Formats() (format_registry.cc).
+#ifndef JITSYM_DAEMON_INGEST_SOURCE_H_
+#define JITSYM_DAEMON_INGEST_SOURCE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/index/code_map.h"
+
+namespace jitsym::ingest {
+
+class Source {
+ public:
+  explicit Source(std::string path) : path_(std::move(path)) {}
+  virtual ~Source() = default;
+
+  virtual std::string_view origin() const = 0;
+  // The next bytes of the file.
+  virtual void Feed(std::span<const uint8_t> data) = 0;
+  // Bytes the source does not need to see (the loader may seek over them).
+  virtual uint64_t skippable() const { return 0; }
+  virtual void Skip(uint64_t n) {}
+
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+  uint64_t error_offset() const { return error_offset_; }
+  virtual bool closed() const { return false; }
+  uint64_t records() const { return records_; }
+  // The pid named inside the file, once known.
+  virtual std::optional<uint32_t> content_pid() const { return std::nullopt; }
+
+  const std::string& path() const { return path_; }
+  index::CodeMap& code() { return code_; }
+  const index::CodeMap& code() const { return code_; }
+
+ protected:
+  void SetError(uint64_t offset, std::string message) {
+    error_offset_ = offset;
+    error_ = std::move(message);
+  }
+
+  std::string path_;
+  index::CodeMap code_;
+  uint64_t records_ = 0;
+
+ private:
+  std::string error_;
+  uint64_t error_offset_ = 0;
+};
+
+// What a file name says about its content.
+struct FileMatch {
+  std::string_view origin;
+  std::optional<uint32_t> pid;  // files describing a process
+  std::function<std::unique_ptr<Source>(const std::string& path)> create;
+};
+
+// Recognizes the files the daemon follows; nullopt for any other name.
+std::optional<FileMatch> MatchFile(std::string_view filename);
+
+}  // namespace jitsym::ingest
+
+#endif  // JITSYM_DAEMON_INGEST_SOURCE_H_

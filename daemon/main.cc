@@ -1,0 +1,152 @@
+// jitsymd: indexes JIT code described by runtimes' side files and answers address-to-symbol
+// queries over a Unix socket. main() only wires options, threads and signals.
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "daemon/index/index_view.h"
+#include "daemon/ingest/ingester.h"
+#include "daemon/query/query_engine.h"
+#include "daemon/server/server.h"
+#include "daemon/util/log.h"
+#include "proto/protocol.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: jitsymd [OPTIONS]\n"
+    "Indexes JIT code maps (perf jitdump files jit-<pid>.dump) found in watched directories\n"
+    "and answers address-to-symbol lookups on a Unix socket (see jitsym(1)).\n"
+    "\n"
+    "Options:\n"
+    "  --watch DIR         directory to watch; repeatable (default: /tmp)\n"
+    "  --socket PATH       listening socket (default: /run/jitsymd/jitsymd.sock for root,\n"
+    "                      $XDG_RUNTIME_DIR/jitsymd.sock otherwise)\n"
+    "  --threads N         query threads (default: number of CPUs, at least 2)\n"
+    "  --log-level LEVEL   debug, info, warning or error (default: info)\n"
+    "  --version           print the version and exit\n"
+    "  -h, --help          print this help and exit\n";
+
+struct Options {
+  std::vector<std::string> watch;
+  std::string socket;
+  int threads = 0;
+  jitsym::log::Level level = jitsym::log::Level::kInfo;
+};
+
+[[noreturn]] void UsageError(const std::string& message) {
+  std::fprintf(stderr, "jitsymd: %s\nTry 'jitsymd --help'.\n", message.c_str());
+  std::exit(2);
+}
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::string value;
+    auto take = [&](std::string_view name) -> bool {
+      if (arg == name) {
+        if (i + 1 >= argc) UsageError(std::string(name) + " needs a value");
+        value = argv[++i];
+        return true;
+      }
+      if (arg.size() > name.size() + 1 && arg.starts_with(name) && arg[name.size()] == '=') {
+        value = std::string(arg.substr(name.size() + 1));
+        return true;
+      }
+      return false;
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--version") {
+      std::printf("jitsymd %s (protocol %d)\n", JITSYM_VERSION, jitsym::proto::kProtocolVersion);
+      std::exit(0);
+    } else if (take("--watch")) {
+      o.watch.push_back(value);
+    } else if (take("--socket")) {
+      o.socket = value;
+    } else if (take("--threads")) {
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), o.threads);
+      if (ec != std::errc() || end != value.data() + value.size() || o.threads < 1 ||
+          o.threads > 256) {
+        UsageError("--threads takes a number from 1 to 256");
+      }
+    } else if (take("--log-level")) {
+      auto level = jitsym::log::ParseLevel(value);
+      if (!level) UsageError("unknown log level '" + value + "'");
+      o.level = *level;
+    } else {
+      UsageError("unknown option '" + std::string(arg) + "'");
+    }
+  }
+  if (o.watch.empty()) o.watch.push_back("/tmp");
+  if (o.socket.empty()) o.socket = jitsym::proto::DefaultSocketPath();
+  if (o.threads == 0) o.threads = std::max(2u, std::thread::hardware_concurrency());
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace jitsym;
+  Options options = ParseOptions(argc, argv);
+  log::SetLevel(options.level);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  index::ViewCell cell;
+  boost::asio::io_context ingest_io;
+  boost::asio::io_context server_io;
+
+  ingest::IngesterOptions ingest_options;
+  ingest_options.watch_dirs = options.watch;
+  ingest::Ingester ingester(ingest_io, ingest_options, cell);
+
+  server::Server* server_ptr = nullptr;
+  query::QueryEngine engine(
+      cell, [&server_ptr] { return server_ptr ? server_ptr->counters() : server::Counters{}; });
+  server::Server server(server_io, engine);
+  server_ptr = &server;
+
+  try {
+    ingester.Start();
+    server.Listen(options.socket);
+  } catch (const std::exception& e) {
+    JITSYM_LOG(kError, e.what());
+    return 1;
+  }
+  JITSYM_LOG(kInfo, "ready: serving ", options.socket, " with ", options.threads,
+             " query threads (jitsymd ", JITSYM_VERSION, ")");
+
+  boost::asio::signal_set signals(server_io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    JITSYM_LOG(kInfo, "received ", ::strsignal(sig), "; stopping");
+    server.Stop();
+    boost::asio::post(ingest_io, [&] {
+      ingester.Stop();
+      ingest_io.stop();
+    });
+  });
+
+  std::thread ingest_thread([&] { ingest_io.run(); });
+  std::vector<std::thread> query_threads;
+  for (int i = 1; i < options.threads; ++i) query_threads.emplace_back([&] { server_io.run(); });
+  server_io.run();
+  for (auto& t : query_threads) t.join();
+  ingest_thread.join();
+  JITSYM_LOG(kInfo, "stopped");
+  return 0;
+}

@@ -1,0 +1,158 @@
+#include "daemon/query/query_engine.h"
+
+#include <type_traits>
+
+#include "daemon/util/clock.h"
+
+namespace jitsym::query {
+namespace {
+
+proto::Response Error(std::string_view code, std::string message) {
+  proto::Response r;
+  r.body = proto::ErrorResponse{std::string(code), std::move(message)};
+  return r;
+}
+
+void Fill(const index::Symbol& sym, const index::SourceView& source,
+          const index::ProcessView& process, uint64_t addr, proto::LookupResult* r) {
+  r->found = true;
+  r->name.assign(sym.name);
+  r->start = sym.start;
+  r->size = sym.size;
+  r->offset = addr - sym.start;
+  r->origin = source.origin;
+  r->source = source.path;
+  r->loaded_at = sym.loaded_at;
+  r->incarnation = process.incarnation;
+  if (!sym.file.empty() || sym.line != 0) {
+    r->file.assign(sym.file);
+    r->line = sym.line;
+    r->column = sym.column;
+  }
+}
+
+}  // namespace
+
+QueryEngine::QueryEngine(const index::ViewCell& cell,
+                         std::function<server::Counters()> server_counters)
+    : cell_(cell), server_counters_(std::move(server_counters)), started_ns_(MonotonicNowNs()) {}
+
+void QueryEngine::Lookup(const index::IndexView& view, const proto::LookupRequest& request,
+                         proto::LookupResponse* out) {
+  out->results.resize(request.addrs.size());
+  const uint32_t pid = static_cast<uint32_t>(*request.pid);
+  // Consecutive addresses usually share a time (a batch time, or one sample's frames).
+  const index::ProcessView* process = nullptr;
+  std::optional<uint64_t> process_time;
+  bool have_process = false;
+  for (size_t i = 0; i < request.addrs.size(); ++i) {
+    const proto::AddressQuery& q = request.addrs[i];
+    proto::LookupResult& r = out->results[i];
+    r.addr = q.addr;
+    if (!q.error.empty()) {
+      r.found = false;
+      r.error = q.error;
+      continue;
+    }
+    const std::optional<uint64_t> time = q.time ? q.time : request.time;
+    if (!have_process || time != process_time) {
+      process = view.FindProcess(pid, time);
+      process_time = time;
+      have_process = true;
+    }
+    if (process == nullptr) continue;
+    for (const auto& source : process->sources) {
+      if (request.origin && source->origin != *request.origin) continue;
+      if (auto sym = source->code->Find(q.addr, time)) {
+        Fill(*sym, *source, *process, q.addr, &r);
+        break;
+      }
+    }
+  }
+}
+
+proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view) {
+  proto::ProcessesResponse out;
+  for (const auto& [pid, incarnations] : view.processes) {
+    for (const auto& p : incarnations) {
+      proto::ProcessInfo info;
+      info.pid = p->pid;
+      info.incarnation = p->incarnation;
+      info.alive = p->alive;
+      for (const auto& s : p->sources) {
+        proto::SourceInfo si;
+        si.origin = s->origin;
+        si.path = s->path;
+        si.state = s->state;
+        si.ranges = s->ranges;
+        si.bytes_read = s->bytes_read;
+        si.error = s->error;
+        info.ranges += s->ranges;
+        const auto& ranges = s->code->ranges();
+        if (auto t = ranges.first_time(); t && (!info.first_time || *t < *info.first_time)) {
+          info.first_time = t;
+        }
+        if (auto t = ranges.last_time(); t && (!info.last_time || *t > *info.last_time)) {
+          info.last_time = t;
+        }
+        info.sources.push_back(std::move(si));
+      }
+      out.processes.push_back(std::move(info));
+    }
+  }
+  return out;
+}
+
+proto::Response QueryEngine::Handle(const proto::Request& request,
+                                    const server::PeerCredentials& peer) {
+  const std::shared_ptr<const index::IndexView> view = cell_.Get();
+  return std::visit(
+      [&](const auto& body) -> proto::Response {
+        using T = std::decay_t<decltype(body)>;
+        proto::Response response;
+        if constexpr (std::is_same_v<T, proto::LookupRequest>) {
+          if (body.image) {
+            return Error(proto::kErrBadRequest, "image lookups are not supported by this daemon");
+          }
+          if (!body.pid) return Error(proto::kErrBadRequest, "lookup needs \"pid\"");
+          if (*body.pid <= 0 || *body.pid > 0x7fffffff) {
+            return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
+          }
+          proto::LookupResponse lookup;
+          Lookup(*view, body, &lookup);
+          response.body = std::move(lookup);
+        } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
+          response.body = Processes(*view);
+        } else if constexpr (std::is_same_v<T, proto::StatsRequest>) {
+          proto::StatsResponse s;
+          for (const auto& [pid, incs] : view->processes) s.processes += incs.size();
+          s.ranges = view->counters.ranges;
+          s.memory_bytes = view->counters.memory_bytes;
+          s.files_followed = view->counters.files_followed;
+          s.files_failed = view->counters.files_failed;
+          s.bytes_ingested = view->counters.bytes_ingested;
+          s.records_ingested = view->counters.records_ingested;
+          if (server_counters_) {
+            const server::Counters c = server_counters_();
+            s.queries = c.requests;
+            s.addresses = c.addresses;
+            s.connections = c.connections_accepted;
+            s.errors = c.errors;
+          }
+          s.uptime_ns = MonotonicNowNs() - started_ns_;
+          response.body = s;
+        } else if constexpr (std::is_same_v<T, proto::PingRequest>) {
+          response.body = proto::PingResponse{};
+        } else if constexpr (std::is_same_v<T, proto::VersionRequest>) {
+          proto::VersionResponse v;
+          v.daemon_version = JITSYM_VERSION;
+          response.body = v;
+        } else {
+          return Error(proto::kErrUnknownOp, "unsupported operation");
+        }
+        return response;
+      },
+      request.body);
+}
+
+}  // namespace jitsym::query
