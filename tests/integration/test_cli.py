@@ -71,11 +71,6 @@ def usage_errors_exit_2():
         check(res.stderr.strip(), f"jitsym {' '.join(map(str, args))}: no message on stderr")
 
 
-def parse_text_line(line):
-    fields = line.split("\t")
-    return fields
-
-
 @h.case
 def text_output_format():
     i = 10  # has debug info
@@ -85,8 +80,9 @@ def text_output_format():
     check(res.returncode == 0, f"lookup exited {res.returncode}: {res.stderr}")
     lines = res.stdout.splitlines()
     check(len(lines) == 4, f"want 4 lines, got {lines}")
-    want = [[f"cli_fn_{i}+0x44", "jitdump", f"src/f{i}.c:{20 + i}"],
-            [f"cli_fn_{i}+0x10", "jitdump", f"src/f{i}.c:{10 + i}"],
+    # FILE:LINE, then :COLUMN when the entry has one (the jitdump discriminator).
+    want = [[f"cli_fn_{i}+0x44", "jitdump", f"src/f{i}.c:{20 + i}:5"],
+            [f"cli_fn_{i}+0x10", "jitdump", f"src/f{i}.c:{10 + i}:1"],
             ["??"],
             ["cli_fn_11+0x0", "jitdump"]]
     for line, arg, w in zip(lines, args, want):
@@ -216,10 +212,10 @@ def stdin_mode_100k_lines_in_order():
             want = [hexaddr(addr), f"{p.name}+0x{addr - p.start:x}", "jitdump"]
         pos = model.source_position(p, addr)
         if pos and pos != "ambiguous":
-            want.append(f"{pos[0]}:{pos[1]}")
+            want.append(f"{pos[0]}:{pos[1]}" + (f":{pos[2]}" if pos[2] else ""))
         got = [hexaddr(int(fields[0], 16))] + fields[1:] if fields and re.fullmatch(
             r"(0x)?[0-9a-fA-F]+", fields[0]) else fields
-        if got[:len(want)] != want or (p is None and len(got) != 2):
+        if got != want:
             bad.append(f"{hexaddr(addr)} @ {t}: got {line!r}, want {chr(9).join(want)!r}")
     print(f"  {len(queries)} lines ({found} found) in {elapsed:.2f}s "
           f"({len(queries) / elapsed:,.0f} lines/s incl. client start)")
