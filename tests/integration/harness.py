@@ -171,6 +171,12 @@ class Harness:
         self._children.append(proc)
         return proc
 
+    def kill_child(self, pid):
+        """SIGKILLs a helper started by spawn() and reaps it, so its pid no longer exists."""
+        proc = next(p for p in self._children if p.pid == pid)
+        proc.kill()
+        proc.wait()
+
     def sleeper(self):
         """A real process to own a generated jitdump: its pid exists and is ours."""
         return self.spawn(["sleep", "600"], stdin=subprocess.DEVNULL).pid
@@ -260,7 +266,8 @@ class Harness:
         else:
             self.failures.append(name)
             print(f"FAIL {name} ({elapsed:.2f}s): {error}", flush=True)
-            print(f"  daemon log, last {LOG_TAIL_LINES} lines ({self.daemon.log_path if self.daemon else '-'}):")
+            where = self.daemon.log_path if self.daemon else "-"
+            print(f"  daemon log, last {LOG_TAIL_LINES} lines ({where}):")
             print(self.log_tail(), flush=True)
 
     def main(self):

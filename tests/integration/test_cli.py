@@ -7,7 +7,6 @@ import json
 import os
 import random
 import re
-import signal
 import time
 
 import jitdump
@@ -126,7 +125,8 @@ def json_fields_and_types():
              "origin": str, "source": str, "loaded_at": int, "incarnation": int, "file": str,
              "line": int}
     for key, typ in types.items():
-        check(isinstance(found.get(key), typ) and not (typ is int and isinstance(found.get(key), bool)),
+        value = found.get(key)
+        check(isinstance(value, typ) and not (typ is int and isinstance(value, bool)),
               f"{key} should be {typ.__name__}: {found}")
     want = {"addr": hexaddr(a + 0x41), "found": True, "name": f"cli_fn_{i}", "offset": 0x41,
             "start": hexaddr(a), "size": 0x100 + (i % 7) * 0x10, "origin": "jitdump",
@@ -247,9 +247,7 @@ def processes_lists_the_pid_and_notices_exit():
     check(any(os.path.basename(str(x)) == os.path.basename(FIX["path"]) for x in paths),
           f"sources {paths} should name {FIX['path']}")
     # The process exits: its code stays queryable and it is shown as exited.
-    owner = [c for c in h._children if c.pid == FIX["pid"]][0]
-    owner.send_signal(signal.SIGKILL)
-    owner.wait()
+    h.kill_child(FIX["pid"])
     wait_until(lambda: entry().get("alive") is False, 10.0, "processes to show the exit")
     ans = h.lookup_one(FIX["pid"], func_addr(7))
     check(ans.get("name") == "cli_fn_7", f"symbols of an exited process were lost: {ans}")

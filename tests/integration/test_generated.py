@@ -5,7 +5,6 @@ debug-entry bias, a file growing record by record, files present before start-up
 file, unusual header sizes, and random dumps with heavy address reuse checked against the
 brute-force oracle."""
 
-import json
 import os
 import random
 import statistics
@@ -13,7 +12,7 @@ import time
 
 import jitdump
 import oracle
-from harness import Harness, check, hexaddr, wait_until
+from harness import Harness, check, hexaddr
 
 h = Harness(__doc__)
 
@@ -133,9 +132,9 @@ def big_endian_every_record_type():
         (0x40000, None, None),
     ]
     answers = h.lookup(pid, [(a, t) for a, t, _ in expect])
-    bad = [f"{hexaddr(a)} @ {t}: want {n or '??'}, got {ans.get('name') if ans.get('found') else '??'}"
-           for (a, t, n), ans in zip(expect, answers)
-           if (ans.get("name") if ans.get("found") else None) != n]
+    got = [ans.get("name") if ans.get("found") else None for ans in answers]
+    bad = [f"{hexaddr(a)} @ {t}: want {n or '??'}, got {g or '??'}"
+           for (a, t, n), g in zip(expect, got) if g != n]
     check(not bad, "wrong answers:\n  " + "\n  ".join(bad))
 
     beta = h.lookup(pid, [(0x10210, base + 2000)])[0]
@@ -307,7 +306,8 @@ def random_dumps_with_heavy_reuse_match_the_oracle():
         times = sorted({r.eff_ts for r in dump.records})
         queries = []
         for rec in dump.loads():  # every LOAD at its own time, first and last byte
-            queries += [(rec.code_addr, rec.eff_ts), (rec.code_addr + rec.code_size - 1, rec.eff_ts)]
+            queries += [(rec.code_addr, rec.eff_ts),
+                        (rec.code_addr + rec.code_size - 1, rec.eff_ts)]
         model = oracle.Oracle(dump)
         for rec in dump.records:  # moved code: new place, and old place, just before and at
             if rec.kind == jitdump.MOVE:

@@ -4,7 +4,6 @@ NUL, code larger than its record; malformed protocol requests on a raw socket; c
 vanish mid-answer; file names that only look like jitdumps. The daemon must stay up, keep what
 it read, name each bad file with a byte offset in its log, and leave the good file alone."""
 
-import json
 import os
 import random
 import re

@@ -12,7 +12,7 @@ import time
 
 import jitdump
 import oracle
-from harness import Harness, check, hexaddr, wait_until
+from harness import Harness, check, hexaddr
 
 h = Harness(__doc__)
 HERE = os.path.dirname(os.path.abspath(__file__))
