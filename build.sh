@@ -64,13 +64,16 @@ install_deps() {
     apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
 }
 
+# build [TARGET...]: configures if needed and builds the targets given, or everything.
 build() {
+  local targets=()
+  if (($# > 0)); then targets=(--target "$@"); fi
   if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
     cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
   else
     cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null  # reuse its generator
   fi
-  cmake --build "$BUILD_DIR" -j"$JOBS"
+  cmake --build "$BUILD_DIR" -j"$JOBS" "${targets[@]}"
 }
 
 usage() {
@@ -92,7 +95,7 @@ case $cmd in
     ;;
   run)
     install_deps
-    build
+    build jitsymd jitsym  # the daemon needs nothing else; don't wait for tests and benchmarks
     # The default socket for root lives in /run/jitsymd; make sure its directory exists.
     if ((EUID == 0)); then mkdir -p /run/jitsymd; fi
     exec "$BUILD_DIR/jitsymd" "$@"
