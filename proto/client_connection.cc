@@ -1,0 +1,154 @@
+#include "proto/client_connection.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace jitsym::proto {
+namespace {
+
+constexpr size_t kReadChunk = 256 * 1024;
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+}  // namespace
+
+std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& path,
+                                                            std::string* error) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    *error = "cannot connect to jitsymd at '" + path + "': socket path " +
+             (path.empty() ? "is empty"
+                           : "is too long (at most " + std::to_string(sizeof(addr.sun_path) - 1) +
+                                 " bytes)") +
+             " (set --socket or JITSYM_SOCKET)";
+    return nullptr;
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = "cannot create a socket: " + ErrnoText(errno);
+    return nullptr;
+  }
+  int rc;
+  do {
+    rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) {
+    const int err = errno;
+    ::close(fd);
+    std::string hint;
+    switch (err) {
+      case ENOENT:
+      case ECONNREFUSED:
+        hint = " (is jitsymd running? start it or set --socket/JITSYM_SOCKET)";
+        break;
+      case EACCES:
+      case EPERM:
+        hint = " (no permission on the socket or its directory)";
+        break;
+      case ENOTDIR:
+      case ENOTSOCK:
+        hint = " (that path is not a socket; set --socket/JITSYM_SOCKET)";
+        break;
+      default:
+        break;
+    }
+    *error = "cannot connect to jitsymd at " + path + ": " + ErrnoText(err) + hint;
+    return nullptr;
+  }
+  return std::unique_ptr<ClientConnection>(new ClientConnection(fd, path));
+}
+
+ClientConnection::ClientConnection(int fd, std::string path)
+    : fd_(fd), path_(std::move(path)), buffer_(kReadChunk) {}
+
+ClientConnection::~ClientConnection() { ::close(fd_); }
+
+bool ClientConnection::Send(std::string_view data, std::string* error) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *error = "cannot send to jitsymd at " + path_ + ": " + ErrnoText(errno);
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool ClientConnection::SendRequest(const Request& request, std::string* error) {
+  send_buffer_.clear();
+  EncodeRequest(request, &send_buffer_);
+  return Send(send_buffer_, error);
+}
+
+bool ClientConnection::ReadLine(std::string_view* line, std::string* error) {
+  for (;;) {
+    if (const void* nl = std::memchr(buffer_.data() + scanned_, '\n', end_ - scanned_)) {
+      const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buffer_.data());
+      size_t len = pos - begin_;
+      if (len > 0 && buffer_[pos - 1] == '\r') --len;
+      *line = std::string_view(buffer_.data() + begin_, len);
+      begin_ = scanned_ = pos + 1;
+      return true;
+    }
+    scanned_ = end_;
+    if (end_ - begin_ > max_line_bytes_) {
+      *error = "response from jitsymd is longer than " + std::to_string(max_line_bytes_) + " bytes";
+      return false;
+    }
+    // Make room: drop consumed bytes, then grow.
+    if (begin_ > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      scanned_ -= begin_;
+      begin_ = 0;
+    }
+    if (buffer_.size() - end_ < kReadChunk)
+      buffer_.resize(std::max(buffer_.size() * 2, end_ + kReadChunk));
+    const ssize_t n = ::recv(fd_, buffer_.data() + end_, buffer_.size() - end_, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *error = "cannot read from jitsymd at " + path_ + ": " + ErrnoText(errno);
+      return false;
+    }
+    if (n == 0) {
+      *error = end_ == begin_ ? "jitsymd closed the connection"
+                              : "jitsymd closed the connection in the middle of a response";
+      return false;
+    }
+    end_ += static_cast<size_t>(n);
+  }
+}
+
+bool ClientConnection::ReadResponse(Response* response, std::string* error) {
+  std::string_view line;
+  if (!ReadLine(&line, error)) return false;
+  std::string why;
+  if (!DecodeResponseInto(line, response, &why)) {
+    *error = "malformed response from jitsymd: " + why;
+    return false;
+  }
+  return true;
+}
+
+std::optional<Response> ClientConnection::Call(const Request& request, std::string* error) {
+  if (!SendRequest(request, error)) return std::nullopt;
+  Response response;
+  if (!ReadResponse(&response, error)) return std::nullopt;
+  return response;
+}
+
+void ClientConnection::ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+
+void ClientConnection::Shutdown() { ::shutdown(fd_, SHUT_RDWR); }
+
+}  // namespace jitsym::proto

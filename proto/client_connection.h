@@ -1,0 +1,73 @@
+// A blocking connection to jitsymd, for the CLI, tests and benchmarks.
+//
+// Send() and ReadLine() may be called from two different threads at once (one writer, one
+// reader): that is how `jitsym lookup` keeps several batches in flight. Anything else needs
+// external locking. Writes use MSG_NOSIGNAL, so a daemon that goes away is an error, not SIGPIPE.
+#ifndef JITSYM_PROTO_CLIENT_CONNECTION_H_
+#define JITSYM_PROTO_CLIENT_CONNECTION_H_
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/protocol.h"
+
+namespace jitsym::proto {
+
+class ClientConnection {
+ public:
+  // Response lines longer than this are treated as a broken connection.
+  static constexpr size_t kDefaultMaxLineBytes = size_t{1} << 30;
+
+  // Connects to the daemon's socket. On failure returns nullptr and sets *error to a message
+  // that says what to do, e.g. "cannot connect to jitsymd at /run/jitsymd/jitsymd.sock: No such
+  // file or directory (is jitsymd running? start it or set --socket/JITSYM_SOCKET)".
+  static std::unique_ptr<ClientConnection> Connect(const std::string& path, std::string* error);
+
+  ~ClientConnection();
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  // Writes all of `data` (one or more encoded request lines).
+  bool Send(std::string_view data, std::string* error);
+  bool SendRequest(const Request& request, std::string* error);
+
+  // Reads the next line, without its '\n' (and '\r'). The view stays valid until the next
+  // ReadLine. Returns false at end of stream (*error says "jitsymd closed the connection") or
+  // on error.
+  bool ReadLine(std::string_view* line, std::string* error);
+  // Reads and decodes the next response line.
+  bool ReadResponse(Response* response, std::string* error);
+
+  // One request, one response. Must not be mixed with pipelined use on another thread.
+  std::optional<Response> Call(const Request& request, std::string* error);
+
+  // Half-closes the write side: the daemon sees end of input after the last request.
+  void ShutdownWrite();
+  // Shuts both directions down, waking a thread blocked in Send or ReadLine; the fd stays open
+  // until destruction.
+  void Shutdown();
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  void set_max_line_bytes(size_t n) { max_line_bytes_ = n; }
+
+ private:
+  ClientConnection(int fd, std::string path);
+
+  int fd_;
+  std::string path_;
+  size_t max_line_bytes_ = kDefaultMaxLineBytes;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;  // unconsumed data is buffer_[begin_, end_)
+  size_t end_ = 0;
+  size_t scanned_ = 0;  // buffer_[begin_, scanned_) is known to hold no '\n'
+  std::string send_buffer_;
+};
+
+}  // namespace jitsym::proto
+
+#endif  // JITSYM_PROTO_CLIENT_CONNECTION_H_

@@ -1,0 +1,105 @@
+// Scalar helpers of the protocol: socket path, addresses, times.
+#include "proto/protocol.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <limits>
+
+#include "proto/json_writer.h"
+
+namespace jitsym::proto {
+namespace {
+
+// Hex digit values; -1 for everything else. A table: this runs once per address per request.
+constexpr auto kHexValue = [] {
+  std::array<int8_t, 256> table{};
+  table.fill(-1);
+  for (int c = '0'; c <= '9'; ++c) table[c] = static_cast<int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) table[c] = static_cast<int8_t>(c - 'a' + 10);
+  for (int c = 'A'; c <= 'F'; ++c) table[c] = static_cast<int8_t>(c - 'A' + 10);
+  return table;
+}();
+
+constexpr uint64_t kNsPerSecond = 1'000'000'000;
+
+}  // namespace
+
+std::string DefaultSocketPath() {
+  if (geteuid() == 0) return "/run/jitsymd/jitsymd.sock";
+  const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime_dir != nullptr && runtime_dir[0] != '\0') {
+    return std::string(runtime_dir) + "/jitsymd.sock";
+  }
+  return "/tmp/jitsymd-" + std::to_string(geteuid()) + ".sock";
+}
+
+std::optional<uint64_t> ParseAddress(std::string_view text) {
+  if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.remove_prefix(2);
+  }
+  if (text.empty()) return std::nullopt;
+  // Skip leading zeros, then at most 16 digits fit.
+  size_t i = 0;
+  while (i + 1 < text.size() && text[i] == '0') ++i;
+  if (text.size() - i > 16) return std::nullopt;
+  uint64_t value = 0;
+  for (; i < text.size(); ++i) {
+    const int digit = kHexValue[static_cast<unsigned char>(text[i])];
+    if (digit < 0) return std::nullopt;
+    value = value << 4 | static_cast<uint64_t>(digit);
+  }
+  return value;
+}
+
+std::string FormatAddress(uint64_t value) {
+  std::string out;
+  json::AppendHexString(value, &out);
+  return out.substr(1, out.size() - 2);
+}
+
+std::optional<uint64_t> ParseDecimal(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  uint64_t value = 0;
+  // Up to 19 digits cannot overflow; check only beyond that.
+  const size_t safe = std::min<size_t>(text.size(), 19);
+  size_t i = 0;
+  for (; i < safe; ++i) {
+    const unsigned digit = static_cast<unsigned char>(text[i]) - '0';
+    if (digit > 9) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  for (; i < text.size(); ++i) {
+    const unsigned digit = static_cast<unsigned char>(text[i]) - '0';
+    if (digit > 9) return std::nullopt;
+    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+std::optional<uint64_t> ParseTime(std::string_view text) {
+  const size_t dot = text.find('.');
+  if (dot == std::string_view::npos) return ParseDecimal(text);
+  // Seconds with a fraction, as `perf script` prints them. Both sides need digits: "1." and
+  // ".5" are more likely typos than times.
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view fraction = text.substr(dot + 1);
+  if (fraction.empty() || fraction.size() > 9) return std::nullopt;
+  const std::optional<uint64_t> seconds = ParseDecimal(whole);
+  std::optional<uint64_t> frac = ParseDecimal(fraction);
+  if (!seconds || !frac) return std::nullopt;
+  for (size_t i = fraction.size(); i < 9; ++i) *frac *= 10;
+  if (*seconds > (std::numeric_limits<uint64_t>::max() - *frac) / kNsPerSecond) {
+    return std::nullopt;
+  }
+  return *seconds * kNsPerSecond + *frac;
+}
+
+Response MakeErrorResponse(std::string id_json, std::string_view code, std::string message) {
+  return Response{std::move(id_json), ErrorResponse{std::string(code), std::move(message)}};
+}
+
+}  // namespace jitsym::proto

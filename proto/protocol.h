@@ -1,0 +1,211 @@
+// The jitsymd wire protocol, version 1: newline-delimited JSON over a Unix stream socket.
+// docs/protocol.md is the specification; this header is its only implementation, shared by the
+// daemon and the client. Nothing else formats or parses protocol JSON.
+//
+//   request  := {"v":1, "id":ANY?, "op":"lookup"|"processes"|"stats"|"ping"|"version", ...}
+//   response := {"v":1, "id":ANY?, "ok":true, ...} | {"v":1, "id":ANY?, "ok":false,
+//                "error":{"code":STRING, "message":STRING}}
+//
+// Addresses travel as hex strings ("0x7f..."); plain JSON numbers are accepted on input.
+// Times are CLOCK_MONOTONIC nanoseconds (the jitdump clock) as a number or a decimal string, or
+// seconds with a decimal point as `perf script` prints them ("219.895069").
+#ifndef JITSYM_PROTO_PROTOCOL_H_
+#define JITSYM_PROTO_PROTOCOL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace jitsym::proto {
+
+inline constexpr int kProtocolVersion = 1;
+// Requests longer than this are answered with an error and the connection is closed: a line
+// that long is not a lookup batch but an attempt to make the daemon buffer without bound.
+inline constexpr size_t kMaxRequestBytes = 64 * 1024 * 1024;
+// Addresses in one lookup request.
+inline constexpr size_t kMaxBatch = 1 << 20;
+
+// Error codes (the "code" member of an error object).
+inline constexpr std::string_view kErrBadRequest = "bad_request";
+inline constexpr std::string_view kErrUnknownOp = "unknown_op";
+inline constexpr std::string_view kErrUnsupportedVersion = "unsupported_version";
+inline constexpr std::string_view kErrTooLarge = "too_large";
+inline constexpr std::string_view kErrPermission = "permission_denied";
+inline constexpr std::string_view kErrNotFound = "not_found";
+inline constexpr std::string_view kErrInternal = "internal";
+// The daemon is at its connection limit; the connection is closed after this response.
+inline constexpr std::string_view kErrBusy = "busy";
+
+// Socket path when neither --socket nor JITSYM_SOCKET says otherwise: /run/jitsymd/jitsymd.sock
+// for root, $XDG_RUNTIME_DIR/jitsymd.sock otherwise (/tmp/jitsymd-<uid>.sock without it).
+std::string DefaultSocketPath();
+
+// "0x7f00", "7F00" -> value. Rejects empty input, non-hex characters and overflow.
+std::optional<uint64_t> ParseAddress(std::string_view text);
+// "0x7f00" (lower case, no padding).
+std::string FormatAddress(uint64_t value);
+// "123456789" -> ns; "219.895069" -> 219895069000 ns (seconds with a decimal point, at most 9
+// fractional digits). Rejects anything else.
+std::optional<uint64_t> ParseTime(std::string_view text);
+// "1234" -> 1234. Decimal digits only: no sign, no spaces; rejects overflow.
+std::optional<uint64_t> ParseDecimal(std::string_view text);
+
+// ---- requests ---------------------------------------------------------------------------------
+
+struct AddressQuery {
+  uint64_t addr = 0;
+  std::optional<uint64_t> time;  // per-address time; overrides the batch time
+  std::string error;             // non-empty: this entry could not be parsed (echoed back)
+  std::string raw;               // the input text when error is set
+};
+
+struct LookupRequest {
+  std::optional<int64_t> pid;
+  std::optional<std::string> image;   // image lookups (r2rmap, ELF); later formats
+  std::optional<std::string> origin;  // restrict answers to one source kind
+  std::optional<uint64_t> time;       // batch time; absent = now / last known
+  std::vector<AddressQuery> addrs;
+};
+
+struct ProcessesRequest {};
+struct StatsRequest {};
+struct PingRequest {};
+struct VersionRequest {};
+
+using RequestBody =
+    std::variant<LookupRequest, ProcessesRequest, StatsRequest, PingRequest, VersionRequest>;
+
+struct Request {
+  std::string id_json;  // the request's "id" re-serialized as JSON, echoed verbatim; empty if none
+  RequestBody body;
+};
+
+// ---- responses --------------------------------------------------------------------------------
+
+struct Frame {  // one inlined frame (native code), innermost first
+  std::string name;
+  std::string file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+};
+
+struct LookupResult {
+  uint64_t addr = 0;
+  bool found = false;
+  std::string error;  // per-address error (bad input, permission); found is false
+  std::string raw;    // with error: the unparsable input, sent as "addr" instead of the value
+  // When found:
+  std::string name;
+  uint64_t offset = 0;  // addr - start
+  uint64_t start = 0;
+  uint64_t size = 0;
+  std::string origin;  // "jitdump", later "perfmap", "r2rmap", "mlpd", "elf"
+  std::string image;   // image name or path, when the answer comes from one
+  std::string source;  // the file the answer was read from
+  std::string file;    // source position, when debug info gives one
+  uint32_t line = 0;
+  uint32_t column = 0;
+  std::optional<uint64_t> loaded_at;    // when this code became valid (CLOCK_MONOTONIC ns)
+  std::optional<uint64_t> incarnation;  // which incarnation of the pid answered
+  std::string build_id;
+  std::vector<Frame> frames;
+};
+
+struct LookupResponse {
+  std::vector<LookupResult> results;  // in request order, one per address
+};
+
+struct SourceInfo {
+  std::string origin;
+  std::string path;
+  std::string state;  // "following", "closed", "deleted", "error"
+  uint64_t ranges = 0;
+  uint64_t bytes_read = 0;
+  std::string error;  // last error, if state is "error"
+};
+
+struct ProcessInfo {
+  int64_t pid = 0;
+  uint64_t incarnation = 0;
+  bool alive = false;
+  std::optional<uint64_t> first_time;  // first/last record timestamps (CLOCK_MONOTONIC ns)
+  std::optional<uint64_t> last_time;
+  uint64_t ranges = 0;
+  std::vector<SourceInfo> sources;
+};
+
+struct ProcessesResponse {
+  std::vector<ProcessInfo> processes;
+};
+
+struct StatsResponse {
+  uint64_t processes = 0;
+  uint64_t ranges = 0;        // indexed code ranges, all processes and images
+  uint64_t memory_bytes = 0;  // bytes held by the index (ranges, names, debug info)
+  uint64_t files_followed = 0;
+  uint64_t files_failed = 0;  // files stopped on a corrupt record
+  uint64_t bytes_ingested = 0;
+  uint64_t records_ingested = 0;
+  uint64_t queries = 0;      // requests served
+  uint64_t addresses = 0;    // addresses looked up
+  uint64_t connections = 0;  // connections accepted
+  uint64_t errors = 0;       // error responses sent
+  uint64_t uptime_ns = 0;
+};
+
+struct PingResponse {};
+struct VersionResponse {
+  std::string daemon_version;
+  int protocol = kProtocolVersion;
+};
+
+struct ErrorResponse {
+  std::string code;
+  std::string message;
+};
+
+using ResponseBody = std::variant<LookupResponse, ProcessesResponse, StatsResponse, PingResponse,
+                                  VersionResponse, ErrorResponse>;
+
+struct Response {
+  std::string id_json;  // echoed from the request
+  ResponseBody body;
+};
+
+// ---- codec ------------------------------------------------------------------------------------
+
+// Parses one request line (without the newline). On failure returns an ErrorResponse that the
+// daemon sends back; the id is recovered when the line was valid JSON with an "id".
+struct DecodeRequestResult {
+  std::optional<Request> request;
+  std::optional<Response> error;
+};
+DecodeRequestResult DecodeRequest(std::string_view line);
+
+// Appends the encoded request/response and a trailing '\n' to *out.
+void EncodeRequest(const Request& request, std::string* out);
+void EncodeResponse(const Response& response, std::string* out);
+
+// Parses a response line. Returns nullopt (and sets *error) if the line is not a valid response.
+std::optional<Response> DecodeResponse(std::string_view line, std::string* error);
+// As DecodeResponse, into *response, reusing its storage (strings, vectors) when the body kind
+// is the same as last time: the client's hot loop decodes one lookup response per batch.
+bool DecodeResponseInto(std::string_view line, Response* response, std::string* error);
+
+// One member object exactly as it appears on the wire (no newline): `jitsym --json` prints these.
+void EncodeLookupResult(const LookupResult& result, std::string* out);
+void EncodeProcessInfo(const ProcessInfo& process, std::string* out);
+void EncodeStats(const StatsResponse& stats, std::string* out);
+// The stats members as (wire name, value), in wire order.
+std::vector<std::pair<std::string_view, uint64_t>> StatsMembers(const StatsResponse& stats);
+
+// The error response for a request, keeping its id.
+Response MakeErrorResponse(std::string id_json, std::string_view code, std::string message);
+
+}  // namespace jitsym::proto
+
+#endif  // JITSYM_PROTO_PROTOCOL_H_

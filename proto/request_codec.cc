@@ -1,0 +1,366 @@
+// Requests: decoding (daemon side, hostile input) and encoding (client side).
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "proto/json_reader.h"
+#include "proto/json_writer.h"
+#include "proto/protocol.h"
+
+namespace jitsym::proto {
+namespace {
+
+using json::JsonReader;
+using Kind = JsonReader::Kind;
+
+constexpr std::string_view kInvalidAddress = "invalid address";
+constexpr std::string_view kInvalidTime = "invalid time";
+
+// A JSON number or string holding a time, per ParseTime. JSON numbers with a fraction are
+// accepted as seconds too ("time":219.895069), exponents are not.
+std::optional<uint64_t> ReadTime(JsonReader& r, bool* syntax_ok) {
+  std::string_view text;
+  const Kind kind = r.Peek();
+  if (kind == Kind::kNumber) {
+    *syntax_ok = r.ReadNumber(&text);
+  } else if (kind == Kind::kString) {
+    *syntax_ok = r.ReadString(&text);
+  } else {
+    *syntax_ok = r.Skip();
+    return std::nullopt;
+  }
+  if (!*syntax_ok) return std::nullopt;
+  return ParseTime(text);
+}
+
+// The compact JSON text of the value in text[start, end), for echoing an unparsable entry.
+std::string CompactSlice(std::string_view text, size_t start, size_t end) {
+  JsonReader copier(text.substr(start, end - start));
+  std::string out;
+  copier.Copy(&out);
+  return out;
+}
+
+// An address given as a string (hex) or a number (decimal, integers only).
+bool ReadAddressValue(JsonReader& r, AddressQuery* q) {
+  std::string_view text;
+  const Kind kind = r.Peek();
+  if (kind == Kind::kString || kind == Kind::kNumber) {
+    if (!(kind == Kind::kString ? r.ReadString(&text) : r.ReadNumber(&text))) return false;
+    const std::optional<uint64_t> value =
+        kind == Kind::kString ? ParseAddress(text) : ParseDecimal(text);
+    if (value) {
+      q->addr = *value;
+    } else {
+      q->error = kInvalidAddress;
+      q->raw = text;
+    }
+    return true;
+  }
+  q->error = kInvalidAddress;  // raw is filled in by the caller from the entry's text
+  return r.Skip();
+}
+
+// One entry of "addrs": A | {"addr":A,"time":T}. Entry-level problems become q->error (the
+// batch goes on); only broken JSON fails.
+bool ReadAddressEntry(JsonReader& r, std::string_view line, AddressQuery* q) {
+  const size_t start = r.position();
+  const Kind kind = r.Peek();
+  bool ok;
+  if (kind == Kind::kObject) {
+    ok = r.BeginObject();
+    bool have_addr = false;
+    std::string_view key;
+    while (ok && r.NextMember(&key)) {
+      if (key == "addr") {
+        have_addr = true;
+        ok = ReadAddressValue(r, q);
+      } else if (key == "time") {
+        if (r.Peek() == Kind::kNull) {
+          ok = r.ReadNull();
+          continue;
+        }
+        q->time = ReadTime(r, &ok);
+        if (ok && !q->time && q->error.empty()) q->error = kInvalidTime;
+      } else {
+        ok = r.Skip();
+      }
+    }
+    ok = ok && r.ok();
+    if (ok && !have_addr) q->error = kInvalidAddress;
+    if (ok && !q->error.empty()) q->raw = CompactSlice(line, start, r.position());
+  } else {
+    ok = ReadAddressValue(r, q);
+    if (ok && !q->error.empty() && q->raw.empty() && kind != Kind::kString) {
+      q->raw = CompactSlice(line, start, r.position());
+    }
+  }
+  if (!q->error.empty()) {
+    q->addr = 0;
+    q->time.reset();
+  }
+  return ok;
+}
+
+struct RequestFields {
+  std::string id_json;
+  bool have_id = false;
+  std::optional<int64_t> version;
+  std::string op;
+  bool have_op = false;
+  std::string header_error;  // wrong type of "v" or "op"
+  LookupRequest lookup;
+  bool have_addrs = false;
+  bool too_many_addrs = false;
+  std::string lookup_error;  // first problem with a lookup member
+};
+
+void SetOnce(std::string* slot, std::string message) {
+  if (slot->empty()) *slot = std::move(message);
+}
+
+bool ReadOptionalString(JsonReader& r, std::string_view name, std::optional<std::string>* out,
+                        std::string* error) {
+  std::string_view text;
+  switch (r.Peek()) {
+    case Kind::kNull:
+      out->reset();
+      return r.ReadNull();
+    case Kind::kString:
+      if (!r.ReadString(&text)) return false;
+      *out = std::string(text);
+      return true;
+    default:
+      SetOnce(error, "member '" + std::string(name) + "' must be a string");
+      return r.Skip();
+  }
+}
+
+bool ReadAddrs(JsonReader& r, std::string_view line, RequestFields* f) {
+  if (r.Peek() != Kind::kArray) {
+    SetOnce(&f->lookup_error, "member 'addrs' must be an array");
+    return r.Skip();
+  }
+  f->have_addrs = true;
+  if (!r.BeginArray()) return false;
+  std::vector<AddressQuery>& addrs = f->lookup.addrs;
+  while (r.NextElement()) {
+    if (addrs.size() >= kMaxBatch) {
+      f->too_many_addrs = true;
+      if (!r.Skip()) return false;
+      continue;
+    }
+    AddressQuery& q = addrs.emplace_back();
+    if (!ReadAddressEntry(r, line, &q)) return false;
+  }
+  return r.ok();
+}
+
+bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, RequestFields* f) {
+  std::string_view text;
+  if (key == "v") {
+    if (r.Peek() != Kind::kNumber) {
+      SetOnce(&f->header_error, "member 'v' must be an integer");
+      return r.Skip();
+    }
+    if (!r.ReadNumber(&text)) return false;
+    const bool negative = text.size() > 1 && text[0] == '-';
+    const std::string_view digits = negative ? text.substr(1) : text;
+    if (digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      SetOnce(&f->header_error, "member 'v' must be an integer");
+    } else if (negative) {
+      f->version = -1;
+    } else {
+      // Too large to represent is still just an unsupported version.
+      f->version = static_cast<int64_t>(
+          std::min<uint64_t>(ParseDecimal(digits).value_or(INT64_MAX), INT64_MAX));
+    }
+    return true;
+  }
+  if (key == "id") {
+    f->id_json.clear();
+    f->have_id = true;
+    if (r.Copy(&f->id_json)) return true;
+    f->id_json.clear();
+    f->have_id = false;
+    return false;
+  }
+  if (key == "op") {
+    if (r.Peek() != Kind::kString) {
+      SetOnce(&f->header_error, "member 'op' must be a string");
+      return r.Skip();
+    }
+    if (!r.ReadString(&text)) return false;
+    f->op = text;
+    f->have_op = true;
+    return true;
+  }
+  if (key == "pid") {
+    const Kind kind = r.Peek();
+    if (kind == Kind::kNull) {
+      f->lookup.pid.reset();
+      return r.ReadNull();
+    }
+    if (kind == Kind::kNumber) {
+      if (!r.ReadNumber(&text)) return false;
+      const std::optional<uint64_t> pid = ParseDecimal(text);
+      if (pid && *pid > 0 && *pid <= static_cast<uint64_t>(INT64_MAX)) {
+        f->lookup.pid = static_cast<int64_t>(*pid);
+        return true;
+      }
+    } else if (!r.Skip()) {
+      return false;
+    }
+    SetOnce(&f->lookup_error, "member 'pid' must be a positive integer");
+    return true;
+  }
+  if (key == "time") {
+    if (r.Peek() == Kind::kNull) {
+      f->lookup.time.reset();
+      return r.ReadNull();
+    }
+    bool ok;
+    f->lookup.time = ReadTime(r, &ok);
+    if (ok && !f->lookup.time) {
+      SetOnce(&f->lookup_error,
+              "member 'time' must be nanoseconds (an integer) or seconds with a decimal point");
+    }
+    return ok;
+  }
+  if (key == "origin") return ReadOptionalString(r, key, &f->lookup.origin, &f->lookup_error);
+  if (key == "image") return ReadOptionalString(r, key, &f->lookup.image, &f->lookup_error);
+  if (key == "addrs") return ReadAddrs(r, line, f);
+  return r.Skip();  // unknown members are ignored: additive protocol changes keep v1
+}
+
+DecodeRequestResult Error(const RequestFields& f, std::string_view code, std::string message) {
+  DecodeRequestResult result;
+  result.error = MakeErrorResponse(f.have_id ? f.id_json : std::string(), code, std::move(message));
+  return result;
+}
+
+}  // namespace
+
+DecodeRequestResult DecodeRequest(std::string_view line) {
+  RequestFields f;
+  JsonReader r(line);
+  const Kind kind = r.Peek();
+  if (kind != Kind::kObject) {
+    if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      return Error(f, kErrBadRequest, "empty request");
+    }
+    const bool is_json = kind != Kind::kInvalid && r.Skip() && r.AtEnd();
+    return Error(f, kErrBadRequest,
+                 is_json ? "request must be a JSON object" : "request is not JSON");
+  }
+  r.BeginObject();
+  std::string_view key;
+  while (r.NextMember(&key)) {
+    if (!ReadMember(r, key, line, &f)) break;
+  }
+  if (!r.ok()) return Error(f, kErrBadRequest, r.error());
+  if (!r.AtEnd()) return Error(f, kErrBadRequest, "unexpected characters after the request object");
+  if (!f.header_error.empty()) return Error(f, kErrBadRequest, f.header_error);
+  if (f.version && *f.version != kProtocolVersion) {
+    return Error(f, kErrUnsupportedVersion,
+                 "protocol version " + std::to_string(*f.version) +
+                     " is not supported (this daemon speaks version " +
+                     std::to_string(kProtocolVersion) + ")");
+  }
+  if (!f.have_op) return Error(f, kErrBadRequest, "missing member 'op'");
+
+  DecodeRequestResult result;
+  Request& request = result.request.emplace();
+  request.id_json = f.id_json;
+  if (f.op == "lookup") {
+    if (!f.lookup_error.empty()) {
+      result.request.reset();
+      return Error(f, kErrBadRequest, f.lookup_error);
+    }
+    if (!f.lookup.pid && !f.lookup.image) {
+      result.request.reset();
+      return Error(f, kErrBadRequest, "lookup needs member 'pid' or 'image'");
+    }
+    if (!f.have_addrs) {
+      result.request.reset();
+      return Error(f, kErrBadRequest, "missing member 'addrs'");
+    }
+    if (f.too_many_addrs) {
+      result.request.reset();
+      return Error(f, kErrTooLarge,
+                   "more than " + std::to_string(kMaxBatch) + " addresses in one request");
+    }
+    request.body = std::move(f.lookup);
+  } else if (f.op == "processes") {
+    request.body = ProcessesRequest{};
+  } else if (f.op == "stats") {
+    request.body = StatsRequest{};
+  } else if (f.op == "ping") {
+    request.body = PingRequest{};
+  } else if (f.op == "version") {
+    request.body = VersionRequest{};
+  } else {
+    result.request.reset();
+    return Error(f, kErrUnknownOp, "unknown op '" + f.op + "'");
+  }
+  return result;
+}
+
+void EncodeRequest(const Request& request, std::string* out) {
+  out->append("{\"v\":1");
+  if (!request.id_json.empty()) {
+    out->append(",\"id\":");
+    out->append(request.id_json);
+  }
+  out->append(",\"op\":");
+  struct Visitor {
+    std::string* out;
+    void operator()(const LookupRequest& lookup) const {
+      out->append("\"lookup\"");
+      if (lookup.pid) {
+        out->append(",\"pid\":");
+        json::AppendInt(*lookup.pid, out);
+      }
+      if (lookup.image) {
+        out->append(",\"image\":");
+        json::AppendString(*lookup.image, out);
+      }
+      if (lookup.origin) {
+        out->append(",\"origin\":");
+        json::AppendString(*lookup.origin, out);
+      }
+      if (lookup.time) {
+        out->append(",\"time\":");
+        json::AppendUint(*lookup.time, out);
+      }
+      out->append(",\"addrs\":[");
+      bool first = true;
+      for (const AddressQuery& q : lookup.addrs) {
+        if (!first) out->push_back(',');
+        first = false;
+        if (!q.error.empty()) {
+          // Unparsable input the caller still wants answered in place: the daemon will
+          // report it back as a per-address error.
+          json::AppendString(q.raw, out);
+        } else if (q.time) {
+          out->append("{\"addr\":");
+          json::AppendHexString(q.addr, out);
+          out->append(",\"time\":");
+          json::AppendUint(*q.time, out);
+          out->push_back('}');
+        } else {
+          json::AppendHexString(q.addr, out);
+        }
+      }
+      out->push_back(']');
+    }
+    void operator()(const ProcessesRequest&) const { out->append("\"processes\""); }
+    void operator()(const StatsRequest&) const { out->append("\"stats\""); }
+    void operator()(const PingRequest&) const { out->append("\"ping\""); }
+    void operator()(const VersionRequest&) const { out->append("\"version\""); }
+  };
+  std::visit(Visitor{out}, request.body);
+  out->append("}\n");
+}
+
+}  // namespace jitsym::proto

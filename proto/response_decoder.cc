@@ -1,0 +1,348 @@
+// Responses, decoding side: the client's hot path for lookups.
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "proto/json_reader.h"
+#include "proto/protocol.h"
+#include "proto/stats_members.h"
+
+namespace jitsym::proto {
+namespace {
+
+using json::JsonReader;
+using Kind = JsonReader::Kind;
+
+// Reads typed members and keeps the first problem; a response the client cannot understand is
+// a bug somewhere, so it fails whole (unknown members are still skipped).
+class Decoder {
+ public:
+  explicit Decoder(std::string_view line) : r_(line) {}
+
+  JsonReader& reader() { return r_; }
+  bool ok() const { return r_.ok() && error_.empty(); }
+  std::string error() const { return error_.empty() ? r_.error() : error_; }
+
+  bool Fail(std::string_view member, std::string_view what) {
+    if (error_.empty())
+      error_ = "response member '" + std::string(member) + "' " + std::string(what);
+    return false;
+  }
+
+  bool String(std::string_view member, std::string* out) {
+    std::string_view text;
+    if (r_.Peek() != Kind::kString) return Fail(member, "must be a string");
+    if (!r_.ReadString(&text)) return false;
+    out->assign(text);
+    return true;
+  }
+  template <typename T>
+  bool Uint(std::string_view member, T* out) {
+    std::string_view text;
+    if (r_.Peek() != Kind::kNumber) return Fail(member, "must be a non-negative integer");
+    if (!r_.ReadNumber(&text)) return false;
+    const std::optional<uint64_t> v = ParseDecimal(text);
+    if (!v || *v > std::numeric_limits<T>::max()) return Fail(member, "is out of range");
+    *out = static_cast<T>(*v);
+    return true;
+  }
+  bool OptionalUint(std::string_view member, std::optional<uint64_t>* out) {
+    if (r_.Peek() == Kind::kNull) {
+      out->reset();
+      return r_.ReadNull();
+    }
+    uint64_t v = 0;
+    if (!Uint(member, &v)) return false;
+    *out = v;
+    return true;
+  }
+  bool Int(std::string_view member, int64_t* out) {
+    std::string_view text;
+    if (r_.Peek() != Kind::kNumber) return Fail(member, "must be an integer");
+    if (!r_.ReadNumber(&text)) return false;
+    const bool negative = !text.empty() && text[0] == '-';
+    const std::optional<uint64_t> v = ParseDecimal(negative ? text.substr(1) : text);
+    if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return Fail(member, "is out of range");
+    *out = negative ? -static_cast<int64_t>(*v) : static_cast<int64_t>(*v);
+    return true;
+  }
+  bool Bool(std::string_view member, bool* out) {
+    if (r_.Peek() != Kind::kBool) return Fail(member, "must be true or false");
+    return r_.ReadBool(out);
+  }
+  // Hex string (or a plain number).
+  bool Address(std::string_view member, uint64_t* out) {
+    std::string_view text;
+    if (r_.Peek() == Kind::kNumber) return Uint(member, out);
+    if (r_.Peek() != Kind::kString) return Fail(member, "must be a hex string");
+    if (!r_.ReadString(&text)) return false;
+    const std::optional<uint64_t> v = ParseAddress(text);
+    if (!v) return Fail(member, "is not a hex address");
+    *out = *v;
+    return true;
+  }
+
+  // Calls f(key) for each member of an object; f reads the value.
+  template <typename F>
+  bool Object(std::string_view member, F&& f) {
+    if (r_.Peek() != Kind::kObject) return Fail(member, "must be an object");
+    if (!r_.BeginObject()) return false;
+    std::string_view key;
+    while (r_.NextMember(&key)) {
+      if (!f(key)) return false;
+    }
+    return ok();
+  }
+  // Calls f() for each element of an array; f reads the element.
+  template <typename F>
+  bool Array(std::string_view member, F&& f) {
+    if (r_.Peek() != Kind::kArray) return Fail(member, "must be an array");
+    if (!r_.BeginArray()) return false;
+    while (r_.NextElement()) {
+      if (!f()) return false;
+    }
+    return ok();
+  }
+
+ private:
+  JsonReader r_;
+  std::string error_;
+};
+
+void ResetResult(LookupResult* r) {
+  r->addr = 0;
+  r->found = false;
+  r->error.clear();
+  r->raw.clear();
+  r->name.clear();
+  r->offset = r->start = r->size = 0;
+  r->origin.clear();
+  r->image.clear();
+  r->source.clear();
+  r->file.clear();
+  r->line = r->column = 0;
+  r->loaded_at.reset();
+  r->incarnation.reset();
+  r->build_id.clear();
+  r->frames.clear();
+}
+
+bool DecodeFrame(Decoder& d, Frame* frame) {
+  return d.Object("frames", [&](std::string_view key) {
+    if (key == "name") return d.String(key, &frame->name);
+    if (key == "file") return d.String(key, &frame->file);
+    if (key == "line") return d.Uint(key, &frame->line);
+    if (key == "column") return d.Uint(key, &frame->column);
+    return d.reader().Skip();
+  });
+}
+
+bool DecodeLookupResult(Decoder& d, LookupResult* r) {
+  ResetResult(r);
+  bool have_addr = false;
+  bool addr_is_hex = false;
+  const bool ok = d.Object("results", [&](std::string_view key) {
+    // Most frequent members first.
+    if (key == "addr") {
+      have_addr = true;
+      std::string_view text;
+      if (d.reader().Peek() != Kind::kString) return d.Fail(key, "must be a string");
+      if (!d.reader().ReadString(&text)) return false;
+      if (std::optional<uint64_t> addr = ParseAddress(text)) {
+        r->addr = *addr;
+        addr_is_hex = true;
+      } else {
+        r->raw.assign(text);  // the daemon echoes input it could not parse
+      }
+      return true;
+    }
+    if (key == "found") return d.Bool(key, &r->found);
+    if (key == "name") return d.String(key, &r->name);
+    if (key == "offset") return d.Uint(key, &r->offset);
+    if (key == "start") return d.Address(key, &r->start);
+    if (key == "size") return d.Uint(key, &r->size);
+    if (key == "origin") return d.String(key, &r->origin);
+    if (key == "source") return d.String(key, &r->source);
+    if (key == "error") return d.String(key, &r->error);
+    if (key == "loaded_at") return d.OptionalUint(key, &r->loaded_at);
+    if (key == "incarnation") return d.OptionalUint(key, &r->incarnation);
+    if (key == "file") return d.String(key, &r->file);
+    if (key == "line") return d.Uint(key, &r->line);
+    if (key == "column") return d.Uint(key, &r->column);
+    if (key == "image") return d.String(key, &r->image);
+    if (key == "build_id") return d.String(key, &r->build_id);
+    if (key == "frames") {
+      return d.Array(key, [&] { return DecodeFrame(d, &r->frames.emplace_back()); });
+    }
+    return d.reader().Skip();
+  });
+  if (!ok) return false;
+  if (!have_addr) return d.Fail("addr", "is missing");
+  if (!addr_is_hex && r->error.empty()) return d.Fail("addr", "is not a hex address");
+  if (addr_is_hex) r->raw.clear();
+  return true;
+}
+
+bool DecodeSource(Decoder& d, SourceInfo* s) {
+  return d.Object("sources", [&](std::string_view key) {
+    if (key == "origin") return d.String(key, &s->origin);
+    if (key == "path") return d.String(key, &s->path);
+    if (key == "state") return d.String(key, &s->state);
+    if (key == "ranges") return d.Uint(key, &s->ranges);
+    if (key == "bytes_read") return d.Uint(key, &s->bytes_read);
+    if (key == "error") return d.String(key, &s->error);
+    return d.reader().Skip();
+  });
+}
+
+bool DecodeProcess(Decoder& d, ProcessInfo* p) {
+  return d.Object("processes", [&](std::string_view key) {
+    if (key == "pid") return d.Int(key, &p->pid);
+    if (key == "incarnation") return d.Uint(key, &p->incarnation);
+    if (key == "alive") return d.Bool(key, &p->alive);
+    if (key == "first_time") return d.OptionalUint(key, &p->first_time);
+    if (key == "last_time") return d.OptionalUint(key, &p->last_time);
+    if (key == "ranges") return d.Uint(key, &p->ranges);
+    if (key == "sources") {
+      return d.Array(key, [&] { return DecodeSource(d, &p->sources.emplace_back()); });
+    }
+    return d.reader().Skip();
+  });
+}
+
+bool DecodeStats(Decoder& d, StatsResponse* s) {
+  return d.Object("stats", [&](std::string_view key) {
+    bool matched = false;
+    bool ok = true;
+    ForEachStat(*s, [&](std::string_view name, uint64_t& value) {
+      if (!matched && key == name) {
+        matched = true;
+        ok = d.Uint(key, &value);
+      }
+    });
+    return matched ? ok : d.reader().Skip();
+  });
+}
+
+}  // namespace
+
+bool DecodeResponseInto(std::string_view line, Response* response, std::string* error) {
+  Decoder d(line);
+  JsonReader& r = d.reader();
+  response->id_json.clear();
+  std::optional<bool> ok;
+  ErrorResponse err;
+  bool have_error = false;
+  // Which body the members named; the lookup results decode straight into the reused vector.
+  enum class Body { kNone, kLookup, kProcesses, kStats, kPing, kVersion } body = Body::kNone;
+  LookupResponse* lookup = std::get_if<LookupResponse>(&response->body);
+  size_t n_results = 0;
+  ProcessesResponse processes;
+  StatsResponse stats;
+  VersionResponse version;
+  version.protocol = 0;
+
+  if (r.Peek() != Kind::kObject) {
+    *error = r.ok() ? "response is not a JSON object" : r.error();
+    return false;
+  }
+  const bool parsed = d.Object("response", [&](std::string_view key) {
+    if (key == "id") return r.Copy(&response->id_json);
+    if (key == "ok") {
+      bool v = false;
+      if (!d.Bool(key, &v)) return false;
+      ok = v;
+      return true;
+    }
+    if (key == "results") {
+      body = Body::kLookup;
+      if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
+      return d.Array(key, [&] {
+        if (n_results == lookup->results.size()) lookup->results.emplace_back();
+        return DecodeLookupResult(d, &lookup->results[n_results++]);
+      });
+    }
+    if (key == "processes") {
+      body = Body::kProcesses;
+      return d.Array(key, [&] { return DecodeProcess(d, &processes.processes.emplace_back()); });
+    }
+    if (key == "stats") {
+      body = Body::kStats;
+      return DecodeStats(d, &stats);
+    }
+    if (key == "pong") {
+      bool v = false;
+      if (body == Body::kNone) body = Body::kPing;
+      return d.Bool(key, &v);
+    }
+    if (key == "version") {
+      body = Body::kVersion;
+      return d.String(key, &version.daemon_version);
+    }
+    if (key == "protocol") {
+      int64_t v = 0;
+      if (!d.Int(key, &v)) return false;
+      version.protocol = static_cast<int>(v);
+      return true;
+    }
+    if (key == "error") {
+      have_error = true;
+      return d.Object(key, [&](std::string_view k) {
+        if (k == "code") return d.String(k, &err.code);
+        if (k == "message") return d.String(k, &err.message);
+        return r.Skip();
+      });
+    }
+    return r.Skip();
+  });
+  if (!parsed || !d.ok()) {
+    *error = d.error();
+    return false;
+  }
+  if (!r.AtEnd()) {
+    *error = "unexpected characters after the response object";
+    return false;
+  }
+  if (!ok) {
+    *error = "response member 'ok' is missing";
+    return false;
+  }
+  if (!*ok) {
+    if (!have_error) {
+      err.code = kErrInternal;
+      err.message = "error response without an 'error' member";
+    }
+    response->body = std::move(err);
+    return true;
+  }
+  switch (body) {
+    case Body::kLookup:
+      lookup->results.resize(n_results);
+      return true;
+    case Body::kProcesses:
+      response->body = std::move(processes);
+      return true;
+    case Body::kStats:
+      response->body = stats;
+      return true;
+    case Body::kPing:
+      response->body = PingResponse{};
+      return true;
+    case Body::kVersion:
+      response->body = std::move(version);
+      return true;
+    case Body::kNone:
+      break;
+  }
+  *error = "response has no recognizable body";
+  return false;
+}
+
+std::optional<Response> DecodeResponse(std::string_view line, std::string* error) {
+  Response response;
+  response.body = PingResponse{};
+  if (!DecodeResponseInto(line, &response, error)) return std::nullopt;
+  return response;
+}
+
+}  // namespace jitsym::proto

@@ -1,0 +1,29 @@
+// The members of StatsResponse in wire order, in one place for the encoder and the decoder
+// (internal to proto/).
+#ifndef JITSYM_PROTO_STATS_MEMBERS_H_
+#define JITSYM_PROTO_STATS_MEMBERS_H_
+
+#include "proto/protocol.h"
+
+namespace jitsym::proto {
+
+// Calls f(name, member) for each counter; `Stats` is StatsResponse or const StatsResponse.
+template <typename Stats, typename F>
+void ForEachStat(Stats& s, F&& f) {
+  f("processes", s.processes);
+  f("ranges", s.ranges);
+  f("memory_bytes", s.memory_bytes);
+  f("files_followed", s.files_followed);
+  f("files_failed", s.files_failed);
+  f("bytes_ingested", s.bytes_ingested);
+  f("records_ingested", s.records_ingested);
+  f("queries", s.queries);
+  f("addresses", s.addresses);
+  f("connections", s.connections);
+  f("errors", s.errors);
+  f("uptime_ns", s.uptime_ns);
+}
+
+}  // namespace jitsym::proto
+
+#endif  // JITSYM_PROTO_STATS_MEMBERS_H_
