@@ -1,0 +1,35 @@
+// The `jitsym` subcommands. Each lives in its own file and is listed in main.cc's table; a new
+// subcommand (annotate, pprof, perfmap, ...) is one more file and one more table row.
+#ifndef JITSYM_CLIENT_COMMAND_H_
+#define JITSYM_CLIENT_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+namespace jitsym::client {
+
+// Exit statuses; scripts rely on them.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;  // daemon unreachable or an error response
+inline constexpr int kExitUsage = 2;  // bad option or argument
+
+struct GlobalOptions {
+  std::string socket_path;  // --socket, else $JITSYM_SOCKET, else proto::DefaultSocketPath()
+};
+
+struct Command {
+  const char* name;
+  const char* summary;
+  // `args` are the arguments after the subcommand name, global options already removed.
+  int (*run)(const GlobalOptions& globals, const std::vector<std::string>& args);
+};
+
+int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunStats(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunPing(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunVersion(const GlobalOptions& globals, const std::vector<std::string>& args);
+
+}  // namespace jitsym::client
+
+#endif  // JITSYM_CLIENT_COMMAND_H_

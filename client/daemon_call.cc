@@ -1,0 +1,45 @@
+#include "client/daemon_call.h"
+
+#include <cstdio>
+#include <string>
+
+namespace jitsym::client {
+
+std::unique_ptr<proto::ClientConnection> ConnectOrReport(const GlobalOptions& globals) {
+  std::string error;
+  auto connection = proto::ClientConnection::Connect(globals.socket_path, &error);
+  if (!connection) std::fprintf(stderr, "jitsym: %s\n", error.c_str());
+  return connection;
+}
+
+void ReportErrorResponse(const proto::ErrorResponse& error) {
+  std::string hint;
+  if (error.code == proto::kErrUnknownOp || error.code == proto::kErrUnsupportedVersion) {
+    hint = " (jitsymd may be older than this client; upgrade it)";
+  } else if (error.code == proto::kErrBusy) {
+    hint = " (retry later)";
+  } else if (error.code == proto::kErrInternal) {
+    hint = " (a jitsymd bug; its log has details)";
+  }
+  std::fprintf(stderr, "jitsym: jitsymd refused the request (%s): %s%s\n", error.code.c_str(),
+               error.message.c_str(), hint.c_str());
+}
+
+std::optional<proto::Response> CallOrReport(const GlobalOptions& globals,
+                                            const proto::Request& request) {
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return std::nullopt;
+  std::string error;
+  std::optional<proto::Response> response = connection->Call(request, &error);
+  if (!response) {
+    std::fprintf(stderr, "jitsym: %s\n", error.c_str());
+    return std::nullopt;
+  }
+  if (const auto* err = std::get_if<proto::ErrorResponse>(&response->body)) {
+    ReportErrorResponse(*err);
+    return std::nullopt;
+  }
+  return response;
+}
+
+}  // namespace jitsym::client

@@ -1,0 +1,393 @@
+// jitsym lookup: addresses in, one symbol line out per address, in input order.
+//
+// Addresses come from the command line or from stdin ("ADDR [TIME]" per line). They are sent in
+// batches, with a few batches in flight at once: a writer thread reads input, builds and sends
+// requests; the calling thread reads responses and prints. A fixed pool of batch buffers bounds
+// memory whatever the input size and keeps the two sides in step.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "client/args.h"
+#include "client/blocking_queue.h"
+#include "client/command.h"
+#include "client/daemon_call.h"
+#include "client/line_reader.h"
+#include "client/output.h"
+#include "proto/client_connection.h"
+#include "proto/protocol.h"
+
+namespace jitsym::client {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: jitsym lookup (--pid PID | --image PATH) [--time T] [--origin O] [--json] [ADDR...]\n"
+    "\n"
+    "Resolves code addresses to symbols. Without ADDR arguments, reads stdin: one\n"
+    "`ADDR [TIME]` per line. Prints one line per address, in input order:\n"
+    "  ADDR<TAB>NAME+0xOFF<TAB>ORIGIN[<TAB>FILE:LINE[:COL]]   or   ADDR<TAB>??\n"
+    "\n"
+    "  --pid PID       process the addresses belong to\n"
+    "  --image PATH    look up in an image instead of a process\n"
+    "  --time T        when the addresses were sampled: CLOCK_MONOTONIC nanoseconds, or\n"
+    "                  seconds with a decimal point as perf script prints (219.895069);\n"
+    "                  a TIME on an input line overrides it\n"
+    "  --origin O      only answers from this kind of source (jitdump, ...)\n"
+    "  --json          one JSON object per address per line (JSON Lines)\n"
+    "  --batch N       addresses per request (default 8192)\n"
+    "\n"
+    "ADDR is hex with or without 0x. Unknown addresses are normal (exit status 0); a malformed\n"
+    "line prints `LINE<TAB>?\?<TAB>error: ...` and the rest goes on.\n";
+
+constexpr size_t kDefaultBatch = 8192;
+constexpr size_t kBatchesInFlight = 4;
+
+// Where the addresses come from.
+class AddressSource {
+ public:
+  virtual ~AddressSource() = default;
+  virtual bool Next(std::string_view* line) = 0;
+  // False when Next() would wait for input: the batch so far is sent first.
+  virtual bool Ready() = 0;
+  virtual void Wake() {}
+  virtual std::string error() const { return {}; }
+};
+
+class ArgsSource : public AddressSource {
+ public:
+  explicit ArgsSource(const std::vector<std::string>& args) : args_(args) {}
+  bool Next(std::string_view* line) override {
+    if (next_ >= args_.size()) return false;
+    *line = args_[next_++];
+    return true;
+  }
+  bool Ready() override { return true; }
+
+ private:
+  const std::vector<std::string>& args_;
+  size_t next_ = 0;
+};
+
+class StdinSource : public AddressSource {
+ public:
+  StdinSource() : reader_(STDIN_FILENO) {}
+  bool Next(std::string_view* line) override { return reader_.Next(line); }
+  bool Ready() override { return reader_.Ready(); }
+  void Wake() override { reader_.Wake(); }
+  std::string error() const override { return reader_.error(); }
+
+ private:
+  LineReader reader_;
+};
+
+// One request's worth of input lines.
+struct Batch {
+  proto::Request request;
+  // Per input line, in order: >= 0 is an index into the request's addrs, < 0 is -1 - index
+  // into `bad` (a line that could not be parsed, answered locally).
+  std::vector<int32_t> slots;
+  std::vector<proto::LookupResult> bad;
+
+  proto::LookupRequest& lookup() { return std::get<proto::LookupRequest>(request.body); }
+  void Clear() {
+    lookup().addrs.clear();
+    slots.clear();
+    bad.clear();
+  }
+};
+
+std::string_view Trim(std::string_view s) {
+  const size_t first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const size_t last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+// Adds one input line to the batch; blank lines are skipped.
+void AddLine(std::string_view line, Batch* batch) {
+  line = Trim(line);
+  if (line.empty()) return;
+  const size_t space = line.find_first_of(" \t");
+  const std::string_view addr_text = line.substr(0, space);
+  const std::string_view time_text =
+      space == std::string_view::npos ? std::string_view() : Trim(line.substr(space));
+  const std::optional<uint64_t> addr = proto::ParseAddress(addr_text);
+  std::optional<uint64_t> time;
+  if (!time_text.empty()) time = proto::ParseTime(time_text);
+  if (!addr || (!time_text.empty() && !time)) {
+    proto::LookupResult& bad = batch->bad.emplace_back();
+    bad.error = addr ? "invalid time" : "invalid address";
+    bad.raw = line;
+    batch->slots.push_back(-static_cast<int32_t>(batch->bad.size()));
+    return;
+  }
+  std::vector<proto::AddressQuery>& addrs = batch->lookup().addrs;
+  proto::AddressQuery& q = addrs.emplace_back();
+  q.addr = *addr;
+  q.time = time;
+  batch->slots.push_back(static_cast<int32_t>(addrs.size() - 1));
+}
+
+void AppendHex(uint64_t value, std::string* out) {
+  char buf[18];
+  char* p = buf + sizeof(buf);
+  do {
+    *--p = "0123456789abcdef"[value & 0xF];
+    value >>= 4;
+  } while (value != 0);
+  out->append("0x");
+  out->append(p, buf + sizeof(buf) - p);
+}
+
+void AppendDecimal(uint64_t value, std::string* out) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  out->append(buf, end);
+}
+
+// Symbol names are JIT-controlled; a tab or newline in one must not break the line format.
+void AppendField(std::string_view text, std::string* out) {
+  unsigned char min = 0xff;  // a branch-free scan the compiler vectorizes; names are rarely dirty
+  for (char c : text) min = std::min(min, static_cast<unsigned char>(c));
+  const size_t start = out->size();
+  out->append(text);
+  if (min >= 0x20) return;
+  for (size_t i = start; i < out->size(); ++i) {
+    if (static_cast<unsigned char>((*out)[i]) < 0x20) (*out)[i] = ' ';
+  }
+}
+
+// `addr` is the address asked for (the daemon's echo is not trusted for the output).
+void AppendText(const proto::LookupResult& r, uint64_t addr, std::string* out) {
+  if (!r.raw.empty() && !r.error.empty()) {
+    AppendField(r.raw, out);
+  } else {
+    AppendHex(addr, out);
+  }
+  if (!r.found) {
+    out->append("\t??");
+    if (!r.error.empty()) {
+      out->append("\terror: ");
+      AppendField(r.error, out);
+    }
+    out->push_back('\n');
+    return;
+  }
+  out->push_back('\t');
+  AppendField(r.name, out);
+  out->append("+");
+  AppendHex(r.offset, out);
+  out->push_back('\t');
+  AppendField(r.origin, out);
+  if (!r.file.empty()) {
+    out->push_back('\t');
+    AppendField(r.file, out);
+    out->push_back(':');
+    AppendDecimal(r.line, out);
+    if (r.column > 0) {
+      out->push_back(':');
+      AppendDecimal(r.column, out);
+    }
+  }
+  out->push_back('\n');
+}
+
+class LookupPipeline {
+ public:
+  LookupPipeline(proto::ClientConnection& connection, AddressSource& source,
+                 const proto::LookupRequest& prototype, size_t batch_size, bool json)
+      : connection_(connection), source_(source), batch_size_(batch_size), json_(json) {
+    for (auto& batch : batches_) {
+      batch.request.body = prototype;
+      batch.lookup().addrs.reserve(batch_size);
+      free_.Push(&batch);
+    }
+  }
+
+  int Run() {
+    std::thread writer([this] { WriterLoop(); });
+    std::string reader_error;
+    const int status = ReaderLoop(&reader_error);
+    if (status != kExitOk) {
+      // Unblock the writer wherever it waits: for a free batch, on the socket, on stdin.
+      free_.Close();
+      connection_.Shutdown();
+      source_.Wake();
+    }
+    writer.join();
+    if (status != kExitOk) {
+      // The reader's view (an error response, a closed connection) is the useful one; the
+      // writer's failure to send, if any, is a consequence.
+      if (!reader_error.empty()) std::fprintf(stderr, "jitsym: %s\n", reader_error.c_str());
+      return status;
+    }
+    if (!writer_error_.empty()) {
+      std::fprintf(stderr, "jitsym: %s\n", writer_error_.c_str());
+      return kExitError;
+    }
+    return kExitOk;
+  }
+
+ private:
+  // Fills a batch from the input; false when the input is exhausted.
+  bool Fill(Batch* batch) {
+    std::string_view line;
+    while (batch->slots.size() < batch_size_) {
+      if (!batch->slots.empty() && !source_.Ready()) return true;  // interactive: send now
+      if (!source_.Next(&line)) return false;
+      AddLine(line, batch);
+    }
+    return true;
+  }
+
+  void WriterLoop() {
+    std::string encoded;
+    for (;;) {
+      std::optional<Batch*> next = free_.Pop();
+      if (!next) break;
+      Batch* batch = *next;
+      const bool more = Fill(batch);
+      if (!more && !source_.error().empty()) writer_error_ = source_.error();
+      if (batch->slots.empty()) break;
+      const bool send = !batch->lookup().addrs.empty();
+      if (send) {
+        encoded.clear();
+        proto::EncodeRequest(batch->request, &encoded);
+      }
+      in_flight_.Push(batch);  // before sending: the reader then knows what to expect
+      std::string error;
+      if (send && !connection_.Send(encoded, &error)) {
+        if (writer_error_.empty()) writer_error_ = error;
+        connection_.Shutdown();
+        break;
+      }
+      if (!more) break;
+    }
+    in_flight_.Close();
+  }
+
+  // Prints answers in input order. Error responses are reported here; other failures are left
+  // in *error for Run() to report once the writer has stopped.
+  int ReaderLoop(std::string* error) {
+    Output output;
+    proto::Response response;
+    for (;;) {
+      if (in_flight_.Empty()) output.Flush();  // waiting: show what we have (interactive use)
+      std::optional<Batch*> next = in_flight_.Pop();
+      if (!next) break;
+      Batch* batch = *next;
+      const std::vector<proto::AddressQuery>& addrs = batch->lookup().addrs;
+      const std::vector<proto::LookupResult>* results = nullptr;
+      if (!addrs.empty()) {
+        if (!connection_.ReadResponse(&response, error)) {
+          output.Flush();
+          return kExitError;
+        }
+        if (const auto* err = std::get_if<proto::ErrorResponse>(&response.body)) {
+          output.Flush();
+          ReportErrorResponse(*err);
+          return kExitError;
+        }
+        const auto* lookup = std::get_if<proto::LookupResponse>(&response.body);
+        if (lookup == nullptr || lookup->results.size() != addrs.size()) {
+          output.Flush();
+          *error = "jitsymd answered " + std::to_string(addrs.size()) + " addresses with " +
+                   std::to_string(lookup == nullptr ? 0 : lookup->results.size()) + " results";
+          return kExitError;
+        }
+        results = &lookup->results;
+      }
+      std::string& out = output.buffer();
+      for (int32_t slot : batch->slots) {
+        const proto::LookupResult& r = slot >= 0 ? (*results)[static_cast<size_t>(slot)]
+                                                 : batch->bad[static_cast<size_t>(-1 - slot)];
+        if (json_) {
+          proto::EncodeLookupResult(r, &out);
+          out.push_back('\n');
+        } else {
+          AppendText(r, slot >= 0 ? addrs[static_cast<size_t>(slot)].addr : 0, &out);
+        }
+      }
+      batch->Clear();
+      free_.Push(batch);
+      output.MaybeFlush();
+    }
+    if (!output.Flush()) {
+      *error = "cannot write output";
+      return kExitError;
+    }
+    return kExitOk;
+  }
+
+  proto::ClientConnection& connection_;
+  AddressSource& source_;
+  const size_t batch_size_;
+  const bool json_;
+  Batch batches_[kBatchesInFlight];
+  BlockingQueue<Batch*> free_;
+  BlockingQueue<Batch*> in_flight_;
+  std::string writer_error_;  // the writer's; read after join
+};
+
+}  // namespace
+
+int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args) {
+  std::optional<std::string> pid_text, image, time_text, origin, batch_text;
+  bool json = false;
+  ArgParser parser("lookup", kUsage);
+  parser.AddValue("--pid", &pid_text);
+  parser.AddValue("--image", &image);
+  parser.AddValue("--time", &time_text);
+  parser.AddValue("--origin", &origin);
+  parser.AddValue("--batch", &batch_text);
+  parser.AddFlag("--json", &json);
+  std::vector<std::string> addrs;
+  if (auto status = parser.Parse(args, &addrs)) return *status;
+
+  proto::LookupRequest prototype;
+  if (pid_text) {
+    const std::optional<uint64_t> pid = proto::ParseDecimal(*pid_text);
+    if (!pid || *pid == 0 || *pid > 0x7fffffff) {
+      return parser.UsageError("invalid PID '" + *pid_text + "'");
+    }
+    prototype.pid = static_cast<int64_t>(*pid);
+  }
+  prototype.image = image;
+  if (!prototype.pid && !prototype.image) return parser.UsageError("--pid or --image is required");
+  if (time_text) {
+    prototype.time = proto::ParseTime(*time_text);
+    if (!prototype.time) {
+      return parser.UsageError("invalid --time '" + *time_text +
+                               "' (nanoseconds, or seconds with a decimal point)");
+    }
+  }
+  prototype.origin = origin;
+  size_t batch_size = kDefaultBatch;
+  if (batch_text) {
+    const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);
+    if (!n || *n == 0 || *n > proto::kMaxBatch) {
+      return parser.UsageError("invalid --batch '" + *batch_text + "' (1.." +
+                               std::to_string(proto::kMaxBatch) + ")");
+    }
+    batch_size = *n;
+  }
+
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return kExitError;
+  std::unique_ptr<AddressSource> source;
+  if (addrs.empty()) {
+    source = std::make_unique<StdinSource>();
+  } else {
+    source = std::make_unique<ArgsSource>(addrs);
+  }
+  LookupPipeline pipeline(*connection, *source, prototype, batch_size, json);
+  return pipeline.Run();
+}
+
+}  // namespace jitsym::client

@@ -1,0 +1,110 @@
+// jitsym: the command-line client of jitsymd. main() only resolves global options and
+// dispatches to the subcommand table.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "client/command.h"
+#include "proto/protocol.h"
+
+namespace jitsym::client {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"lookup", "resolve addresses of a process to symbols", RunLookup},
+    {"processes", "list the processes jitsymd knows about", RunProcesses},
+    {"stats", "show daemon counters", RunStats},
+    {"ping", "check that jitsymd answers, with the round-trip time", RunPing},
+    {"version", "show client and daemon versions", RunVersion},
+};
+
+void PrintUsage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: jitsym [--socket PATH] COMMAND [ARGS...]\n"
+               "\n"
+               "Asks jitsymd, the JIT symbol daemon, which code is at an address.\n"
+               "\n"
+               "commands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\n"
+               "options:\n"
+               "  --socket PATH  daemon socket (default: $JITSYM_SOCKET, else %s)\n"
+               "  --help         this text; `jitsym COMMAND --help` for a command\n"
+               "\n"
+               "exit status: 0 success, 1 daemon unreachable or error, 2 usage error\n",
+               proto::DefaultSocketPath().c_str());
+}
+
+int Main(int argc, char** argv) {
+  GlobalOptions globals;
+  std::optional<std::string> socket_path;
+  const Command* command = nullptr;
+  std::vector<std::string> args;
+  bool help = false;
+  bool options_done = false;
+  // --socket may come before or after the subcommand; everything else after the subcommand is
+  // the subcommand's.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!options_done && arg == "--socket") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "jitsym: --socket needs a value\n");
+        return kExitUsage;
+      }
+      socket_path = argv[++i];
+      continue;
+    }
+    if (!options_done && arg.rfind("--socket=", 0) == 0) {
+      socket_path = arg.substr(std::strlen("--socket="));
+      continue;
+    }
+    if (command != nullptr) {
+      if (arg == "--") options_done = true;
+      args.push_back(arg);
+      continue;
+    }
+    if (arg == "--help" || arg == "-h" || arg == "help") {
+      help = true;
+      continue;
+    }
+    if (arg == "--version") {
+      args.clear();
+      return RunVersion(globals, args);
+    }
+    for (const Command& c : kCommands) {
+      if (arg == c.name) command = &c;
+    }
+    if (command == nullptr) {
+      std::fprintf(stderr, "jitsym: unknown %s '%s'\n\n", arg[0] == '-' ? "option" : "command",
+                   arg.c_str());
+      PrintUsage(stderr);
+      return kExitUsage;
+    }
+  }
+  if (command == nullptr) {
+    PrintUsage(help ? stdout : stderr);
+    return help ? kExitOk : kExitUsage;
+  }
+  if (help) args.insert(args.begin(), "--help");  // `jitsym help lookup`
+
+  if (socket_path) {
+    globals.socket_path = *socket_path;
+  } else if (const char* env = std::getenv("JITSYM_SOCKET"); env != nullptr && env[0] != '\0') {
+    globals.socket_path = env;
+  } else {
+    globals.socket_path = proto::DefaultSocketPath();
+  }
+  if (globals.socket_path.empty()) {
+    std::fprintf(stderr, "jitsym: --socket needs a non-empty path\n");
+    return kExitUsage;
+  }
+  return command->run(globals, args);
+}
+
+}  // namespace
+}  // namespace jitsym::client
+
+int main(int argc, char** argv) { return jitsym::client::Main(argc, argv); }

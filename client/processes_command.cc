@@ -1,0 +1,67 @@
+#include <cstdio>
+#include <string>
+
+#include "client/args.h"
+#include "client/command.h"
+#include "client/daemon_call.h"
+#include "client/output.h"
+
+namespace jitsym::client {
+namespace {
+
+void AppendPadded(std::string_view text, size_t width, std::string* out) {
+  out->append(text);
+  out->append(text.size() < width ? width - text.size() : 1, ' ');
+}
+
+}  // namespace
+
+int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& args) {
+  bool json = false;
+  ArgParser parser("processes",
+                   "usage: jitsym processes [--json]\n"
+                   "\n"
+                   "Lists the processes jitsymd has code ranges for, with their sources.\n"
+                   "\n"
+                   "  --json   one JSON object per process per line, as on the wire\n");
+  parser.AddFlag("--json", &json);
+  std::vector<std::string> positional;
+  if (auto status = parser.Parse(args, &positional)) return *status;
+  if (!positional.empty()) return parser.UsageError("unexpected argument " + positional[0]);
+
+  std::optional<proto::Response> response = CallOrReport(globals, {"", proto::ProcessesRequest{}});
+  if (!response) return kExitError;
+  const auto* processes = std::get_if<proto::ProcessesResponse>(&response->body);
+  if (processes == nullptr) {
+    std::fprintf(stderr, "jitsym: jitsymd answered processes with something else\n");
+    return kExitError;
+  }
+  Output output;
+  std::string& out = output.buffer();
+  if (json) {
+    for (const proto::ProcessInfo& p : processes->processes) {
+      proto::EncodeProcessInfo(p, &out);
+      out.push_back('\n');
+    }
+    return output.Flush() ? kExitOk : kExitError;
+  }
+  out.append("PID      INCARNATION  STATE   RANGES    SOURCES\n");
+  for (const proto::ProcessInfo& p : processes->processes) {
+    AppendPadded(std::to_string(p.pid), 9, &out);
+    AppendPadded(std::to_string(p.incarnation), 13, &out);
+    AppendPadded(p.alive ? "alive" : "exited", 8, &out);
+    AppendPadded(std::to_string(p.ranges), 10, &out);
+    bool first = true;
+    for (const proto::SourceInfo& s : p.sources) {
+      if (!first) out.append(", ");
+      first = false;
+      out.append(s.origin).append(":").append(s.path).append(" (").append(s.state);
+      if (!s.error.empty()) out.append(": ").append(s.error);
+      out.append(")");
+    }
+    out.push_back('\n');
+  }
+  return output.Flush() ? kExitOk : kExitError;
+}
+
+}  // namespace jitsym::client
