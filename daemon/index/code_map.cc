@@ -9,10 +9,37 @@ CodeMapSnapshot::CodeMapSnapshot(std::shared_ptr<const internal::CodeMapStorage>
     : storage_(std::move(storage)), ranges_(std::move(ranges)), debug_refs_(debug_refs) {}
 
 std::optional<Symbol> CodeMapSnapshot::Find(uint64_t addr, std::optional<uint64_t> time) const {
-  const uint32_t index = ranges_->Find(addr, time);
-  if (index == kNoRange) return std::nullopt;
-  const Range& r = ranges_->range(index);
-  if (r.payload == kTombstone) return std::nullopt;
+  const Found found = ranges_->Find(addr, time);
+  if (!found || found.range->payload == kTombstone) return std::nullopt;
+  return MakeSymbol(found, addr);
+}
+
+void CodeMapSnapshot::FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time,
+                                std::optional<Symbol>* out) const {
+  // Entries already answered are marked with a placeholder so the range search skips them.
+  static const Range kAnswered{};
+  thread_local std::vector<Found> found;
+  found.assign(n, Found{});
+  for (size_t i = 0; i < n; ++i) {
+    if (out[i]) found[i].range = &kAnswered;
+  }
+  ranges_->FindBatch(addrs, n, time, found.data());
+  for (size_t i = 0; i < n; ++i) {
+    if (found[i].range != &kAnswered && found[i] && found[i].range->payload != kTombstone) {
+      storage_->names.Prefetch(found[i].range->payload);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (found[i].range != &kAnswered && found[i] && found[i].range->payload != kTombstone) {
+      out[i] = MakeSymbol(found[i], addrs[i]);
+      __builtin_prefetch(out[i]->name.data());  // the caller copies the name next
+    }
+  }
+}
+
+Symbol CodeMapSnapshot::MakeSymbol(const Found& found, uint64_t addr) const {
+  const Range& r = *found.range;
+  const uint32_t index = found.seq;
   Symbol s;
   s.name = storage_->names.Get(r.payload);
   s.start = r.start;

@@ -55,9 +55,14 @@ class CodeMapSnapshot {
 
   // What was at addr at `time` (nullopt: now / last known).
   std::optional<Symbol> Find(uint64_t addr, std::optional<uint64_t> time) const;
+  // Find for many addresses at one time; entries of out that hold a value are left alone.
+  void FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time,
+                 std::optional<Symbol>* out) const;
   const RangeSetSnapshot& ranges() const { return *ranges_; }
 
  private:
+  Symbol MakeSymbol(const Found& found, uint64_t addr) const;
+
   std::shared_ptr<const internal::CodeMapStorage> storage_;
   std::shared_ptr<const RangeSetSnapshot> ranges_;
   size_t debug_refs_;

@@ -1,15 +1,16 @@
-// Interned names: each distinct name is stored once per table and referred to by a 32-bit id.
-// Intern() is for the single writer; Get() may be called by readers for ids published to them.
+// Interned names: each distinct name is stored once per table and referred to by a 32-bit
+// handle that locates its bytes directly (arena block and offset), so reading a name costs one
+// memory access and no lookup table. Intern() is for the single writer; Get() may be called by
+// readers for handles published to them (arena blocks never move or shrink).
 #ifndef JITSYM_DAEMON_INDEX_NAME_TABLE_H_
 #define JITSYM_DAEMON_INDEX_NAME_TABLE_H_
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
-#include <vector>
-
-#include "daemon/index/append_store.h"
 
 namespace jitsym::index {
 
@@ -18,16 +19,33 @@ class NameTable {
   // Names longer than this are cut (a hostile file must not make one name cost megabytes).
   static constexpr size_t kMaxNameLength = 16 * 1024;
 
+  // Returns the name's handle. Throws std::length_error when the table is full (4 GiB).
   uint32_t Intern(std::string_view name);
-  std::string_view Get(uint32_t id) const { return views_[id]; }
-  size_t size() const { return views_.size(); }
+
+  std::string_view Get(uint32_t handle) const {
+    const char* p = blocks_[handle >> kOffsetBits].get() + (handle & kOffsetMask);
+    uint16_t len;
+    std::memcpy(&len, p, 2);
+    return {p + 2, len};
+  }
+  void Prefetch(uint32_t handle) const {
+    __builtin_prefetch(blocks_[handle >> kOffsetBits].get() + (handle & kOffsetMask));
+  }
+
+  size_t size() const { return ids_.size(); }
   size_t name_bytes() const { return name_bytes_; }
-  // Name bytes plus the table's own overhead (views, hash map).
+  // Arena plus the writer's hash index.
   size_t memory_bytes() const;
 
  private:
-  AppendStore<std::string_view> views_;
-  std::vector<std::unique_ptr<char[]>> blocks_;  // arena; blocks never move or shrink
+  // Handle: 5 bits of block number, 27 bits of offset. Block k holds 4 KiB << k bytes, capped
+  // at 64 MiB, so 31 blocks hold over a gigabyte of names.
+  static constexpr int kOffsetBits = 27;
+  static constexpr uint32_t kOffsetMask = (1u << kOffsetBits) - 1;
+  static constexpr int kMaxBlocks = 31;  // block 31 would make handles collide with 0xffffffff
+
+  std::array<std::unique_ptr<char[]>, kMaxBlocks> blocks_{};
+  int block_count_ = 0;
   size_t block_used_ = 0;
   size_t block_size_ = 0;
   size_t arena_bytes_ = 0;

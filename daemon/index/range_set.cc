@@ -3,11 +3,25 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <numeric>
 
 namespace jitsym::index {
 namespace {
 
 constexpr uint64_t kMaxAddr = std::numeric_limits<uint64_t>::max();
+
+// Number of elements <= key in a sorted array (std::upper_bound's index), without branches on
+// the data: the loop's trip count depends only on the size.
+size_t CountNotAbove(const uint64_t* a, size_t n, uint64_t key) {
+  const uint64_t* base = a;
+  size_t len = n;
+  while (len > 1) {
+    const size_t half = len / 2;
+    base = (base[half - 1] <= key) ? base + half : base;
+    len -= half;
+  }
+  return static_cast<size_t>(base - a) + (n > 0 && *base <= key ? 1 : 0);
+}
 
 template <typename V>
 size_t Bytes(const V& v) {
@@ -18,159 +32,154 @@ size_t Bytes(const V& v) {
 
 // ---- Run: construction ---------------------------------------------------------------------
 
-std::shared_ptr<const Run> Run::Build(const RangeStore& store, uint32_t first, uint32_t last) {
+std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t first) {
   auto run = std::make_shared<Run>();
+  const auto n = static_cast<uint32_t>(ranges.size());
   run->first_ = first;
-  run->last_ = last;
-  run->min_time_ = store[first].time;
-  run->max_time_ = store[last - 1].time;
+  run->last_ = first + n;
+  run->min_time_ = ranges.front().time;
+  run->max_time_ = ranges.back().time;
+
+  // Sort by (start, append order); remember where each appended range went.
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return ranges[a].start < ranges[b].start; });
+  std::vector<uint32_t> pos_of(n);
+  run->ranges_.reserve(n);
+  for (uint32_t p = 0; p < n; ++p) {
+    pos_of[order[p]] = p;
+    run->ranges_.push_back(ranges[order[p]]);
+  }
 
   // Overlay the ranges in append order: each one hides whatever it covers.
   std::map<uint64_t, Interval> live;  // keyed by start; disjoint
-  for (uint32_t i = first; i < last; ++i) {
-    const Range& r = store[i];
-    const uint64_t s = r.start, e = r.end();
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t s = ranges[i].start, e = ranges[i].end();
     auto it = live.lower_bound(s);
     if (it != live.begin()) {
       auto prev = std::prev(it);
       if (prev->second.end > s) {
-        if (prev->second.end > e)
-          live.emplace(e, Interval{e, prev->second.end, prev->second.index});
+        if (prev->second.end > e) live.emplace(e, Interval{e, prev->second.end, prev->second.pos});
         prev->second.end = s;
       }
     }
     while (it != live.end() && it->first < e) {
       if (it->second.end > e) {
-        Interval rest{e, it->second.end, it->second.index};
+        Interval rest{e, it->second.end, it->second.pos};
         live.erase(it);
         live.emplace(e, rest);
         break;
       }
       it = live.erase(it);
     }
-    live.emplace(s, Interval{s, e, i});
+    live.emplace(s, Interval{s, e, pos_of[i]});
   }
   std::vector<Interval> pieces;
   pieces.reserve(live.size());
   for (auto& [start, iv] : live) pieces.push_back(iv);
-  run->SetPieces(store, pieces);
-
-  run->tree_start_.reserve(last - first);
-  std::vector<std::pair<uint64_t, uint32_t>> sorted;
-  sorted.reserve(last - first);
-  for (uint32_t i = first; i < last; ++i) sorted.emplace_back(store[i].start, i);
-  std::sort(sorted.begin(), sorted.end());
-  run->tree_start_.reserve(sorted.size());
-  run->tree_index_.reserve(sorted.size());
-  for (auto& [s, i] : sorted) {
-    run->tree_start_.push_back(s);
-    run->tree_index_.push_back(i);
-  }
-  run->BuildTree(store);
+  run->SetPieces(pieces);
+  run->BuildTree();
   return run;
 }
 
-std::shared_ptr<const Run> Run::Merge(const RangeStore& store, const Run& older, const Run& newer) {
+std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   auto run = std::make_shared<Run>();
   run->first_ = older.first_;
   run->last_ = newer.last_;
   run->min_time_ = older.min_time_;
   run->max_time_ = newer.max_time_;
 
+  // Merge the two start-sorted arrays (older first on equal starts: it was appended first).
+  const size_t na = older.ranges_.size(), nb = newer.ranges_.size();
+  run->ranges_.resize(na + nb);
+  std::vector<uint32_t> new_pos_a(na), new_pos_b(nb);
+  size_t a = 0, b = 0;
+  for (size_t k = 0; k < na + nb; ++k) {
+    const bool take_a = b == nb || (a < na && older.ranges_[a].start <= newer.ranges_[b].start);
+    if (take_a) {
+      run->ranges_[k] = older.ranges_[a];
+      new_pos_a[a++] = static_cast<uint32_t>(k);
+    } else {
+      run->ranges_[k] = newer.ranges_[b];
+      new_pos_b[b++] = static_cast<uint32_t>(k);
+    }
+  }
+
   // Overlay newer's pieces on older's.
-  std::vector<Interval> old_pieces = older.Pieces(store);
-  std::vector<Interval> new_pieces = newer.Pieces(store);
+  std::vector<Interval> old_pieces = older.Pieces();
+  std::vector<Interval> new_pieces = newer.Pieces();
+  for (Interval& iv : old_pieces) iv.pos = new_pos_a[iv.pos];
+  for (Interval& iv : new_pieces) iv.pos = new_pos_b[iv.pos];
   std::vector<Interval> out;
   out.reserve(old_pieces.size() + new_pieces.size());
   size_t j = 0;
   for (const Interval& n : new_pieces) {
     while (j < old_pieces.size() && old_pieces[j].end <= n.start) out.push_back(old_pieces[j++]);
     if (j < old_pieces.size() && old_pieces[j].start < n.start) {
-      out.push_back({old_pieces[j].start, n.start, old_pieces[j].index});
+      out.push_back({old_pieces[j].start, n.start, old_pieces[j].pos});
     }
     out.push_back(n);
     while (j < old_pieces.size() && old_pieces[j].end <= n.end) ++j;
     if (j < old_pieces.size() && old_pieces[j].start < n.end) old_pieces[j].start = n.end;
   }
   while (j < old_pieces.size()) out.push_back(old_pieces[j++]);
-  run->SetPieces(store, out);
-
-  // Merge the two sorted arrays of the interval trees.
-  const size_t n = older.tree_start_.size() + newer.tree_start_.size();
-  run->tree_start_.resize(n);
-  run->tree_index_.resize(n);
-  size_t a = 0, b = 0;
-  for (size_t k = 0; k < n; ++k) {
-    bool take_a = b == newer.tree_start_.size() ||
-                  (a < older.tree_start_.size() && older.tree_start_[a] <= newer.tree_start_[b]);
-    if (take_a) {
-      run->tree_start_[k] = older.tree_start_[a];
-      run->tree_index_[k] = older.tree_index_[a++];
-    } else {
-      run->tree_start_[k] = newer.tree_start_[b];
-      run->tree_index_[k] = newer.tree_index_[b++];
-    }
-  }
-  run->BuildTree(store);
+  run->SetPieces(out);
+  run->BuildTree();
   return run;
 }
 
-std::vector<Run::Interval> Run::Pieces(const RangeStore& store) const {
+std::vector<Run::Interval> Run::Pieces() const {
   std::vector<Interval> out;
   out.reserve(keys_.size());
   for (size_t i = 0; i < keys_.size(); ++i) {
-    if (pieces_[i] == kGap) continue;
-    uint64_t end = store[pieces_[i]].end();
-    if (i + 1 < keys_.size()) end = std::min(end, keys_[i + 1]);
-    out.push_back({keys_[i], end, pieces_[i]});
+    if (keys_[i].pos == kGap) continue;
+    uint64_t end = ranges_[keys_[i].pos].end();
+    if (i + 1 < keys_.size()) end = std::min(end, keys_[i + 1].key);
+    out.push_back({keys_[i].key, end, keys_[i].pos});
   }
   return out;
 }
 
-void Run::SetPieces(const RangeStore& store, const std::vector<Interval>& intervals) {
+void Run::SetPieces(const std::vector<Interval>& intervals) {
   keys_.clear();
-  pieces_.clear();
   keys_.reserve(intervals.size());
-  pieces_.reserve(intervals.size());
   for (size_t j = 0; j < intervals.size(); ++j) {
     const Interval& iv = intervals[j];
     if (iv.start >= iv.end) continue;
-    keys_.push_back(iv.start);
-    pieces_.push_back(iv.index);
+    keys_.push_back({iv.start, iv.pos});
     // A piece ends where its range ends or where the next piece starts; anything else needs an
     // explicit gap marker.
     const bool next_adjacent = j + 1 < intervals.size() && intervals[j + 1].start == iv.end;
-    if (!next_adjacent && iv.end < store[iv.index].end()) {
-      keys_.push_back(iv.end);
-      pieces_.push_back(kGap);
-    }
+    if (!next_adjacent && iv.end < ranges_[iv.pos].end()) keys_.push_back({iv.end, kGap});
   }
   keys_.shrink_to_fit();
-  pieces_.shrink_to_fit();
   fence_.clear();
-  for (size_t i = 0; i < keys_.size(); i += kFenceStride) fence_.push_back(keys_[i]);
+  for (size_t i = 0; i < keys_.size(); i += kFenceStride) fence_.push_back(keys_[i].key);
   fence_.shrink_to_fit();
+  top_.clear();
+  for (size_t i = 0; i < fence_.size(); i += kFenceStride) top_.push_back(fence_[i]);
+  top_.shrink_to_fit();
 }
 
-// Implicit interval tree over the sorted array (the layout of cgranges and of bloaty's
-// RangeMap idea): node x is at level k when its k lowest bits are ones and bit k is zero; its
-// children are x -/+ 2^(k-1); a subtree at level k spans 2^(k+1) - 1 slots, some beyond n.
-void Run::BuildTree(const RangeStore& store) {
-  const size_t n = tree_start_.size();
+// Implicit interval tree over the start-sorted array (the layout cgranges uses): node x is at
+// level k when its k lowest bits are ones and bit k is zero; its children are x -/+ 2^(k-1); a
+// subtree at level k spans 2^(k+1) - 1 slots, some of them possibly beyond the array.
+void Run::BuildTree() {
+  const size_t n = ranges_.size();
   tree_max_.assign(n, 0);
   tree_levels_ = n == 0 ? 0 : std::bit_width(n) - 1;
-  for (size_t x = 0; x < n; x += 2) tree_max_[x] = store[tree_index_[x]].end();
+  for (size_t x = 0; x < n; x += 2) tree_max_[x] = ranges_[x].end();
   for (int k = 1; k <= tree_levels_; ++k) {
     const size_t half = size_t{1} << (k - 1);
     for (size_t x = (size_t{1} << k) - 1; x < n; x += size_t{1} << (k + 1)) {
-      uint64_t m = store[tree_index_[x]].end();
+      uint64_t m = ranges_[x].end();
       m = std::max(m, SubtreeMax(x - half, k - 1));
       m = std::max(m, SubtreeMax(x + half, k - 1));
       tree_max_[x] = m;
     }
   }
-  tree_start_.shrink_to_fit();
-  tree_index_.shrink_to_fit();
+  ranges_.shrink_to_fit();
 }
 
 uint64_t Run::SubtreeMax(size_t x, int level) const {
@@ -184,32 +193,87 @@ uint64_t Run::SubtreeMax(size_t x, int level) const {
 }
 
 size_t Run::memory_bytes() const {
-  return sizeof(Run) + Bytes(keys_) + Bytes(pieces_) + Bytes(fence_) + Bytes(tree_start_) +
-         Bytes(tree_index_) + Bytes(tree_max_);
+  return sizeof(Run) + Bytes(ranges_) + Bytes(tree_max_) + Bytes(keys_) + Bytes(fence_) +
+         Bytes(top_);
 }
 
 // ---- Run: lookups --------------------------------------------------------------------------
 
-uint32_t Run::FindLatest(const RangeStore& store, uint64_t addr) const {
-  auto f = std::upper_bound(fence_.begin(), fence_.end(), addr);
-  if (f == fence_.begin()) return kNoRange;
-  const size_t lo = static_cast<size_t>(f - fence_.begin() - 1) * kFenceStride;
-  const size_t hi = std::min(lo + kFenceStride, keys_.size());
-  auto it = std::upper_bound(keys_.begin() + lo, keys_.begin() + hi, addr);
-  const size_t i = static_cast<size_t>(it - keys_.begin()) - 1;
-  const uint32_t index = pieces_[i];
-  if (index == kGap || addr >= store[index].end()) return kNoRange;
-  return index;
+size_t Run::LocatePiece(uint64_t addr) const {
+  // top_ (binary search, cache resident) -> 16 fence keys -> 16 pieces: the last two are one or
+  // two cache lines each.
+  const size_t t = CountNotAbove(top_.data(), top_.size(), addr);
+  if (t == 0) return SIZE_MAX;
+  size_t f = (t - 1) * kFenceStride;
+  const size_t f_end = std::min(f + kFenceStride, fence_.size());
+  while (f + 1 < f_end && fence_[f + 1] <= addr) ++f;
+  size_t i = f * kFenceStride;
+  const size_t i_end = std::min(i + kFenceStride, keys_.size());
+  while (i + 1 < i_end && keys_[i + 1].key <= addr) ++i;
+  return i;
 }
 
-uint32_t Run::FindBefore(const RangeStore& store, uint64_t addr, uint32_t limit) const {
-  const size_t n = tree_start_.size();
-  if (n == 0) return kNoRange;
+Found Run::FindLatest(uint64_t addr) const {
+  const size_t i = LocatePiece(addr);
+  if (i == SIZE_MAX) return {};
+  const uint32_t pos = keys_[i].pos;
+  if (pos == kGap || addr >= ranges_[pos].end()) return {};
+  return At(pos);
+}
+
+void Run::FindLatestBatch(const uint64_t* addrs, size_t n, Found* out) const {
+  // Four passes over a group, each ending with a prefetch for the next: top level -> fence
+  // block -> piece block -> range. The cache misses of a group overlap instead of queueing.
+  size_t at[kBatchGroup];
+  for (size_t g = 0; g < n; g += kBatchGroup) {
+    const size_t m = std::min(kBatchGroup, n - g);
+    for (size_t j = 0; j < m; ++j) {
+      at[j] = SIZE_MAX;
+      if (out[g + j]) continue;
+      const size_t t = CountNotAbove(top_.data(), top_.size(), addrs[g + j]);
+      if (t == 0) continue;
+      at[j] = (t - 1) * kFenceStride;
+      __builtin_prefetch(&fence_[at[j]]);
+      __builtin_prefetch(reinterpret_cast<const char*>(&fence_[at[j]]) + 64);
+    }
+    for (size_t j = 0; j < m; ++j) {
+      if (at[j] == SIZE_MAX) continue;
+      const uint64_t addr = addrs[g + j];
+      size_t f = at[j];
+      const size_t f_end = std::min(f + kFenceStride, fence_.size());
+      while (f + 1 < f_end && fence_[f + 1] <= addr) ++f;
+      at[j] = f * kFenceStride;
+      const char* block = reinterpret_cast<const char*>(&keys_[at[j]]);
+      __builtin_prefetch(block);
+      __builtin_prefetch(block + 64);
+      __builtin_prefetch(block + 128);
+    }
+    for (size_t j = 0; j < m; ++j) {
+      if (at[j] == SIZE_MAX) continue;
+      const uint64_t addr = addrs[g + j];
+      size_t i = at[j];
+      const size_t i_end = std::min(i + kFenceStride, keys_.size());
+      while (i + 1 < i_end && keys_[i + 1].key <= addr) ++i;
+      at[j] = keys_[i].pos == kGap ? SIZE_MAX : keys_[i].pos;
+      if (at[j] != SIZE_MAX) __builtin_prefetch(&ranges_[at[j]]);
+    }
+    for (size_t j = 0; j < m; ++j) {
+      if (at[j] == SIZE_MAX) continue;
+      if (addrs[g + j] < ranges_[at[j]].end()) out[g + j] = At(static_cast<uint32_t>(at[j]));
+    }
+  }
+}
+
+Found Run::FindAt(uint64_t addr, uint64_t time) const {
+  const size_t n = ranges_.size();
+  if (n == 0) return {};
+  // Times do not decrease in append order, so the latest appended among the candidates stamped
+  // at or before `time` is the answer.
   uint32_t best = kNoRange;
   auto consider = [&](size_t i) {
-    const uint32_t index = tree_index_[i];
-    if (index < limit && addr < store[index].end() && (best == kNoRange || index > best)) {
-      best = index;
+    const Range& r = ranges_[i];
+    if (r.time <= time && addr < r.end() && (best == kNoRange || r.seq > ranges_[best].seq)) {
+      best = static_cast<uint32_t>(i);
     }
   };
   struct Frame {
@@ -226,113 +290,112 @@ uint32_t Run::FindBefore(const RangeStore& store, uint64_t addr, uint32_t limit)
     if (lo >= n) continue;
     if (f.k <= 2) {  // small subtree: scan it
       const size_t hi = std::min(f.x + span + 1, n);
-      for (size_t i = lo; i < hi && tree_start_[i] <= addr; ++i) consider(i);
+      for (size_t i = lo; i < hi && ranges_[i].start <= addr; ++i) consider(i);
       continue;
     }
     if (SubtreeMax(f.x, f.k) <= addr) continue;
     const size_t half = size_t{1} << (f.k - 1);
-    if (f.x < n && tree_start_[f.x] <= addr) {
+    if (f.x < n && ranges_[f.x].start <= addr) {
       consider(f.x);
       stack[top++] = {f.x + half, f.k - 1};
     }
     stack[top++] = {f.x - half, f.k - 1};
   }
-  return best;
+  if (best == kNoRange) return {};
+  return At(best);
 }
 
-bool Run::CheckInvariants(const RangeStore& store) const {
-  if (keys_.size() != pieces_.size()) return false;
+bool Run::CheckInvariants() const {
   for (size_t i = 1; i < keys_.size(); ++i) {
-    if (keys_[i - 1] >= keys_[i]) return false;
+    if (keys_[i - 1].key >= keys_[i].key) return false;
   }
-  for (size_t i = 0; i < keys_.size(); ++i) {
-    if (pieces_[i] == kGap) continue;
-    if (pieces_[i] < first_ || pieces_[i] >= last_) return false;
-    const Range& r = store[pieces_[i]];
-    if (keys_[i] < r.start || keys_[i] >= r.end()) return false;
+  for (const Piece& p : keys_) {
+    if (p.pos == kGap) continue;
+    if (p.pos >= ranges_.size()) return false;
+    const Range& r = ranges_[p.pos];
+    if (p.key < r.start || p.key >= r.end()) return false;
   }
-  if (tree_start_.size() != size() || tree_index_.size() != size()) return false;
-  for (size_t i = 1; i < tree_start_.size(); ++i) {
-    if (tree_start_[i - 1] > tree_start_[i]) return false;
+  if (ranges_.size() != size()) return false;
+  for (size_t i = 1; i < ranges_.size(); ++i) {
+    if (ranges_[i - 1].start > ranges_[i].start) return false;
   }
-  for (size_t i = 0; i < tree_start_.size(); ++i) {
-    if (store[tree_index_[i]].start != tree_start_[i]) return false;
+  for (const Range& r : ranges_) {
+    if (r.seq < first_ || r.seq >= last_) return false;
   }
   return true;
 }
 
 // ---- snapshots -----------------------------------------------------------------------------
 
-RangeSetSnapshot::RangeSetSnapshot(std::shared_ptr<const RangeStore> store,
-                                   std::vector<std::shared_ptr<const Run>> runs, uint32_t size)
-    : store_(std::move(store)), runs_(std::move(runs)), size_(size) {}
+RangeSetSnapshot::RangeSetSnapshot(std::vector<std::shared_ptr<const Run>> runs, uint32_t size,
+                                   uint64_t first_time, uint64_t last_time)
+    : runs_(std::move(runs)), size_(size), first_time_(first_time), last_time_(last_time) {}
 
-uint32_t RangeSetSnapshot::Find(uint64_t addr, std::optional<uint64_t> time) const {
+Found RangeSetSnapshot::Find(uint64_t addr, std::optional<uint64_t> time) const {
   for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
     const Run& run = **it;
-    uint32_t index;
+    Found f;
     if (!time || *time >= run.max_time()) {
-      index = run.FindLatest(*store_, addr);
+      f = run.FindLatest(addr);
     } else if (*time < run.min_time()) {
       continue;
     } else {
-      // First range of the run stamped after `time`.
-      uint32_t lo = run.first(), hi = run.last();
-      while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        if ((*store_)[mid].time <= *time) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      index = run.FindBefore(*store_, addr, lo);
+      f = run.FindAt(addr, *time);
     }
-    if (index != kNoRange) return index;
+    if (f) return f;
   }
-  return kNoRange;
+  return {};
+}
+
+void RangeSetSnapshot::FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time,
+                                 Found* out) const {
+  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+    const Run& run = **it;
+    if (!time || *time >= run.max_time()) {
+      run.FindLatestBatch(addrs, n, out);
+    } else if (*time >= run.min_time()) {
+      for (size_t i = 0; i < n; ++i) {
+        if (!out[i]) out[i] = run.FindAt(addrs[i], *time);
+      }
+    }
+  }
 }
 
 std::optional<uint64_t> RangeSetSnapshot::first_time() const {
   if (size_ == 0) return std::nullopt;
-  return (*store_)[0].time;
+  return first_time_;
 }
 std::optional<uint64_t> RangeSetSnapshot::last_time() const {
   if (size_ == 0) return std::nullopt;
-  return (*store_)[size_ - 1].time;
+  return last_time_;
 }
 
 // ---- writer --------------------------------------------------------------------------------
-
-RangeSet::RangeSet() : store_(std::make_shared<RangeStore>()) {}
 
 uint32_t RangeSet::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload) {
   if (size == 0) return kNoRange;
   size = std::min<uint64_t>(size, std::numeric_limits<uint32_t>::max());
   if (start > kMaxAddr - size) return kNoRange;
-  if (store_->size() >= std::numeric_limits<uint32_t>::max() - 1) return kNoRange;
+  if (next_ >= std::numeric_limits<uint32_t>::max() - 1) return kNoRange;
+  if (next_ == 0) first_time_ = time;
   if (time < last_time_) {
     ++out_of_order_;
     time = last_time_;
   }
   last_time_ = time;
-  Range r;
-  r.start = start;
-  r.time = time;
-  r.size = static_cast<uint32_t>(size);
-  r.payload = payload;
-  return static_cast<uint32_t>(store_->Append(r));
+  pending_.push_back(Range{start, time, static_cast<uint32_t>(size), payload, next_});
+  return next_++;
 }
 
 std::shared_ptr<const RangeSetSnapshot> RangeSet::Publish() {
-  const auto size = static_cast<uint32_t>(store_->size());
-  if (published_ < size) {
-    runs_.push_back(Run::Build(*store_, published_, size));
-    published_ = size;
+  if (!pending_.empty()) {
+    runs_.push_back(Run::Build(pending_, next_ - static_cast<uint32_t>(pending_.size())));
+    pending_.clear();
+    if (pending_.capacity() > 4096) pending_.shrink_to_fit();
     // Keep run sizes decreasing geometrically: merge while the newest run is at least half the
     // size of the one before it.
     while (runs_.size() >= 2 && runs_[runs_.size() - 2]->size() <= 2 * runs_.back()->size()) {
-      auto merged = Run::Merge(*store_, *runs_[runs_.size() - 2], *runs_.back());
+      auto merged = Run::Merge(*runs_[runs_.size() - 2], *runs_.back());
       runs_.pop_back();
       runs_.back() = std::move(merged);
     }
@@ -343,7 +406,7 @@ std::shared_ptr<const RangeSetSnapshot> RangeSet::Publish() {
 std::shared_ptr<const RangeSetSnapshot> RangeSet::CompactAll() {
   Publish();
   while (runs_.size() >= 2) {
-    auto merged = Run::Merge(*store_, *runs_[runs_.size() - 2], *runs_.back());
+    auto merged = Run::Merge(*runs_[runs_.size() - 2], *runs_.back());
     runs_.pop_back();
     runs_.back() = std::move(merged);
   }
@@ -351,11 +414,12 @@ std::shared_ptr<const RangeSetSnapshot> RangeSet::CompactAll() {
 }
 
 std::shared_ptr<const RangeSetSnapshot> RangeSet::MakeSnapshot() {
-  return std::make_shared<const RangeSetSnapshot>(store_, runs_, published_);
+  const uint32_t published = next_ - static_cast<uint32_t>(pending_.size());
+  return std::make_shared<const RangeSetSnapshot>(runs_, published, first_time_, last_time_);
 }
 
 size_t RangeSet::memory_bytes() const {
-  size_t total = store_->memory_bytes();
+  size_t total = Bytes(pending_);
   for (const auto& run : runs_) total += run->memory_bytes();
   return total;
 }

@@ -39,33 +39,44 @@ QueryEngine::QueryEngine(const index::ViewCell& cell,
 
 void QueryEngine::Lookup(const index::IndexView& view, const proto::LookupRequest& request,
                          proto::LookupResponse* out) {
-  out->results.resize(request.addrs.size());
+  const size_t n = request.addrs.size();
+  out->results.resize(n);
   const uint32_t pid = static_cast<uint32_t>(*request.pid);
-  // Consecutive addresses usually share a time (a batch time, or one sample's frames).
-  const index::ProcessView* process = nullptr;
-  std::optional<uint64_t> process_time;
-  bool have_process = false;
-  for (size_t i = 0; i < request.addrs.size(); ++i) {
-    const proto::AddressQuery& q = request.addrs[i];
-    proto::LookupResult& r = out->results[i];
-    r.addr = q.addr;
-    if (!q.error.empty()) {
-      r.found = false;
-      r.error = q.error;
-      continue;
+  auto time_of = [&](const proto::AddressQuery& q) { return q.time ? q.time : request.time; };
+  std::vector<uint64_t> addrs;
+  std::vector<size_t> where;
+  std::vector<std::optional<index::Symbol>> found;
+  // Consecutive addresses with the same time (a batch time, one sample's frames) go to the
+  // index together, so the memory accesses of their lookups overlap.
+  for (size_t i = 0; i < n;) {
+    const std::optional<uint64_t> time = time_of(request.addrs[i]);
+    addrs.clear();
+    where.clear();
+    size_t j = i;
+    for (; j < n && time_of(request.addrs[j]) == time; ++j) {
+      const proto::AddressQuery& q = request.addrs[j];
+      proto::LookupResult& r = out->results[j];
+      r.addr = q.addr;
+      if (!q.error.empty()) {
+        r.error = q.error;
+        continue;
+      }
+      addrs.push_back(q.addr);
+      where.push_back(j);
     }
-    const std::optional<uint64_t> time = q.time ? q.time : request.time;
-    if (!have_process || time != process_time) {
-      process = view.FindProcess(pid, time);
-      process_time = time;
-      have_process = true;
-    }
-    if (process == nullptr) continue;
+    i = j;
+    const index::ProcessView* process = view.FindProcess(pid, time);
+    if (process == nullptr || addrs.empty()) continue;
+    found.assign(addrs.size(), std::nullopt);
+    std::vector<bool> filled(addrs.size(), false);
     for (const auto& source : process->sources) {
       if (request.origin && source->origin != *request.origin) continue;
-      if (auto sym = source->code->Find(q.addr, time)) {
-        Fill(*sym, *source, *process, q.addr, &r);
-        break;
+      source->code->FindBatch(addrs.data(), addrs.size(), time, found.data());
+      for (size_t k = 0; k < addrs.size(); ++k) {
+        if (found[k] && !filled[k]) {
+          Fill(*found[k], *source, *process, addrs[k], &out->results[where[k]]);
+          filled[k] = true;
+        }
       }
     }
   }
