@@ -368,6 +368,11 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
     }
   }
   prototype.origin = origin;
+  if (!json) {
+    // Text output prints only these: ask for nothing else.
+    prototype.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
+                       proto::kFieldPosition | proto::kFieldImage;
+  }
   size_t batch_size = kDefaultBatch;
   if (batch_text) {
     const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);

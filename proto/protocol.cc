@@ -102,4 +102,37 @@ Response MakeErrorResponse(std::string id_json, std::string_view code, std::stri
   return Response{std::move(id_json), ErrorResponse{std::string(code), std::move(message)}};
 }
 
+namespace {
+struct FieldName {
+  std::string_view name;
+  uint32_t bit;
+};
+constexpr FieldName kFieldNames[] = {
+    {"name", kFieldName},          {"offset", kFieldOffset},           {"start", kFieldStart},
+    {"size", kFieldSize},          {"origin", kFieldOrigin},           {"source", kFieldSource},
+    {"loaded_at", kFieldLoadedAt}, {"incarnation", kFieldIncarnation}, {"file", kFieldPosition},
+    {"line", kFieldPosition},      {"column", kFieldPosition},         {"image", kFieldImage},
+    {"build_id", kFieldBuildId},   {"frames", kFieldFrames},
+};
+}  // namespace
+
+uint32_t ResultFieldFromName(std::string_view name) {
+  for (const FieldName& f : kFieldNames) {
+    if (f.name == name) return f.bit;
+  }
+  return 0;
+}
+
+std::vector<std::string_view> ResultFieldNames(uint32_t mask) {
+  std::vector<std::string_view> out;
+  uint32_t seen = 0;
+  for (const FieldName& f : kFieldNames) {
+    if ((mask & f.bit) && !(seen & f.bit)) {
+      out.push_back(f.name);
+      seen |= f.bit;
+    }
+  }
+  return out;
+}
+
 }  // namespace jitsym::proto

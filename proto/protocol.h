@@ -13,6 +13,7 @@
 #define JITSYM_PROTO_PROTOCOL_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,12 +64,35 @@ struct AddressQuery {
   std::string raw;               // the input text when error is set
 };
 
+// Members of a found lookup result a client may ask for ("fields"); addr, found and error are
+// always sent. Fewer members make large batches cheaper for both sides.
+enum ResultField : uint32_t {
+  kFieldName = 1u << 0,
+  kFieldOffset = 1u << 1,
+  kFieldStart = 1u << 2,
+  kFieldSize = 1u << 3,
+  kFieldOrigin = 1u << 4,
+  kFieldSource = 1u << 5,
+  kFieldLoadedAt = 1u << 6,
+  kFieldIncarnation = 1u << 7,
+  kFieldPosition = 1u << 8,  // file, line, column
+  kFieldImage = 1u << 9,
+  kFieldBuildId = 1u << 10,
+  kFieldFrames = 1u << 11,
+  kAllFields = 0xffffffffu,
+};
+// "name" -> kFieldName, ..., "file"/"line"/"column" -> kFieldPosition; 0 for unknown names.
+uint32_t ResultFieldFromName(std::string_view name);
+// The wire names of the fields in mask, in wire order ("file" stands for the position fields).
+std::vector<std::string_view> ResultFieldNames(uint32_t mask);
+
 struct LookupRequest {
   std::optional<int64_t> pid;
   std::optional<std::string> image;   // image lookups (r2rmap, ELF); later formats
   std::optional<std::string> origin;  // restrict answers to one source kind
   std::optional<uint64_t> time;       // batch time; absent = now / last known
   std::vector<AddressQuery> addrs;
+  uint32_t fields = kAllFields;  // "fields": which members found results carry
 };
 
 struct ProcessesRequest {};
@@ -113,10 +137,22 @@ struct LookupResult {
   std::optional<uint64_t> incarnation;  // which incarnation of the pid answered
   std::string build_id;
   std::vector<Frame> frames;
+  // Daemon side only: name, origin, source and file borrowed from the index instead of copied
+  // (a batch of a million answers would otherwise allocate millions of strings). The encoder
+  // uses a view when it is set (non-null data) and the string otherwise; decoding fills the
+  // strings. LookupResponse::keepalive owns what the views point into.
+  std::string_view name_view, origin_view, source_view, file_view;
+
+  std::string_view name_or_view() const { return name_view.data() ? name_view : name; }
+  std::string_view origin_or_view() const { return origin_view.data() ? origin_view : origin; }
+  std::string_view source_or_view() const { return source_view.data() ? source_view : source; }
+  std::string_view file_or_view() const { return file_view.data() ? file_view : file; }
 };
 
 struct LookupResponse {
-  std::vector<LookupResult> results;  // in request order, one per address
+  std::vector<LookupResult> results;      // in request order, one per address
+  std::shared_ptr<const void> keepalive;  // owns what results' *_view members point into
+  uint32_t fields = kAllFields;           // members to encode (from the request)
 };
 
 struct SourceInfo {
@@ -197,7 +233,7 @@ std::optional<Response> DecodeResponse(std::string_view line, std::string* error
 bool DecodeResponseInto(std::string_view line, Response* response, std::string* error);
 
 // One member object exactly as it appears on the wire (no newline): `jitsym --json` prints these.
-void EncodeLookupResult(const LookupResult& result, std::string* out);
+void EncodeLookupResult(const LookupResult& result, std::string* out, uint32_t fields = kAllFields);
 void EncodeProcessInfo(const ProcessInfo& process, std::string* out);
 void EncodeStats(const StatsResponse& stats, std::string* out);
 // The stats members as (wire name, value), in wire order.

@@ -230,6 +230,27 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
   if (key == "origin") return ReadOptionalString(r, key, &f->lookup.origin, &f->lookup_error);
   if (key == "image") return ReadOptionalString(r, key, &f->lookup.image, &f->lookup_error);
   if (key == "addrs") return ReadAddrs(r, line, f);
+  if (key == "fields") {
+    if (r.Peek() == Kind::kNull) return r.ReadNull();
+    if (r.Peek() != Kind::kArray) {
+      SetOnce(&f->lookup_error, "member 'fields' must be an array of member names");
+      return r.Skip();
+    }
+    if (!r.BeginArray()) return false;
+    uint32_t mask = 0;
+    while (r.NextElement()) {
+      std::string_view name;
+      if (r.Peek() != Kind::kString) {
+        SetOnce(&f->lookup_error, "member 'fields' must be an array of member names");
+        if (!r.Skip()) return false;
+        continue;
+      }
+      if (!r.ReadString(&name)) return false;
+      mask |= ResultFieldFromName(name);  // unknown names are ignored, as unknown members are
+    }
+    f->lookup.fields = mask;
+    return r.ok();
+  }
   return r.Skip();  // unknown members are ignored: additive protocol changes keep v1
 }
 
@@ -332,6 +353,16 @@ void EncodeRequest(const Request& request, std::string* out) {
       if (lookup.time) {
         out->append(",\"time\":");
         json::AppendUint(*lookup.time, out);
+      }
+      if (lookup.fields != kAllFields) {
+        out->append(",\"fields\":[");
+        bool first_field = true;
+        for (std::string_view name : ResultFieldNames(lookup.fields)) {
+          if (!first_field) out->push_back(',');
+          first_field = false;
+          json::AppendString(name, out);
+        }
+        out->push_back(']');
       }
       out->append(",\"addrs\":[");
       bool first = true;

@@ -53,7 +53,7 @@ struct BodyEncoder {
     for (const LookupResult& result : lookup.results) {
       if (!first) out->push_back(',');
       first = false;
-      EncodeLookupResult(result, out);
+      EncodeLookupResult(result, out, lookup.fields);
     }
     out->push_back(']');
   }
@@ -86,7 +86,7 @@ struct BodyEncoder {
 
 }  // namespace
 
-void EncodeLookupResult(const LookupResult& r, std::string* out) {
+void EncodeLookupResult(const LookupResult& r, std::string* out, uint32_t fields) {
   out->append("{\"addr\":");
   if (!r.error.empty() && !r.raw.empty()) {
     AppendString(r.raw, out);
@@ -99,35 +99,48 @@ void EncodeLookupResult(const LookupResult& r, std::string* out) {
     out->push_back('}');
     return;
   }
-  AppendMember(",\"found\":true,\"name\":", r.name, out);
-  out->append(",\"offset\":");
-  AppendUint(r.offset, out);
-  out->append(",\"start\":");
-  AppendHexString(r.start, out);
-  out->append(",\"size\":");
-  AppendUint(r.size, out);
-  AppendMember(",\"origin\":", r.origin, out);
-  if (!r.source.empty()) AppendMember(",\"source\":", r.source, out);
-  if (r.loaded_at) {
+  out->append(",\"found\":true");
+  if (fields & kFieldName) AppendMember(",\"name\":", r.name_or_view(), out);
+  if (fields & kFieldOffset) {
+    out->append(",\"offset\":");
+    AppendUint(r.offset, out);
+  }
+  if (fields & kFieldStart) {
+    out->append(",\"start\":");
+    AppendHexString(r.start, out);
+  }
+  if (fields & kFieldSize) {
+    out->append(",\"size\":");
+    AppendUint(r.size, out);
+  }
+  if (fields & kFieldOrigin) AppendMember(",\"origin\":", r.origin_or_view(), out);
+  if ((fields & kFieldSource) && !r.source_or_view().empty()) {
+    AppendMember(",\"source\":", r.source_or_view(), out);
+  }
+  if ((fields & kFieldLoadedAt) && r.loaded_at) {
     out->append(",\"loaded_at\":");
     AppendUint(*r.loaded_at, out);
   }
-  if (r.incarnation) {
+  if ((fields & kFieldIncarnation) && r.incarnation) {
     out->append(",\"incarnation\":");
     AppendUint(*r.incarnation, out);
   }
-  if (!r.file.empty()) AppendMember(",\"file\":", r.file, out);
-  if (r.line != 0) {
-    out->append(",\"line\":");
-    AppendUint(r.line, out);
+  if (fields & kFieldPosition) {
+    if (!r.file_or_view().empty()) AppendMember(",\"file\":", r.file_or_view(), out);
+    if (r.line != 0) {
+      out->append(",\"line\":");
+      AppendUint(r.line, out);
+    }
+    if (r.column != 0) {
+      out->append(",\"column\":");
+      AppendUint(r.column, out);
+    }
   }
-  if (r.column != 0) {
-    out->append(",\"column\":");
-    AppendUint(r.column, out);
+  if ((fields & kFieldImage) && !r.image.empty()) AppendMember(",\"image\":", r.image, out);
+  if ((fields & kFieldBuildId) && !r.build_id.empty()) {
+    AppendMember(",\"build_id\":", r.build_id, out);
   }
-  if (!r.image.empty()) AppendMember(",\"image\":", r.image, out);
-  if (!r.build_id.empty()) AppendMember(",\"build_id\":", r.build_id, out);
-  if (!r.frames.empty()) {
+  if ((fields & kFieldFrames) && !r.frames.empty()) {
     out->append(",\"frames\":[");
     bool first = true;
     for (const Frame& frame : r.frames) {

@@ -46,6 +46,7 @@ Symbol CodeMapSnapshot::MakeSymbol(const Found& found, uint64_t addr) const {
   s.size = r.size;
   s.loaded_at = r.time;
   s.range = index;
+  if (!r.marked) return s;  // no line table
   // Line table: refs are appended in range order, so binary search by range.
   const auto& refs = storage_->debug_refs;
   size_t lo = 0, hi = debug_refs_;
@@ -84,10 +85,11 @@ CodeMap::CodeMap() : storage_(std::make_shared<internal::CodeMapStorage>()) {}
 
 uint32_t CodeMap::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t name,
                       std::span<const LineEntry> lines) {
-  const uint32_t index = ranges_.Add(start, size, time, name);
+  const bool has_lines = !lines.empty() && lines.size() < std::numeric_limits<uint32_t>::max();
+  const uint32_t index = ranges_.Add(start, size, time, name, has_lines);
   if (index == kNoRange) return index;
   ++live_ranges_;
-  if (!lines.empty() && lines.size() < std::numeric_limits<uint32_t>::max()) {
+  if (has_lines) {
     const auto first = static_cast<uint32_t>(storage_->lines.size());
     for (const LineEntry& e : lines) storage_->lines.Append(e);
     storage_->debug_refs.Append({index, first, static_cast<uint32_t>(lines.size())});

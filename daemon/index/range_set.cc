@@ -372,9 +372,10 @@ std::optional<uint64_t> RangeSetSnapshot::last_time() const {
 
 // ---- writer --------------------------------------------------------------------------------
 
-uint32_t RangeSet::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload) {
+uint32_t RangeSet::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
+                       bool marked) {
   if (size == 0) return kNoRange;
-  size = std::min<uint64_t>(size, std::numeric_limits<uint32_t>::max());
+  size = std::min<uint64_t>(size, (uint64_t{1} << 31) - 1);
   if (start > kMaxAddr - size) return kNoRange;
   if (next_ >= std::numeric_limits<uint32_t>::max() - 1) return kNoRange;
   if (next_ == 0) first_time_ = time;
@@ -383,7 +384,14 @@ uint32_t RangeSet::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t pa
     time = last_time_;
   }
   last_time_ = time;
-  pending_.push_back(Range{start, time, static_cast<uint32_t>(size), payload, next_});
+  Range r;
+  r.start = start;
+  r.time = time;
+  r.size = static_cast<uint32_t>(size);
+  r.marked = marked ? 1 : 0;
+  r.payload = payload;
+  r.seq = next_;
+  pending_.push_back(r);
   return next_++;
 }
 

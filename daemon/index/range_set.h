@@ -40,10 +40,11 @@ inline constexpr uint32_t kNoRange = std::numeric_limits<uint32_t>::max();
 #pragma pack(push, 4)
 struct Range {
   uint64_t start = 0;
-  uint64_t time = 0;     // valid from (CLOCK_MONOTONIC ns), non-decreasing in append order
-  uint32_t size = 0;     // bytes; end = start + size
-  uint32_t payload = 0;  // the owner's data (a name id), or kTombstone
-  uint32_t seq = 0;      // append index
+  uint64_t time = 0;        // valid from (CLOCK_MONOTONIC ns), non-decreasing in append order
+  uint32_t size : 31 = 0;   // bytes; end = start + size
+  uint32_t marked : 1 = 0;  // a bit for the owner (CodeMap: has a line table)
+  uint32_t payload = 0;     // the owner's data (a name handle), or kTombstone
+  uint32_t seq = 0;         // append index
 
   uint64_t end() const { return start + size; }
 };
@@ -155,7 +156,8 @@ class RangeSet {
  public:
   // Appends a range; returns its index, or kNoRange if it is empty or wraps the address space.
   // The time is raised to the previous range's time if it is earlier.
-  uint32_t Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload);
+  // Sizes are capped at 2 GiB - 1.
+  uint32_t Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload, bool marked = false);
   // Publishes what was appended since the last call.
   std::shared_ptr<const RangeSetSnapshot> Publish();
   // Merges every run into one (when the source is idle): fastest lookups.

@@ -125,7 +125,8 @@ void Ingester::ReadEvents() {
             Discover(dir, name);
           }
         }
-        if (!dirty_.empty() && !drain_posted_) {
+        // New bytes to read, or a state change (a deletion) to publish.
+        if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
           drain_posted_ = true;
           boost::asio::post(io_, [this] { DrainDirty(); });
         }
@@ -311,9 +312,12 @@ bool Ingester::Drain(FollowedFile& file) {
   const uint64_t records_before = src.records();
   while (file.offset < size && budget > 0) {
     if (uint64_t skip = src.skippable(); skip > 0) {
+      // Code bytes nobody needs: seek over them (they count as ingested).
       const uint64_t n = std::min(skip, size - file.offset);
       src.Skip(n);
       file.offset += n;
+      file.bytes_read += n;
+      bytes_ingested_ += n;
       continue;
     }
     const size_t want =
@@ -344,6 +348,7 @@ bool Ingester::Drain(FollowedFile& file) {
 
 void Ingester::Finish(FollowedFile& file, const std::string& state) {
   file.state = state;
+  publish_pending_ = true;
   file.changed = true;
   if (file.incarnation) file.incarnation->changed = true;
   if (file.fd >= 0) {
@@ -358,6 +363,7 @@ void Ingester::Forget(FollowedFile& file) {
 }
 
 void Ingester::Publish() {
+  publish_pending_ = false;
   bool any = false;
   for (auto& f : files_) {
     if (!f->changed) continue;

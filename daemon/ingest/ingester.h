@@ -104,6 +104,7 @@ class Ingester {
   uint64_t next_incarnation_ = 1;
   std::vector<FollowedFile*> dirty_;
   bool drain_posted_ = false;
+  bool publish_pending_ = false;
   bool stopped_ = false;
   std::vector<uint8_t> read_buf_;
   boost::asio::steady_timer maintenance_;

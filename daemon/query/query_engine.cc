@@ -13,19 +13,20 @@ proto::Response Error(std::string_view code, std::string message) {
   return r;
 }
 
+// The strings are borrowed from the view (LookupResponse::keepalive holds it).
 void Fill(const index::Symbol& sym, const index::SourceView& source,
           const index::ProcessView& process, uint64_t addr, proto::LookupResult* r) {
   r->found = true;
-  r->name.assign(sym.name);
+  r->name_view = sym.name;
   r->start = sym.start;
   r->size = sym.size;
   r->offset = addr - sym.start;
-  r->origin = source.origin;
-  r->source = source.path;
+  r->origin_view = source.origin;
+  r->source_view = source.path;
   r->loaded_at = sym.loaded_at;
   r->incarnation = process.incarnation;
   if (!sym.file.empty() || sym.line != 0) {
-    r->file.assign(sym.file);
+    r->file_view = sym.file;
     r->line = sym.line;
     r->column = sym.column;
   }
@@ -131,6 +132,8 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           }
           proto::LookupResponse lookup;
           Lookup(*view, body, &lookup);
+          lookup.keepalive = view;
+          lookup.fields = body.fields;
           response.body = std::move(lookup);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
           response.body = Processes(*view);

@@ -17,7 +17,7 @@ namespace {
 constexpr size_t kReadChunk = 64 * 1024;
 // Buffers are returned to this size once idle, so a single big batch does not pin memory.
 constexpr size_t kIdleInputBytes = kReadChunk;
-constexpr size_t kIdleOutputBytes = 1 << 20;
+constexpr size_t kIdleOutputBytes = 4 << 20;  // one 8192-address answer is ~2 MiB
 
 bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;

@@ -699,3 +699,61 @@ TEST(DefaultSocketPathTest, FollowsUidAndRuntimeDir) {
 
 }  // namespace
 }  // namespace jitsym::proto
+
+namespace jitsym::proto {
+namespace {
+
+TEST(ProtoFieldsTest, RequestFieldsRoundTripAndUnknownNamesAreIgnored) {
+  auto decoded =
+      DecodeRequest(R"({"op":"lookup","pid":7,"addrs":["0x10"],"fields":["name","line","bogus"]})");
+  ASSERT_TRUE(decoded.request);
+  const auto& lookup = std::get<LookupRequest>(decoded.request->body);
+  EXPECT_EQ(lookup.fields, kFieldName | kFieldPosition);
+  std::string wire;
+  EncodeRequest(*decoded.request, &wire);
+  auto again = DecodeRequest(std::string_view(wire).substr(0, wire.size() - 1));
+  ASSERT_TRUE(again.request);
+  EXPECT_EQ(std::get<LookupRequest>(again.request->body).fields, kFieldName | kFieldPosition);
+}
+
+TEST(ProtoFieldsTest, BadFieldsMemberIsABadRequest) {
+  auto decoded = DecodeRequest(R"({"op":"lookup","pid":7,"addrs":["0x10"],"fields":"name"})");
+  EXPECT_FALSE(decoded.request);
+  ASSERT_TRUE(decoded.error);
+}
+
+TEST(ProtoFieldsTest, EncoderSendsOnlyTheRequestedMembers) {
+  LookupResult r;
+  r.addr = 0x1010;
+  r.found = true;
+  r.name = "JS:*f";
+  r.offset = 0x10;
+  r.start = 0x1000;
+  r.size = 64;
+  r.origin = "jitdump";
+  r.source = "/tmp/jit-1.dump";
+  r.loaded_at = 5;
+  r.file = "a.js";
+  r.line = 3;
+  std::string all, some;
+  EncodeLookupResult(r, &all);
+  EncodeLookupResult(r, &some, kFieldName | kFieldOffset);
+  EXPECT_NE(all.find("\"source\""), std::string::npos);
+  EXPECT_NE(all.find("\"line\":3"), std::string::npos);
+  EXPECT_EQ(some, R"({"addr":"0x1010","found":true,"name":"JS:*f","offset":16})");
+}
+
+TEST(ProtoFieldsTest, BorrowedViewsAreEncodedInsteadOfStrings) {
+  LookupResult r;
+  r.addr = 1;
+  r.found = true;
+  r.name = "copied";
+  const std::string index_name = "borrowed";
+  r.name_view = index_name;
+  std::string out;
+  EncodeLookupResult(r, &out, kFieldName);
+  EXPECT_EQ(out, R"({"addr":"0x1","found":true,"name":"borrowed"})");
+}
+
+}  // namespace
+}  // namespace jitsym::proto
