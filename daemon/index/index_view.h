@@ -19,7 +19,9 @@ namespace jitsym::index {
 struct SourceView {
   std::string origin;  // "jitdump", ...
   std::string path;
-  std::string state;  // "following", "closed", "deleted", "error"
+  std::string image;            // image sources: the image name
+  std::string image_signature;  // image sources: e.g. an r2rmap's signature (hex)
+  std::string state;            // "following", "closed", "deleted", "error"
   std::string error;
   uint64_t ranges = 0;
   uint64_t bytes_read = 0;
@@ -50,6 +52,8 @@ struct IndexCounters {
 struct IndexView {
   // Incarnations of each pid, oldest first.
   std::map<uint32_t, std::vector<std::shared_ptr<const ProcessView>>> processes;
+  // Image sources by image name (several files may describe one image name: newest first).
+  std::map<std::string, std::vector<std::shared_ptr<const SourceView>>> images;
   IndexCounters counters;
 
   // The incarnation of pid that was alive at `time` (nullopt: the latest one).

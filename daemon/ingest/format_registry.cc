@@ -26,8 +26,10 @@ std::optional<uint32_t> PidFromName(std::string_view name, std::string_view pref
 
 std::optional<FileMatch> MatchFile(std::string_view filename) {
   if (auto pid = PidFromName(filename, "jit-", ".dump")) {
-    return FileMatch{JitdumpSource::kOrigin, pid,
-                     [](const std::string& path) { return std::make_unique<JitdumpSource>(path); }};
+    return FileMatch{JitdumpSource::kOrigin, pid, std::nullopt,
+                     [](const std::string& path, const SourceContext&) {
+                       return std::make_unique<JitdumpSource>(path);
+                     }};
   }
   return std::nullopt;
 }

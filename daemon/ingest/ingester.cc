@@ -191,14 +191,19 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   file->dev = st.st_dev;
   file->ino = st.st_ino;
   file->fd = fd;
-  file->source = match->create(path);
   file->last_data_ns = MonotonicNowNs();
+  file->image = match->image;
+  SourceContext context;
+  context.discovered_ns = file->last_data_ns;
+  context.initial_size = static_cast<uint64_t>(st.st_size);
   if (match->pid) {
     Incarnation* inc = IncarnationFor(*match->pid);
     file->incarnation = inc;
     inc->files.push_back(file.get());
     inc->changed = true;
+    context.process_start_ns = inc->start_time;
   }
+  file->source = match->create(path, context);
   JITSYM_LOG(kInfo, "following ", path,
              file->incarnation ? log::Cat(" (pid ", file->incarnation->pid, " incarnation ",
                                           file->incarnation->id, ")")
@@ -338,6 +343,15 @@ bool Ingester::Drain(FollowedFile& file) {
       break;
     }
   }
+  // A file whose name named no process belongs to the pid its content names.
+  if (!file.incarnation && !file.image) {
+    if (auto pid = src.content_pid()) {
+      Incarnation* inc = IncarnationFor(*pid);
+      file.incarnation = inc;
+      inc->files.push_back(&file);
+      JITSYM_LOG(kInfo, file.path, ": belongs to pid ", *pid, " incarnation ", inc->id);
+    }
+  }
   if (src.records() != records_before || file.changed) {
     file.changed = true;
     file.last_data_ns = MonotonicNowNs();
@@ -377,6 +391,10 @@ void Ingester::Publish() {
                    ? log::Cat("offset ", f->source->error_offset(), ": ", f->source->error())
                    : "";
     v->bytes_read = f->bytes_read;
+    if (f->image) {
+      v->image = *f->image;
+      v->image_signature = f->source->image_signature();
+    }
     v->code = f->source->code().Publish();
     v->ranges = v->code->ranges().size();
     f->view = std::move(v);
@@ -417,6 +435,9 @@ void Ingester::Publish() {
     for (auto& inc : incs) {
       if (inc->view) out.push_back(inc->view);
     }
+  }
+  for (auto it = files_.rbegin(); it != files_.rend(); ++it) {  // newest first
+    if ((*it)->image && (*it)->view) view->images[*(*it)->image].push_back((*it)->view);
   }
   index::IndexCounters& c = view->counters;
   for (auto& f : files_) {

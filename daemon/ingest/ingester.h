@@ -58,6 +58,7 @@ class Ingester {
     std::string state = "following";
     std::unique_ptr<Source> source;
     Incarnation* incarnation = nullptr;
+    std::optional<std::string> image;  // image sources
     bool dirty = false;
     bool changed = true;
     uint64_t last_data_ns = 0;

@@ -34,8 +34,11 @@ class Source {
   uint64_t error_offset() const { return error_offset_; }
   virtual bool closed() const { return false; }
   uint64_t records() const { return records_; }
-  // The pid named inside the file, once known.
+  // The pid named inside the file, once known. A file whose name names no pid (a Mono log
+  // profiler file) is attached to that process's incarnation as soon as this is known.
   virtual std::optional<uint32_t> content_pid() const { return std::nullopt; }
+  // For image sources: another key the image can be looked up by (an r2rmap's signature).
+  virtual std::string image_signature() const { return {}; }
 
   const std::string& path() const { return path_; }
   index::CodeMap& code() { return code_; }
@@ -56,11 +59,24 @@ class Source {
   uint64_t error_offset_ = 0;
 };
 
+// What the loader knows when it starts following a file.
+struct SourceContext {
+  // Start of the process the file belongs to (CLOCK_MONOTONIC ns), when it was alive when found.
+  std::optional<uint64_t> process_start_ns;
+  // When the file was found (CLOCK_MONOTONIC ns), and its size then: bytes below that size were
+  // written before the daemon could see them.
+  uint64_t discovered_ns = 0;
+  uint64_t initial_size = 0;
+};
+
 // What a file name says about its content.
 struct FileMatch {
   std::string_view origin;
-  std::optional<uint32_t> pid;  // files describing a process
-  std::function<std::unique_ptr<Source>(const std::string& path)> create;
+  std::optional<uint32_t> pid;  // files describing a process, when the name says which
+  // Files describing an image (not a process): the image's name, e.g. "System.Private.CoreLib".
+  std::optional<std::string> image;
+  std::function<std::unique_ptr<Source>(const std::string& path, const SourceContext& context)>
+      create;
 };
 
 // Recognizes the files the daemon follows; nullopt for any other name.
