@@ -2,6 +2,7 @@
 #include <charconv>
 
 #include "daemon/ingest/jitdump_source.h"
+#include "daemon/ingest/perfmap_source.h"
 #include "daemon/ingest/source.h"
 
 namespace jitsym::ingest {
@@ -29,6 +30,12 @@ std::optional<FileMatch> MatchFile(std::string_view filename) {
     return FileMatch{JitdumpSource::kOrigin, pid, std::nullopt,
                      [](const std::string& path, const SourceContext&) {
                        return std::make_unique<JitdumpSource>(path);
+                     }};
+  }
+  if (auto pid = PidFromName(filename, "perf-", ".map")) {
+    return FileMatch{PerfmapSource::kOrigin, pid, std::nullopt,
+                     [](const std::string& path, const SourceContext& context) {
+                       return std::make_unique<PerfmapSource>(path, context);
                      }};
   }
   return std::nullopt;

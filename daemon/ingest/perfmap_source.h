@@ -1,0 +1,45 @@
+// Follows one perf map (`perf-<pid>.map`) and stamps its lines with times, which the format
+// lacks: lines already in the file when the daemon found it are valid from the process's start
+// (or from time 0 when that is unknown), "later line wins" among them; each line appended
+// afterwards is valid from the CLOCK_MONOTONIC time the daemon read it, so a line reusing an
+// address supersedes the older one from then on (see docs/formats.md, "perf maps").
+#ifndef JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
+#define JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "daemon/formats/perfmap/perfmap_parser.h"
+#include "daemon/ingest/source.h"
+
+namespace jitsym::ingest {
+
+class PerfmapSource : public Source, private perfmap::Sink {
+ public:
+  static constexpr std::string_view kOrigin = "perfmap";
+  // Malformed lines logged individually; the rest are only counted.
+  static constexpr uint64_t kLoggedMalformed = 5;
+
+  // `clock` gives the time of lines appended after discovery (tests substitute their own).
+  PerfmapSource(std::string path, const SourceContext& context,
+                std::function<uint64_t()> clock = nullptr);
+
+  std::string_view origin() const override { return kOrigin; }
+  void Feed(std::span<const uint8_t> data) override;
+  uint64_t malformed() const { return parser_.malformed(); }
+
+ private:
+  void OnEntry(const perfmap::Entry& entry) override;
+  void OnMalformed(uint64_t offset, perfmap::LineError error) override;
+
+  perfmap::Parser parser_;
+  std::function<uint64_t()> clock_;
+  uint64_t initial_size_;  // lines starting below this offset predate discovery
+  uint64_t initial_time_;  // ... and are valid from this time
+  uint64_t feed_time_ = 0;  // time of the lines of the current Feed, read once per Feed
+  bool feed_time_known_ = false;
+};
+
+}  // namespace jitsym::ingest
+
+#endif  // JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
