@@ -2,6 +2,7 @@
 #include <charconv>
 
 #include "daemon/ingest/jitdump_source.h"
+#include "daemon/ingest/mlpd_source.h"
 #include "daemon/ingest/perfmap_source.h"
 #include "daemon/ingest/source.h"
 
@@ -36,6 +37,13 @@ std::optional<FileMatch> MatchFile(std::string_view filename) {
     return FileMatch{PerfmapSource::kOrigin, pid, std::nullopt,
                      [](const std::string& path, const SourceContext& context) {
                        return std::make_unique<PerfmapSource>(path, context);
+                     }};
+  }
+  // A Mono log profiler file names no pid: the ingester attaches it by the header's pid.
+  if (filename.size() > 5 && filename.ends_with(".mlpd")) {
+    return FileMatch{MlpdSource::kOrigin, std::nullopt, std::nullopt,
+                     [](const std::string& path, const SourceContext&) {
+                       return std::make_unique<MlpdSource>(path);
                      }};
   }
   return std::nullopt;
