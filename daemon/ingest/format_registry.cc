@@ -3,6 +3,7 @@
 
 #include "daemon/ingest/jitdump_source.h"
 #include "daemon/ingest/mlpd_source.h"
+#include "daemon/ingest/r2rmap_source.h"
 #include "daemon/ingest/perfmap_source.h"
 #include "daemon/ingest/source.h"
 
@@ -37,6 +38,14 @@ std::optional<FileMatch> MatchFile(std::string_view filename) {
     return FileMatch{PerfmapSource::kOrigin, pid, std::nullopt,
                      [](const std::string& path, const SourceContext& context) {
                        return std::make_unique<PerfmapSource>(path, context);
+                     }};
+  }
+  // ReadyToRun perf maps: <image>.ni.r2rmap, and crossgen1's <image>.ni.{MVID}.map.
+  std::string mvid;
+  if (auto image = R2rmapImageName(filename, &mvid)) {
+    return FileMatch{R2rmapSource::kOrigin, std::nullopt, std::move(image),
+                     [mvid](const std::string& path, const SourceContext&) {
+                       return std::make_unique<R2rmapSource>(path, mvid);
                      }};
   }
   // A Mono log profiler file names no pid: the ingester attaches it by the header's pid.
