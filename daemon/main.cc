@@ -32,6 +32,8 @@ constexpr const char* kUsage =
     "\n"
     "Options:\n"
     "  --watch DIR         directory to watch; repeatable (default: /tmp)\n"
+    "  --r2rmap-dir DIR    directory searched for <image>.ni.r2rmap when a process maps\n"
+    "                      <image>.dll and no watched directory has its r2rmap; repeatable\n"
     "  --socket PATH       listening socket (default: /run/jitsymd/jitsymd.sock for root,\n"
     "                      $XDG_RUNTIME_DIR/jitsymd.sock otherwise)\n"
     "  --threads N         query threads (default: number of CPUs, at least 2)\n"
@@ -41,6 +43,7 @@ constexpr const char* kUsage =
 
 struct Options {
   std::vector<std::string> watch;
+  std::vector<std::string> r2rmap_dirs;
   std::string socket;
   int threads = 0;
   jitsym::log::Level level = jitsym::log::Level::kInfo;
@@ -76,6 +79,8 @@ Options ParseOptions(int argc, char** argv) {
       std::exit(0);
     } else if (take("--watch")) {
       o.watch.push_back(value);
+    } else if (take("--r2rmap-dir")) {
+      o.r2rmap_dirs.push_back(value);
     } else if (take("--socket")) {
       o.socket = value;
     } else if (take("--threads")) {
@@ -92,6 +97,7 @@ Options ParseOptions(int argc, char** argv) {
       UsageError("unknown option '" + std::string(arg) + "'");
     }
   }
+  jitsym::query::SetR2rmapSearchDirs(o.r2rmap_dirs);  // read by the query engine it builds
   if (o.watch.empty()) o.watch.push_back("/tmp");
   if (o.socket.empty()) o.socket = jitsym::proto::DefaultSocketPath();
   if (o.threads == 0) o.threads = std::max(2u, std::thread::hardware_concurrency());

@@ -123,16 +123,32 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
         using T = std::decay_t<decltype(body)>;
         proto::Response response;
         if constexpr (std::is_same_v<T, proto::LookupRequest>) {
-          if (body.image) {
-            return Error(proto::kErrBadRequest, "image lookups are not supported by this daemon");
-          }
-          if (!body.pid) return Error(proto::kErrBadRequest, "lookup needs \"pid\"");
-          if (*body.pid <= 0 || *body.pid > 0x7fffffff) {
-            return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
-          }
           proto::LookupResponse lookup;
-          Lookup(*view, body, &lookup);
-          lookup.keepalive = view;
+          // What the answers borrow from besides the view (r2rmaps loaded on demand).
+          std::vector<std::shared_ptr<const void>> keep;
+          if (body.image) {
+            if (body.pid) {
+              return Error(proto::kErrBadRequest, "lookup takes \"pid\" or \"image\", not both");
+            }
+            if (!images_.LookupImage(*view, body, &lookup, &keep)) {
+              return Error(proto::kErrNotFound, "no r2rmap known for image '" + *body.image + "'");
+            }
+          } else {
+            if (!body.pid) return Error(proto::kErrBadRequest, "lookup needs \"pid\"");
+            if (*body.pid <= 0 || *body.pid > 0x7fffffff) {
+              return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
+            }
+            Lookup(*view, body, &lookup);
+            // JIT sources first; ReadyToRun images answer what they do not know.
+            images_.LookupInProcess(*view, body, &lookup, &keep);
+          }
+          if (keep.empty()) {
+            lookup.keepalive = view;
+          } else {
+            keep.push_back(view);
+            lookup.keepalive =
+                std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(keep));
+          }
           lookup.fields = body.fields;
           response.body = std::move(lookup);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {

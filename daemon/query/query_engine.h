@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "daemon/index/index_view.h"
+#include "daemon/query/image_lookup.h"
 #include "daemon/server/server.h"
 #include "proto/protocol.h"
 
@@ -27,6 +28,8 @@ class QueryEngine : public server::RequestHandler {
   const index::ViewCell& cell_;
   std::function<server::Counters()> server_counters_;
   uint64_t started_ns_;
+  // Image sources (r2rmap): "image" requests, and the addresses of a pid no JIT source knows.
+  ImageLookup images_;
 };
 
 }  // namespace jitsym::query

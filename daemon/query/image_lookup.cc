@@ -1,0 +1,325 @@
+#include "daemon/query/image_lookup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/ingest/proc.h"
+#include "daemon/ingest/r2rmap_source.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/log.h"
+
+namespace jitsym::query {
+namespace {
+
+constexpr uint64_t kRetryLoadNs = 1000000000ull;  // a missing r2rmap is looked for again after 1 s
+constexpr size_t kMaxCachedProcesses = 4096;
+constexpr size_t kMaxFileBytes = 1ull << 30;
+
+std::vector<std::string>& SearchDirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    char a = s[s.size() - suffix.size() + i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (a != suffix[i]) return false;
+  }
+  return true;
+}
+
+bool IsDll(std::string_view path) { return EndsWithNoCase(path, ".dll"); }
+
+// Reads a whole (small) file; nullopt if it cannot be read.
+std::optional<std::string> ReadFile(const std::string& path, bool regular_only) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (regular_only && !S_ISREG(st.st_mode)) ||
+      static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxFileBytes) break;
+  }
+  ::close(fd);
+  return text;
+}
+
+// Fills an answer from an image source; `base` is where the image is (0 for RVA lookups).
+void Fill(const index::Symbol& sym, const index::SourceView& source, uint64_t base,
+          uint64_t addr, proto::LookupResult* r) {
+  r->found = true;
+  r->name_view = sym.name;
+  r->start = base + sym.start;
+  r->size = sym.size;
+  r->offset = addr - r->start;
+  r->origin_view = source.origin;
+  r->source_view = source.path;
+  r->image = source.image;
+}
+
+bool OriginAllows(const proto::LookupRequest& request, const index::SourceView& source) {
+  return !request.origin || *request.origin == source.origin;
+}
+
+}  // namespace
+
+void SetR2rmapSearchDirs(std::vector<std::string> dirs) { SearchDirs() = std::move(dirs); }
+const std::vector<std::string>& R2rmapSearchDirs() { return SearchDirs(); }
+
+std::string ImageNameFromPath(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  if (IsDll(path)) path.remove_suffix(4);
+  return std::string(path);
+}
+
+std::string NormalizeSignature(std::string_view text) {
+  std::string out;
+  if (text.size() == 38 && text.front() == '{' && text.back() == '}') {
+    text = text.substr(1, 36);
+  }
+  for (char c : text) {
+    if (c == '-' && text.size() == 36) continue;
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return {};
+    out.push_back(c);
+  }
+  return out.size() == 32 ? out : std::string();
+}
+
+std::vector<PerfInfoImage> ParsePerfInfo(std::string_view text) {
+  std::vector<PerfInfoImage> out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::vector<std::string_view> f;
+    while (!line.empty()) {
+      const size_t semi = line.find(';');
+      f.push_back(line.substr(0, semi));
+      line.remove_prefix(semi == std::string_view::npos ? line.size() : semi + 1);
+    }
+    if (f.size() < 4 || f[0] != "ImageLoad") continue;
+    std::optional<uint64_t> base = proto::ParseAddress(f[3]);
+    if (!base || *base == 0) continue;  // not ReadyToRun: the runtime logs base 0
+    out.push_back({std::string(f[1]), std::string(f[2]), *base});
+  }
+  return out;
+}
+
+ImageLookup::ImageLookup() : ImageLookup(Options{R2rmapSearchDirs(), "/tmp"}) {}
+ImageLookup::ImageLookup(Options options) : options_(std::move(options)) {}
+
+std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::string& name) {
+  if (options_.search_dirs.empty() || name.empty() || name == "." || name == "..") return nullptr;
+  std::lock_guard lock(load_mu_);
+  const uint64_t now = MonotonicNowNs();
+  if (auto it = loaded_.find(name); it != loaded_.end()) {
+    if (it->second.source || now - it->second.checked_ns < kRetryLoadNs) return it->second.source;
+  }
+  Loaded& entry = loaded_[name];
+  entry.checked_ns = now;
+  for (const std::string& dir : options_.search_dirs) {
+    const std::string path = dir + "/" + name + ".ni.r2rmap";
+    std::optional<std::string> bytes = ReadFile(path, true);
+    if (!bytes) continue;
+    ingest::R2rmapSource src(path);
+    src.Feed({reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()});
+    if (src.failed() && src.records() == 0) {
+      JITSYM_LOG(kWarning, path, ": offset ", src.error_offset(), ": ", src.error());
+      continue;
+    }
+    auto v = std::make_shared<index::SourceView>();
+    v->origin = std::string(src.origin());
+    v->path = path;
+    v->image = name;
+    v->image_signature = src.image_signature();
+    v->state = "closed";
+    v->bytes_read = bytes->size();
+    v->code = src.code().CompactAll();
+    v->ranges = v->code->ranges().size();
+    JITSYM_LOG(kInfo, "loaded ", path, " (", v->ranges, " ranges) for image ", name);
+    entry.source = std::move(v);
+    break;
+  }
+  return entry.source;
+}
+
+ImageLookup::Sources ImageLookup::FindByName(const index::IndexView& view,
+                                             const std::string& name) {
+  if (auto it = view.images.find(name); it != view.images.end() && !it->second.empty()) {
+    return it->second;
+  }
+  if (auto loaded = LoadFromDirs(name)) return {loaded};
+  return {};
+}
+
+ImageLookup::Sources ImageLookup::FindBySignature(const index::IndexView& view,
+                                                  const std::string& signature) {
+  Sources out;
+  for (const auto& [name, sources] : view.images) {
+    for (const auto& s : sources) {
+      if (NormalizeSignature(s->image_signature) == signature) out.push_back(s);
+    }
+  }
+  if (out.empty()) {
+    std::lock_guard lock(load_mu_);
+    for (const auto& [name, loaded] : loaded_) {
+      if (loaded.source && NormalizeSignature(loaded.source->image_signature) == signature) {
+        out.push_back(loaded.source);
+      }
+    }
+  }
+  return out;
+}
+
+bool ImageLookup::LookupImage(const index::IndexView& view, const proto::LookupRequest& request,
+                              proto::LookupResponse* out,
+                              std::vector<std::shared_ptr<const void>>* keep) {
+  Sources sources = FindByName(view, ImageNameFromPath(*request.image));
+  if (sources.empty()) {
+    const std::string sig = NormalizeSignature(*request.image);
+    if (!sig.empty()) sources = FindBySignature(view, sig);
+  }
+  if (sources.empty()) return false;
+  keep->insert(keep->end(), sources.begin(), sources.end());
+  out->results.resize(request.addrs.size());
+  for (size_t i = 0; i < request.addrs.size(); ++i) {
+    const proto::AddressQuery& q = request.addrs[i];
+    proto::LookupResult& r = out->results[i];
+    r.addr = q.addr;
+    if (!q.error.empty()) {
+      r.error = q.error;
+      continue;
+    }
+    if (q.addr > 0xFFFFFFFFu) continue;  // RVAs are 32-bit
+    for (const auto& s : sources) {
+      if (!OriginAllows(request, *s)) continue;
+      if (auto sym = s->code->Find(q.addr, std::nullopt)) {
+        Fill(*sym, *s, 0, q.addr, &r);
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint32_t pid) {
+  auto identity = ingest::ReadProcessIdentity(pid);
+  if (!identity) return nullptr;
+  auto maps = ReadProcessMaps(pid);
+  if (!maps) return nullptr;
+  auto p = std::make_shared<ProcessImages>();
+  p->start_ticks = identity->start_ticks;
+  for (const MappedFile& f : MappedFiles(*maps)) {
+    if (IsDll(f.path)) p->images.push_back({ImageNameFromPath(f.path), f.base, f.end});
+  }
+  // .NET 8 and older log where each ReadyToRun image is loaded.
+  const std::string perfinfo = options_.perfinfo_dir + "/perfinfo-" + std::to_string(pid) + ".map";
+  if (auto text = ReadFile(perfinfo, true)) {
+    for (const PerfInfoImage& img : ParsePerfInfo(*text)) {
+      const bool known = std::any_of(p->images.begin(), p->images.end(),
+                                     [&](const Placed& x) { return x.base == img.base; });
+      if (!known) p->images.push_back({ImageNameFromPath(img.path), img.base, 0});
+    }
+  }
+  std::sort(p->images.begin(), p->images.end(),
+            [](const Placed& a, const Placed& b) { return a.base < b.base; });
+  return p;
+}
+
+std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t pid, bool refresh,
+                                                                      bool* fresh) {
+  *fresh = false;
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = processes_.find(pid);
+    if (it != processes_.end() && !refresh) return it->second;
+  }
+  // Read outside the lock; a concurrent reader of the same pid does the same work, harmlessly.
+  std::shared_ptr<const ProcessImages> p = ReadProcess(pid);
+  std::lock_guard lock(cache_mu_);
+  auto it = processes_.find(pid);
+  if (!p) {
+    // Gone (or unreadable): keep the last table read, its samples still need answers.
+    return it != processes_.end() ? it->second : nullptr;
+  }
+  *fresh = true;
+  if (it == processes_.end() && processes_.size() >= kMaxCachedProcesses) {
+    processes_.erase(processes_.begin());  // bounded; an arbitrary victim is fine
+  }
+  processes_[pid] = p;
+  return p;
+}
+
+void ImageLookup::LookupInProcess(const index::IndexView& view,
+                                  const proto::LookupRequest& request,
+                                  proto::LookupResponse* out,
+                                  std::vector<std::shared_ptr<const void>>* keep) {
+  if (request.origin && *request.origin != ingest::R2rmapSource::kOrigin) return;
+  const uint32_t pid = static_cast<uint32_t>(*request.pid);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < out->results.size(); ++i) {
+    const proto::LookupResult& r = out->results[i];
+    if (!r.found && r.error.empty()) todo.push_back(i);
+  }
+  if (todo.empty()) return;
+  bool fresh = false;
+  std::shared_ptr<const ProcessImages> images = Cached(pid, false, &fresh);
+  std::unordered_map<std::string, Sources> by_name;  // this request's image resolutions
+  for (int pass = 0; pass < 2 && images && !todo.empty(); ++pass) {
+    std::vector<size_t> misses;
+    for (size_t i : todo) {
+      proto::LookupResult& r = out->results[i];
+      const uint64_t addr = request.addrs[i].addr;
+      auto next = std::upper_bound(images->images.begin(), images->images.end(), addr,
+                                   [](uint64_t a, const Placed& p) { return a < p.base; });
+      if (next == images->images.begin()) {
+        misses.push_back(i);
+        continue;
+      }
+      const Placed& img = *std::prev(next);
+      const uint64_t rva = addr - img.base;
+      if ((img.end != 0 && addr >= img.end) || rva > 0xFFFFFFFFu) {
+        misses.push_back(i);
+        continue;
+      }
+      auto [it, inserted] = by_name.try_emplace(img.name);
+      if (inserted) {
+        it->second = FindByName(view, img.name);
+        keep->insert(keep->end(), it->second.begin(), it->second.end());
+      }
+      for (const auto& s : it->second) {
+        if (auto sym = s->code->Find(rva, std::nullopt)) {
+          Fill(*sym, *s, img.base, addr, &r);
+          break;
+        }
+      }
+    }
+    // Addresses outside every known image: the process may have mapped more since the table
+    // was read. Read it again, once per request, while the process lives.
+    if (misses.empty() || fresh) break;
+    images = Cached(pid, true, &fresh);
+    if (!fresh) break;
+    todo.swap(misses);
+  }
+}
+
+}  // namespace jitsym::query

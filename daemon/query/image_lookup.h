@@ -1,0 +1,99 @@
+// Lookups in images (ReadyToRun perf maps, keyed by image name and signature): by image and RVA
+// (`"image"` requests), and by pid and absolute address, through where the process maps the
+// image (/proc/<pid>/maps, /tmp/perfinfo-<pid>.map).
+//
+// Called concurrently by server threads. Shared state is small and behind mutexes:
+// - per-pid tables of mapped images (cache_mu_): kept after the process exits (samples outlive
+//   it), re-read on a miss while the process lives, dropped when the pid is reused;
+// - r2rmaps loaded on demand from --r2rmap-dir directories (load_mu_): a query that needs an
+//   image no watched directory provided reads `<dir>/<image>.ni.r2rmap` itself, on its own thread,
+//   with the same parser the ingester uses; other queries needing a load wait for it, queries
+//   that need none never do. Such images are immutable once loaded (the files are build
+//   artifacts); a miss is retried after a second.
+#ifndef JITSYM_DAEMON_QUERY_IMAGE_LOOKUP_H_
+#define JITSYM_DAEMON_QUERY_IMAGE_LOOKUP_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/index/index_view.h"
+#include "daemon/query/process_maps.h"
+#include "proto/protocol.h"
+
+namespace jitsym::query {
+
+// Directories searched for `<image>.ni.r2rmap` (jitsymd --r2rmap-dir). Set once at startup,
+// before the query engine exists.
+void SetR2rmapSearchDirs(std::vector<std::string> dirs);
+const std::vector<std::string>& R2rmapSearchDirs();
+
+// "/usr/share/dotnet/.../System.Private.CoreLib.dll" -> "System.Private.CoreLib".
+std::string ImageNameFromPath(std::string_view path);
+// "{0D2A...-...}" / "0d2a..." -> 32 lower-case hex digits; empty if it is not a signature.
+std::string NormalizeSignature(std::string_view text);
+
+// `ImageLoad;PATH;MVID;BASE;` lines of a perfinfo-<pid>.map (other lines are ignored).
+struct PerfInfoImage {
+  std::string path;
+  std::string mvid;
+  uint64_t base = 0;
+};
+std::vector<PerfInfoImage> ParsePerfInfo(std::string_view text);
+
+class ImageLookup {
+ public:
+  struct Options {
+    std::vector<std::string> search_dirs;
+    std::string perfinfo_dir = "/tmp";
+  };
+  ImageLookup();
+  explicit ImageLookup(Options options);
+
+  // An "image" request. False if the image is unknown (nothing filled). `keep` receives what
+  // the results borrow from besides the view.
+  bool LookupImage(const index::IndexView& view, const proto::LookupRequest& request,
+                   proto::LookupResponse* out,
+                   std::vector<std::shared_ptr<const void>>* keep);
+  // A pid request: answers the addresses no JIT source knew (not found, no error).
+  void LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
+                       proto::LookupResponse* out,
+                       std::vector<std::shared_ptr<const void>>* keep);
+
+ private:
+  using Sources = std::vector<std::shared_ptr<const index::SourceView>>;
+  struct Placed {  // an image in a process
+    std::string name;
+    uint64_t base = 0;
+    uint64_t end = 0;  // 0: unknown (from perfinfo only)
+  };
+  struct ProcessImages {
+    std::optional<uint64_t> start_ticks;
+    std::vector<Placed> images;  // sorted by base
+  };
+  struct Loaded {
+    std::shared_ptr<const index::SourceView> source;  // null: not found
+    uint64_t checked_ns = 0;
+  };
+
+  Sources FindByName(const index::IndexView& view, const std::string& name);
+  Sources FindBySignature(const index::IndexView& view, const std::string& signature);
+  std::shared_ptr<const index::SourceView> LoadFromDirs(const std::string& name);
+  std::shared_ptr<const ProcessImages> ReadProcess(uint32_t pid);
+  std::shared_ptr<const ProcessImages> Cached(uint32_t pid, bool refresh, bool* fresh);
+
+  Options options_;
+  std::mutex cache_mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<const ProcessImages>> processes_;
+  std::mutex load_mu_;
+  std::map<std::string, Loaded> loaded_;
+};
+
+}  // namespace jitsym::query
+
+#endif  // JITSYM_DAEMON_QUERY_IMAGE_LOOKUP_H_

@@ -1,0 +1,105 @@
+#include "daemon/query/process_maps.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <map>
+
+namespace jitsym::query {
+namespace {
+
+std::string_view NextField(std::string_view* line) {
+  size_t i = 0;
+  while (i < line->size() && (*line)[i] == ' ') ++i;
+  line->remove_prefix(i);
+  size_t end = line->find(' ');
+  if (end == std::string_view::npos) end = line->size();
+  std::string_view f = line->substr(0, end);
+  line->remove_prefix(end);
+  return f;
+}
+
+bool ParseNumber(std::string_view s, int base, uint64_t* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, base);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+std::vector<Mapping> ParseProcessMaps(std::string_view text) {
+  // start-end perms offset dev inode [path]
+  std::vector<Mapping> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    Mapping m;
+    std::string_view range = NextField(&line);
+    const size_t dash = range.find('-');
+    if (dash == std::string_view::npos || !ParseNumber(range.substr(0, dash), 16, &m.start) ||
+        !ParseNumber(range.substr(dash + 1), 16, &m.end) || m.end < m.start) {
+      continue;
+    }
+    m.perms = std::string(NextField(&line));
+    if (!ParseNumber(NextField(&line), 16, &m.file_offset)) continue;
+    NextField(&line);  // dev
+    if (!ParseNumber(NextField(&line), 10, &m.inode)) continue;
+    size_t i = 0;
+    while (i < line.size() && line[i] == ' ') ++i;
+    std::string_view path = line.substr(i);
+    constexpr std::string_view kDeleted = " (deleted)";
+    if (path.ends_with(kDeleted)) {
+      path.remove_suffix(kDeleted.size());
+      m.deleted = true;
+    }
+    m.path = std::string(path);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/maps";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return ParseProcessMaps(text);
+}
+
+std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings) {
+  // A file may be mapped more than once; each mapping at offset 0 starts an image, and the
+  // image extends over the following mappings of the same file.
+  std::vector<MappedFile> out;
+  std::map<std::pair<std::string, uint64_t>, size_t> open;  // (path, inode) -> current image
+  for (const Mapping& m : mappings) {
+    if (m.path.empty() || m.path.front() != '/') continue;
+    const auto key = std::make_pair(m.path, m.inode);
+    if (m.file_offset == 0) {
+      open[key] = out.size();
+      out.push_back({m.path, m.start, m.end});
+    } else if (auto it = open.find(key); it != open.end() && m.start >= out[it->second].base) {
+      out[it->second].end = std::max(out[it->second].end, m.end);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MappedFile& a, const MappedFile& b) { return a.base < b.base; });
+  return out;
+}
+
+}  // namespace jitsym::query
