@@ -19,6 +19,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libdw-dev libelf-dev libsystemd-dev zlib1g-dev
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
+  default-jdk-headless
 )
 # node runs the live integration tests. Any node already on PATH will do (Debian's 18 is fine).
 if ! command -v node >/dev/null 2>&1; then
