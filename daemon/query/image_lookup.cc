@@ -18,6 +18,9 @@ namespace {
 
 constexpr uint64_t kRetryLoadNs = 1000000000ull;  // a missing r2rmap is looked for again after 1 s
 constexpr size_t kMaxCachedProcesses = 4096;
+// Addresses outside every known image (native libraries, anonymous JIT code) are common: re-read
+// a process's maps for them at most this often.
+constexpr uint64_t kMinRereadNs = 100000000ull;
 constexpr size_t kMaxFileBytes = 1ull << 30;
 
 std::vector<std::string>& SearchDirs() {
@@ -228,6 +231,8 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint3
   if (!maps) return nullptr;
   auto p = std::make_shared<ProcessImages>();
   p->start_ticks = identity->start_ticks;
+  p->uid = identity->uid;
+  p->read_ns = MonotonicNowNs();
   for (const MappedFile& f : MappedFiles(*maps)) {
     if (IsDll(f.path)) p->images.push_back({ImageNameFromPath(f.path), f.base, f.end});
   }
@@ -251,7 +256,10 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t p
   {
     std::lock_guard lock(cache_mu_);
     auto it = processes_.find(pid);
-    if (it != processes_.end() && !refresh) return it->second;
+    if (it != processes_.end() &&
+        (!refresh || MonotonicNowNs() - it->second->read_ns < kMinRereadNs)) {
+      return it->second;
+    }
   }
   // Read outside the lock; a concurrent reader of the same pid does the same work, harmlessly.
   std::shared_ptr<const ProcessImages> p = ReadProcess(pid);
@@ -270,7 +278,7 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t p
 }
 
 void ImageLookup::LookupInProcess(const index::IndexView& view,
-                                  const proto::LookupRequest& request,
+                                  const proto::LookupRequest& request, uint32_t peer_uid,
                                   proto::LookupResponse* out,
                                   std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != ingest::R2rmapSource::kOrigin) return;
@@ -283,6 +291,7 @@ void ImageLookup::LookupInProcess(const index::IndexView& view,
   if (todo.empty()) return;
   bool fresh = false;
   std::shared_ptr<const ProcessImages> images = Cached(pid, false, &fresh);
+  if (images && peer_uid != 0 && peer_uid != images->uid) return;
   std::unordered_map<std::string, Sources> by_name;  // this request's image resolutions
   for (int pass = 0; pass < 2 && images && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
@@ -317,7 +326,7 @@ void ImageLookup::LookupInProcess(const index::IndexView& view,
     // was read. Read it again, once per request, while the process lives.
     if (misses.empty() || fresh) break;
     images = Cached(pid, true, &fresh);
-    if (!fresh) break;
+    if (!fresh || (peer_uid != 0 && peer_uid != images->uid)) break;
     todo.swap(misses);
   }
 }

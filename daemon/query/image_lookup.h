@@ -4,7 +4,8 @@
 //
 // Called concurrently by server threads. Shared state is small and behind mutexes:
 // - per-pid tables of mapped images (cache_mu_): kept after the process exits (samples outlive
-//   it), re-read on a miss while the process lives, dropped when the pid is reused;
+//   it), re-read on a miss while the process lives (at most every 100 ms), replaced when the pid
+//   is reused;
 // - r2rmaps loaded on demand from --r2rmap-dir directories (load_mu_): a query that needs an
 //   image no watched directory provided reads `<dir>/<image>.ni.r2rmap` itself, on its own thread,
 //   with the same parser the ingester uses; other queries needing a load wait for it, queries
@@ -61,8 +62,10 @@ class ImageLookup {
                    proto::LookupResponse* out,
                    std::vector<std::shared_ptr<const void>>* keep);
   // A pid request: answers the addresses no JIT source knew (not found, no error).
+  // `peer_uid`: who asks. Where a process maps its images is only told to root and to the
+  // process's owner (it would otherwise defeat the address-space randomization of others).
   void LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
-                       proto::LookupResponse* out,
+                       uint32_t peer_uid, proto::LookupResponse* out,
                        std::vector<std::shared_ptr<const void>>* keep);
 
  private:
@@ -74,6 +77,8 @@ class ImageLookup {
   };
   struct ProcessImages {
     std::optional<uint64_t> start_ticks;
+    uint32_t uid = 0;  // owner
+    uint64_t read_ns = 0;
     std::vector<Placed> images;  // sorted by base
   };
   struct Loaded {

@@ -140,7 +140,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             }
             Lookup(*view, body, &lookup);
             // JIT sources first; ReadyToRun images answer what they do not know.
-            images_.LookupInProcess(*view, body, &lookup, &keep);
+            images_.LookupInProcess(*view, body, peer.uid, &lookup, &keep);
           }
           if (keep.empty()) {
             lookup.keepalive = view;

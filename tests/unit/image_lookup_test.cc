@@ -1,6 +1,11 @@
 #include "daemon/query/image_lookup.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "daemon/ingest/r2rmap_source.h"
 #include "daemon/query/process_maps.h"
@@ -131,6 +136,59 @@ TEST(ImageLookup, ByNamePathAndSignature) {
   req.origin = "jitdump";
   ASSERT_TRUE(lookup.LookupImage(*view, req, &out, &keep));
   EXPECT_FALSE(out.results[0].found);
+}
+
+// This process maps a file named Foo.dll; its addresses resolve through /proc/self/maps.
+TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
+  char dir[] = "/tmp/jitsym-image-test-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/Foo.dll";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 0x10000), 0);
+  void* base = ::mmap(nullptr, 0x10000, PROT_READ, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(base, MAP_FAILED);
+  const uint64_t b = reinterpret_cast<uint64_t>(base);
+  auto view = ViewWithImage("Foo", "FFFFFFFF 00 0123456789ABCDEF0123456789ABCDEF\nFFFFFFFE 00 1\n"
+                                   "00001000 20 Foo::Bar()\n");
+  ImageLookup lookup(ImageLookup::Options{});
+  proto::LookupRequest req;
+  req.pid = ::getpid();
+  req.addrs = Queries({b + 0x1010, b + 0x3000, b + 0x10000 + 0x1010});
+  for (uint32_t peer : {static_cast<uint32_t>(::getuid()), 0u, ::getuid() + 4242u}) {
+    proto::LookupResponse out;
+    out.results.resize(req.addrs.size());
+    std::vector<std::shared_ptr<const void>> keep;
+    lookup.LookupInProcess(*view, req, peer, &out, &keep);
+    const bool allowed = peer == 0 || peer == ::getuid();
+    EXPECT_EQ(out.results[0].found, allowed) << peer;
+    if (allowed) {
+      EXPECT_EQ(out.results[0].name_or_view(), "Foo::Bar()");
+      EXPECT_EQ(out.results[0].start, b + 0x1000);
+      EXPECT_EQ(out.results[0].offset, 0x10u);
+      EXPECT_EQ(out.results[0].image, "Foo");
+    }
+    EXPECT_FALSE(out.results[1].found);
+    EXPECT_FALSE(out.results[2].found);  // past the end of the mapping
+  }
+  // An answer a JIT source already gave is left alone; so is a restricted origin.
+  proto::LookupResponse out;
+  out.results.resize(1);
+  out.results[0].found = true;
+  out.results[0].name = "jitted";
+  req.addrs = Queries({b + 0x1010});
+  std::vector<std::shared_ptr<const void>> keep;
+  lookup.LookupInProcess(*view, req, 0, &out, &keep);
+  EXPECT_EQ(out.results[0].name_or_view(), "jitted");
+  req.origin = "jitdump";
+  proto::LookupResponse out2;
+  out2.results.resize(1);
+  lookup.LookupInProcess(*view, req, 0, &out2, &keep);
+  EXPECT_FALSE(out2.results[0].found);
+  ::munmap(base, 0x10000);
+  ::close(fd);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
 }
 
 }  // namespace
