@@ -51,44 +51,59 @@ uint32_t Le32(const uint8_t* p) {
   return kSwap ? ByteSwap(v) : v;
 }
 
-// Reads one buffer's events. Every read is bounds-checked; a failed read makes ok() false.
+// Reads one buffer's events. Every read is bounds-checked; a failed read makes ok() false and
+// moves the cursor to the end, so every later read fails too without checking ok() (the fast
+// paths only compare the cursor with the end). Most LEB128 values are one byte: that case is
+// inlined, the rest goes through the loop.
 class EventReader {
  public:
   explicit EventReader(std::span<const uint8_t> data) : p_(data.data()), end_(p_ + data.size()) {}
 
   bool ok() const { return ok_; }
   bool at_end() const { return p_ >= end_; }
-  size_t pos(const uint8_t* base) const { return p_ - base; }
   const uint8_t* cursor() const { return p_; }
 
   uint8_t Byte() {
-    if (!ok_ || p_ >= end_) return Bad();
-    return *p_++;
+    if (p_ < end_) return *p_++;
+    return static_cast<uint8_t>(Bad());
   }
   uint64_t Uleb() {
-    uint64_t v = 0;
-    for (unsigned shift = 0; ok_ && p_ < end_ && shift < 64; shift += 7) {
-      const uint8_t b = *p_++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
+    if (end_ - p_ >= kMaxLeb) {
+      // At least 10 bytes left: no bounds check per byte.
+      const uint8_t* p = p_;
+      uint64_t v = 0;
+      for (unsigned i = 0; i < kMaxLeb; ++i) {
+        const uint8_t b = p[i];
+        v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+          p_ = p + i + 1;
+          return v;
+        }
+      }
+      return Bad();
     }
-    return Bad();
+    return UlebSlow();
   }
   int64_t Sleb() {
-    uint64_t v = 0;
-    for (unsigned shift = 0; ok_ && p_ < end_ && shift < 64; shift += 7) {
-      const uint8_t b = *p_++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) {
-        if ((b & 0x40) && shift + 7 < 64) v |= ~uint64_t{0} << (shift + 7);
-        return static_cast<int64_t>(v);
+    if (end_ - p_ >= kMaxLeb) {
+      const uint8_t* p = p_;
+      uint64_t v = 0;
+      for (unsigned i = 0; i < kMaxLeb; ++i) {
+        const uint8_t b = p[i];
+        v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+          p_ = p + i + 1;
+          const unsigned bits = 7 * (i + 1);
+          if ((b & 0x40) && bits < 64) v |= ~uint64_t{0} << bits;
+          return static_cast<int64_t>(v);
+        }
       }
+      return static_cast<int64_t>(Bad());
     }
-    return static_cast<int64_t>(Bad());
+    return SlebSlow();
   }
   std::string_view String() {
-    if (!ok_) return {};
-    const void* nul = std::memchr(p_, 0, end_ - p_);
+    const void* nul = p_ < end_ ? std::memchr(p_, 0, end_ - p_) : nullptr;
     if (nul == nullptr) {
       Bad();
       return {};
@@ -98,18 +113,43 @@ class EventReader {
     return s;
   }
   void Skip(size_t n) {
-    if (!ok_ || static_cast<size_t>(end_ - p_) < n) {
+    if (static_cast<size_t>(end_ - p_) < n) {
       Bad();
       return;
     }
     p_ += n;
   }
-  uint8_t Bad() {
-    ok_ = false;
-    return 0;
-  }
 
  private:
+  static constexpr unsigned kMaxLeb = 10;  // a 64-bit value takes at most 10 bytes
+
+  uint64_t Bad() {
+    ok_ = false;
+    p_ = end_;
+    return 0;
+  }
+  uint64_t UlebSlow() {
+    uint64_t v = 0;
+    for (unsigned shift = 0; p_ < end_ && shift < 64; shift += 7) {
+      const uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    return Bad();
+  }
+  int64_t SlebSlow() {
+    uint64_t v = 0;
+    for (unsigned shift = 0; p_ < end_ && shift < 64; shift += 7) {
+      const uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) {
+        if ((b & 0x40) && shift + 7 < 64) v |= ~uint64_t{0} << (shift + 7);
+        return static_cast<int64_t>(v);
+      }
+    }
+    return static_cast<int64_t>(Bad());
+  }
+
   const uint8_t* p_;
   const uint8_t* end_;
   bool ok_ = true;
