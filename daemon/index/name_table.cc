@@ -1,13 +1,41 @@
 #include "daemon/index/name_table.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 namespace jitsym::index {
 
+namespace {
+
+uint32_t HashName(std::string_view name) {
+  const uint64_t h = std::hash<std::string_view>{}(name);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+}  // namespace
+
+void NameTable::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.handle == kEmpty) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].handle != kEmpty) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
 uint32_t NameTable::Intern(std::string_view name) {
   if (name.size() > kMaxNameLength) name = name.substr(0, kMaxNameLength);
-  if (auto it = ids_.find(name); it != ids_.end()) return it->second;
+  if (2 * (count_ + 1) > slots_.size()) Grow();
+  const uint32_t hash = HashName(name);
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  for (; slots_[i].handle != kEmpty; i = (i + 1) & mask) {
+    if (slots_[i].hash == hash && Get(slots_[i].handle) == name) return slots_[i].handle;
+  }
   const size_t need = name.size() + 2;
   if (block_count_ == 0 || block_size_ - block_used_ < need) {
     if (block_count_ == kMaxBlocks) throw std::length_error("name table full");
@@ -24,15 +52,13 @@ uint32_t NameTable::Intern(std::string_view name) {
       (static_cast<uint32_t>(block_count_ - 1) << kOffsetBits) | static_cast<uint32_t>(block_used_);
   block_used_ += need;
   name_bytes_ += name.size();
-  ids_.emplace(std::string_view(dst + 2, name.size()), handle);
+  slots_[i] = Slot{hash, handle};
+  ++count_;
   return handle;
 }
 
 size_t NameTable::memory_bytes() const {
-  // unordered_map: one node (key, value, next pointer, cached hash) per name plus the buckets.
-  const size_t map_bytes = ids_.size() * (sizeof(std::string_view) + 4 + 2 * sizeof(void*)) +
-                           ids_.bucket_count() * sizeof(void*);
-  return arena_bytes_ + map_bytes;
+  return arena_bytes_ + slots_.capacity() * sizeof(Slot);
 }
 
 }  // namespace jitsym::index

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 namespace jitsym::index {
 
@@ -32,7 +32,7 @@ class NameTable {
     __builtin_prefetch(blocks_[handle >> kOffsetBits].get() + (handle & kOffsetMask));
   }
 
-  size_t size() const { return ids_.size(); }
+  size_t size() const { return count_; }
   size_t name_bytes() const { return name_bytes_; }
   // Arena plus the writer's hash index.
   size_t memory_bytes() const;
@@ -50,7 +50,17 @@ class NameTable {
   size_t block_size_ = 0;
   size_t arena_bytes_ = 0;
   size_t name_bytes_ = 0;
-  std::unordered_map<std::string_view, uint32_t> ids_;
+  // The writer's index from name to handle: open addressing with linear probing, at most half
+  // full. A slot keeps 32 bits of the name's hash beside the handle, so probing compares names
+  // (a cache miss into the arena) only when the hashes agree, and growing never rehashes names.
+  struct Slot {
+    uint32_t hash = 0;
+    uint32_t handle = kEmpty;
+  };
+  static constexpr uint32_t kEmpty = 0xffffffff;  // never a handle (block 31 is not used)
+  void Grow();
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
 };
 
 }  // namespace jitsym::index
