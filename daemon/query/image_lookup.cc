@@ -203,21 +203,33 @@ bool ImageLookup::LookupImage(const index::IndexView& view, const proto::LookupR
   }
   if (sources.empty()) return false;
   keep->insert(keep->end(), sources.begin(), sources.end());
-  out->results.resize(request.addrs.size());
-  for (size_t i = 0; i < request.addrs.size(); ++i) {
+  const size_t n = request.addrs.size();
+  out->results.resize(n);
+  // All addresses go to the index together (as for processes): their cache misses overlap.
+  std::vector<uint64_t> rvas;
+  std::vector<size_t> where;
+  rvas.reserve(n);
+  where.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     const proto::AddressQuery& q = request.addrs[i];
     proto::LookupResult& r = out->results[i];
     r.addr = q.addr;
     if (!q.error.empty()) {
       r.error = q.error;
-      continue;
+    } else if (q.addr <= 0xFFFFFFFFu) {  // RVAs are 32-bit
+      rvas.push_back(q.addr);
+      where.push_back(i);
     }
-    if (q.addr > 0xFFFFFFFFu) continue;  // RVAs are 32-bit
-    for (const auto& s : sources) {
-      if (!OriginAllows(request, *s)) continue;
-      if (auto sym = s->code->Find(q.addr, std::nullopt)) {
-        Fill(*sym, *s, 0, q.addr, &r);
-        break;
+  }
+  std::vector<std::optional<index::Symbol>> found(rvas.size());
+  std::vector<bool> filled(rvas.size(), false);
+  for (const auto& s : sources) {
+    if (!OriginAllows(request, *s) || rvas.empty()) continue;
+    s->code->FindBatch(rvas.data(), rvas.size(), std::nullopt, found.data());
+    for (size_t k = 0; k < rvas.size(); ++k) {
+      if (found[k] && !filled[k]) {
+        Fill(*found[k], *s, 0, rvas[k], &out->results[where[k]]);
+        filled[k] = true;
       }
     }
   }
