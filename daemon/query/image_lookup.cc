@@ -22,6 +22,8 @@ constexpr size_t kMaxCachedProcesses = 4096;
 // a process's maps for them at most this often.
 constexpr uint64_t kMinRereadNs = 100000000ull;
 constexpr size_t kMaxFileBytes = 1ull << 30;
+// The state of sources loaded from --r2rmap-dir (the ingester never uses it).
+constexpr std::string_view kLoadedState = "loaded";
 
 std::vector<std::string>& SearchDirs() {
   static std::vector<std::string> dirs;
@@ -74,6 +76,16 @@ void Fill(const index::Symbol& sym, const index::SourceView& source, uint64_t ba
   r->origin_view = source.origin;
   r->source_view = source.path;
   r->image = source.image;
+}
+
+// Whether a map file may describe the images of a process owned by `uid`. Files loaded from
+// --r2rmap-dir directories (which the administrator chose) are trusted; a watched file that can
+// no longer be examined is not.
+bool TrustedFor(const index::SourceView& source, uint32_t uid) {
+  if (source.state == kLoadedState) return true;
+  struct stat st {};
+  if (::stat(source.path.c_str(), &st) != 0) return false;
+  return st.st_uid == 0 || st.st_uid == uid || st.st_uid == ::geteuid();
 }
 
 bool OriginAllows(const proto::LookupRequest& request, const index::SourceView& source) {
@@ -154,7 +166,7 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
     v->path = path;
     v->image = name;
     v->image_signature = src.image_signature();
-    v->state = "closed";
+    v->state = std::string(kLoadedState);
     v->bytes_read = bytes->size();
     v->code = src.code().CompactAll();
     v->ranges = v->code->ranges().size();
@@ -325,6 +337,11 @@ void ImageLookup::LookupInProcess(const index::IndexView& view,
       auto [it, inserted] = by_name.try_emplace(img.name);
       if (inserted) {
         it->second = FindByName(view, img.name);
+        // Anyone can put a map in a shared watch directory such as /tmp: for a process, only
+        // maps written by root, by the process's owner or by the daemon's user count.
+        std::erase_if(it->second, [&](const std::shared_ptr<const index::SourceView>& src) {
+          return !TrustedFor(*src, images->uid);
+        });
         keep->insert(keep->end(), it->second.begin(), it->second.end());
       }
       for (const auto& s : it->second) {

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "daemon/ingest/r2rmap_source.h"
@@ -149,8 +150,19 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
   void* base = ::mmap(nullptr, 0x10000, PROT_READ, MAP_PRIVATE, fd, 0);
   ASSERT_NE(base, MAP_FAILED);
   const uint64_t b = reinterpret_cast<uint64_t>(base);
-  auto view = ViewWithImage("Foo", "FFFFFFFF 00 0123456789ABCDEF0123456789ABCDEF\nFFFFFFFE 00 1\n"
-                                   "00001000 20 Foo::Bar()\n");
+  const std::string map_text =
+      "FFFFFFFF 00 0123456789ABCDEF0123456789ABCDEF\nFFFFFFFE 00 1\n00001000 20 Foo::Bar()\n";
+  auto view = ViewWithImage("Foo", map_text);
+  // The map must exist (its owner is checked): put it where the source says it is.
+  auto source = std::make_shared<index::SourceView>(*view->images["Foo"][0]);
+  source->path = std::string(dir) + "/Foo.ni.r2rmap";
+  {
+    FILE* f = std::fopen(source->path.c_str(), "w");
+    ASSERT_TRUE(f);
+    std::fputs(map_text.c_str(), f);
+    std::fclose(f);
+  }
+  view->images["Foo"][0] = source;
   ImageLookup lookup(ImageLookup::Options{});
   proto::LookupRequest req;
   req.pid = ::getpid();
@@ -171,6 +183,22 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
     EXPECT_FALSE(out.results[1].found);
     EXPECT_FALSE(out.results[2].found);  // past the end of the mapping
   }
+  if (::geteuid() == 0) {
+    // A map some other user put in a shared directory does not describe this process.
+    ASSERT_EQ(::chown(source->path.c_str(), 4242, 4242), 0);
+    proto::LookupResponse out;
+    out.results.resize(req.addrs.size());
+    std::vector<std::shared_ptr<const void>> keep;
+    lookup.LookupInProcess(*view, req, 0, &out, &keep);
+    EXPECT_FALSE(out.results[0].found);
+    // By image, the caller names the map it wants: it answers.
+    proto::LookupRequest by_image;
+    by_image.image = "Foo";
+    by_image.addrs = Queries({0x1010});
+    proto::LookupResponse out2;
+    ASSERT_TRUE(lookup.LookupImage(*view, by_image, &out2, &keep));
+    EXPECT_TRUE(out2.results[0].found);
+  }
   // An answer a JIT source already gave is left alone; so is a restricted origin.
   proto::LookupResponse out;
   out.results.resize(1);
@@ -188,6 +216,7 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
   ::munmap(base, 0x10000);
   ::close(fd);
   ::unlink(path.c_str());
+  ::unlink(source->path.c_str());
   ::rmdir(dir);
 }
 
