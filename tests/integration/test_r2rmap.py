@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """ReadyToRun perf maps (*.ni.r2rmap), built by hand from the spec (no crossgen2 on Debian):
-lookups by image (name, name.dll, path, signature) and RVA; by pid and absolute address through
+lookups by image (name, name.dll, path, signature) and RVA, crossgen1's headerless
+<name>.ni.{MVID}.map; by pid and absolute address through
 a live process that maps a file named <image>.dll, through /tmp/perfinfo-<pid>.map, and through
 an r2rmap found only in an --r2rmap-dir; JIT sources keep precedence; rejected headers."""
 
+import json
 import os
 import subprocess
 import sys
@@ -48,7 +50,7 @@ BAR = [(0x2000, 0x30, "Bar.Lib::Compute()")]
 
 def lookup(*args):
     res = h.client("lookup", "--json", *args)
-    docs = [__import__("json").loads(l) for l in res.stdout.splitlines() if l.strip()]
+    docs = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
     return res, docs
 
 
@@ -124,6 +126,19 @@ def image_found_only_in_r2rmap_dir():
     check(docs and docs[0].get("found") and docs[0]["name"] == BAR[0][2], f"{docs}")
     _, docs = lookup("--image", "ab" * 16, "0x2010")
     check(docs and docs[0].get("found"), f"by signature after loading: {docs}")
+
+
+@h.case
+def crossgen1_headerless_map_named_by_mvid():
+    mvid = "{0D2A1B3C-4D5E-6F70-8192-A3B4C5D6E7F8}"
+    h.write_file(os.path.join(h.watch_dir, f"Old.ni.{mvid}.map"),
+                 r2rmap([(0x3000, 0x18, "Old::Method()")], header=[]))
+
+    def found(key):
+        res, docs = lookup("--image", key, "0x3010")
+        return res.returncode == 0 and docs[0].get("found") and docs[0]["name"] == "Old::Method()"
+    wait_until(lambda: found("Old"), 5, "Old.ni.{MVID}.map to answer by name")
+    check(found(mvid) and found(mvid.strip("{}").lower()), "by MVID")
 
 
 @h.case
