@@ -257,8 +257,10 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint3
   p->start_ticks = identity->start_ticks;
   p->uid = identity->uid;
   p->read_ns = MonotonicNowNs();
+  // Every mapped file is kept: the others (native libraries) bound the images whose extent only
+  // perfinfo gives, and an address in them is known not to be in any image.
   for (const MappedFile& f : MappedFiles(*maps)) {
-    if (IsDll(f.path)) p->images.push_back({ImageNameFromPath(f.path), f.base, f.end});
+    p->images.push_back({IsDll(f.path) ? ImageNameFromPath(f.path) : std::string(), f.base, f.end});
   }
   // .NET 8 and older log where each ReadyToRun image is loaded.
   const std::string perfinfo = options_.perfinfo_dir + "/perfinfo-" + std::to_string(pid) + ".map";
@@ -334,6 +336,7 @@ void ImageLookup::LookupInProcess(const index::IndexView& view,
         misses.push_back(i);
         continue;
       }
+      if (img.name.empty()) continue;  // a native library: not an image
       auto [it, inserted] = by_name.try_emplace(img.name);
       if (inserted) {
         it->second = FindByName(view, img.name);

@@ -70,8 +70,8 @@ class ImageLookup {
 
  private:
   using Sources = std::vector<std::shared_ptr<const index::SourceView>>;
-  struct Placed {  // an image in a process
-    std::string name;
+  struct Placed {  // a file mapped in a process
+    std::string name;  // the image name; empty for files that are not .dll (native libraries)
     uint64_t base = 0;
     uint64_t end = 0;  // 0: unknown (from perfinfo only)
   };
