@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <map>
 #include <numeric>
 
 namespace jitsym::index {
@@ -52,32 +51,46 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
     run->ranges_.push_back(ranges[order[p]]);
   }
 
-  // Overlay the ranges in append order: each one hides whatever it covers.
-  std::map<uint64_t, Interval> live;  // keyed by start; disjoint
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t s = ranges[i].start, e = ranges[i].end();
-    auto it = live.lower_bound(s);
-    if (it != live.begin()) {
-      auto prev = std::prev(it);
-      if (prev->second.end > s) {
-        if (prev->second.end > e) live.emplace(e, Interval{e, prev->second.end, prev->second.pos});
-        prev->second.end = s;
-      }
-    }
-    while (it != live.end() && it->first < e) {
-      if (it->second.end > e) {
-        Interval rest{e, it->second.end, it->second.pos};
-        live.erase(it);
-        live.emplace(e, rest);
-        break;
-      }
-      it = live.erase(it);
-    }
-    live.emplace(s, Interval{s, e, pos_of[i]});
-  }
+  // Overlay the ranges in append order (each one hides whatever it covers) by sweeping the
+  // address space: at each point the owner is the covering range appended last, the top of a
+  // max-heap on append order (ranges that ended are dropped lazily when they reach the top).
+  // Pieces change owner only at a start or at the owner's end. Flat arrays, no allocation per
+  // range: this runs for every publication.
+  struct Active {
+    uint32_t index;  // append order
+    uint64_t end;
+    bool operator<(const Active& o) const { return index < o.index; }
+  };
+  std::vector<Active> heap;
   std::vector<Interval> pieces;
-  pieces.reserve(live.size());
-  for (auto& [start, iv] : live) pieces.push_back(iv);
+  pieces.reserve(n);
+  uint32_t p = 0;
+  uint64_t x = 0;
+  for (;;) {
+    if (heap.empty()) {
+      if (p == n) break;
+      x = ranges[order[p]].start;
+    }
+    while (p < n && ranges[order[p]].start <= x) {
+      heap.push_back({order[p], ranges[order[p]].end()});
+      std::push_heap(heap.begin(), heap.end());
+      ++p;
+    }
+    while (!heap.empty() && heap.front().end <= x) {
+      std::pop_heap(heap.begin(), heap.end());
+      heap.pop_back();
+    }
+    if (heap.empty()) continue;
+    const Active& top = heap.front();
+    const uint64_t next = p < n ? std::min(ranges[order[p]].start, top.end) : top.end;
+    const uint32_t pos = pos_of[top.index];
+    if (!pieces.empty() && pieces.back().pos == pos && pieces.back().end == x) {
+      pieces.back().end = next;
+    } else {
+      pieces.push_back({x, next, pos});
+    }
+    x = next;
+  }
   run->SetPieces(pieces);
   run->BuildTree();
   return run;
