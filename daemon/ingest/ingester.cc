@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <system_error>
 
 #include "daemon/ingest/proc.h"
@@ -217,9 +219,14 @@ Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
   auto& incs = processes_[pid];
   const auto identity = ReadProcessIdentity(pid);
   if (identity) {
-    // A live process: the incarnation with the same start time, or a new one (pid reused).
+    // A live process: the live incarnation with the same start time, or a new one (pid
+    // reused). Start times tick at 100 Hz, so a pid reused within 10 ms has the same start
+    // time: the old incarnation's pidfd tells whether it is still the same process (its exit
+    // notification may not have been handled yet).
     for (auto& inc : incs) {
-      if (inc->start_ticks == identity->start_ticks) return inc.get();
+      if (inc->alive && inc->start_ticks == identity->start_ticks && !HasExited(*inc)) {
+        return inc.get();
+      }
     }
   }
   auto inc = std::make_unique<Incarnation>();
@@ -243,6 +250,16 @@ Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
   return incs.back().get();
 }
 
+bool Ingester::HasExited(Incarnation& inc) {
+  if (!inc.pidfd || !inc.pidfd->is_open()) return !inc.alive;
+  pollfd p{inc.pidfd->native_handle(), POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  inc.alive = false;
+  inc.exit_time = MonotonicNowNs();
+  inc.changed = true;
+  return true;
+}
+
 void Ingester::WatchExit(Incarnation& inc) {
   int pidfd = OpenPidfd(inc.pid);
   if (pidfd < 0) return;
@@ -259,8 +276,9 @@ void Ingester::WatchExit(Incarnation& inc) {
   inc.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                         [this, p](const boost::system::error_code& ec) {
                           if (ec || stopped_) return;
+                          const bool was_alive = p->alive;
                           p->alive = false;
-                          p->exit_time = MonotonicNowNs();
+                          if (was_alive) p->exit_time = MonotonicNowNs();
                           p->changed = true;
                           p->pidfd->close();
                           JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
@@ -376,9 +394,23 @@ void Ingester::Forget(FollowedFile& file) {
   if (it != by_path_.end() && it->second == &file) by_path_.erase(it);
 }
 
+namespace {
+
+std::optional<uint64_t> FirstTime(const index::ProcessView& view) {
+  std::optional<uint64_t> first;
+  for (const auto& s : view.sources) {
+    auto t = s->code->ranges().first_time();
+    if (t && (!first || *t < *first)) first = t;
+  }
+  return first;
+}
+
+}  // namespace
+
 void Ingester::Publish() {
   publish_pending_ = false;
   bool any = false;
+  std::set<uint32_t> changed_pids;
   for (auto& f : files_) {
     if (!f->changed) continue;
     any = true;
@@ -419,13 +451,35 @@ void Ingester::Publish() {
       for (FollowedFile* f : order) {
         if (f->view) v->sources.push_back(f->view);
       }
-      if (!v->start_time) {
-        for (const auto& s : v->sources) {
-          auto t = s->code->ranges().first_time();
-          if (t && (!v->start_time || *t < *v->start_time)) v->start_time = t;
-        }
-      }
+      if (!v->start_time) v->start_time = FirstTime(*v);
       inc->view = std::move(v);
+      changed_pids.insert(pid);
+    }
+  }
+  // Where time-qualified lookups switch from one incarnation of a pid to the next. /proc start
+  // times tick at 100 Hz, and a pid can be reused within one tick; but a process writes nothing
+  // after it exits and its successor starts after that, so the successor starts after the
+  // predecessor's last record, and after its observed exit if that came before the successor's
+  // first record.
+  for (uint32_t pid : changed_pids) {
+    std::optional<uint64_t> prev_last, prev_exit;
+    for (auto& inc : processes_[pid]) {
+      if (!inc->view) continue;
+      const std::optional<uint64_t> first = FirstTime(*inc->view);
+      uint64_t start = inc->start_time ? *inc->start_time : first.value_or(0);
+      if (prev_last) start = std::max(start, *prev_last + 1);
+      if (prev_exit && (!first || *prev_exit <= *first)) start = std::max(start, *prev_exit);
+      if (first && start > *first) start = *first;
+      if (inc->view->start_time != start) {
+        auto v = std::make_shared<index::ProcessView>(*inc->view);
+        v->start_time = start;
+        inc->view = std::move(v);
+      }
+      for (const auto& src : inc->view->sources) {
+        auto t = src->code->ranges().last_time();
+        if (t && (!prev_last || *t > *prev_last)) prev_last = t;
+      }
+      prev_exit = inc->exit_time;
     }
   }
   if (!any && cell_.Get()->processes.size() == processes_.size()) return;

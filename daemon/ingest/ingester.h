@@ -83,6 +83,8 @@ class Ingester {
   void Discover(const std::string& dir, const std::string& name);
   Incarnation* IncarnationFor(uint32_t pid);
   void WatchExit(Incarnation& inc);
+  // Polls the incarnation's pidfd: true (and marks it exited) if the process has exited.
+  bool HasExited(Incarnation& inc);
   void MarkDirty(FollowedFile& file);
   void DrainDirty();
   // Reads what is new in the file; returns true if it stopped on its budget with more to read.
