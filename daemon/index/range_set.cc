@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <numeric>
 
 namespace jitsym::index {
 namespace {
@@ -39,15 +38,20 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   run->min_time_ = ranges.front().time;
   run->max_time_ = ranges.back().time;
 
-  // Sort by (start, append order); remember where each appended range went.
+  // Sort by (start, append order). Sorting the keys themselves, not indices compared through
+  // the ranges, keeps the comparisons in cache.
+  struct Key {
+    uint64_t start;
+    uint32_t index;
+    bool operator<(const Key& o) const { return start != o.start ? start < o.start : index < o.index; }
+  };
+  std::vector<Key> keys(n);
+  for (uint32_t i = 0; i < n; ++i) keys[i] = {ranges[i].start, i};
+  std::sort(keys.begin(), keys.end());
   std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return ranges[a].start < ranges[b].start; });
-  std::vector<uint32_t> pos_of(n);
   run->ranges_.reserve(n);
   for (uint32_t p = 0; p < n; ++p) {
-    pos_of[order[p]] = p;
+    order[p] = keys[p].index;
     run->ranges_.push_back(ranges[order[p]]);
   }
 
@@ -58,9 +62,11 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   // range: this runs for every publication.
   struct Active {
     uint32_t index;  // append order
+    uint32_t pos;    // position in ranges_
     uint64_t end;
     bool operator<(const Active& o) const { return index < o.index; }
   };
+  const auto& sorted = run->ranges_;  // read in order: no cache miss per range
   std::vector<Active> heap;
   std::vector<Interval> pieces;
   pieces.reserve(n);
@@ -69,10 +75,10 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   for (;;) {
     if (heap.empty()) {
       if (p == n) break;
-      x = ranges[order[p]].start;
+      x = sorted[p].start;
     }
-    while (p < n && ranges[order[p]].start <= x) {
-      heap.push_back({order[p], ranges[order[p]].end()});
+    while (p < n && sorted[p].start <= x) {
+      heap.push_back({order[p], p, sorted[p].end()});
       std::push_heap(heap.begin(), heap.end());
       ++p;
     }
@@ -82,8 +88,8 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
     }
     if (heap.empty()) continue;
     const Active& top = heap.front();
-    const uint64_t next = p < n ? std::min(ranges[order[p]].start, top.end) : top.end;
-    const uint32_t pos = pos_of[top.index];
+    const uint64_t next = p < n ? std::min(sorted[p].start, top.end) : top.end;
+    const uint32_t pos = top.pos;
     if (!pieces.empty() && pieces.back().pos == pos && pieces.back().end == x) {
       pieces.back().end = next;
     } else {
