@@ -57,8 +57,6 @@ uint32_t NameTable::Intern(std::string_view name) {
   return handle;
 }
 
-size_t NameTable::memory_bytes() const {
-  return arena_bytes_ + slots_.capacity() * sizeof(Slot);
-}
+size_t NameTable::memory_bytes() const { return arena_bytes_ + slots_.capacity() * sizeof(Slot); }
 
 }  // namespace jitsym::index

@@ -43,7 +43,9 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   struct Key {
     uint64_t start;
     uint32_t index;
-    bool operator<(const Key& o) const { return start != o.start ? start < o.start : index < o.index; }
+    bool operator<(const Key& o) const {
+      return start != o.start ? start < o.start : index < o.index;
+    }
   };
   std::vector<Key> keys(n);
   for (uint32_t i = 0; i < n; ++i) keys[i] = {ranges[i].start, i};

@@ -34,8 +34,8 @@ class PerfmapSource : public Source, private perfmap::Sink {
 
   perfmap::Parser parser_;
   std::function<uint64_t()> clock_;
-  uint64_t initial_size_;  // lines starting below this offset predate discovery
-  uint64_t initial_time_;  // ... and are valid from this time
+  uint64_t initial_size_;   // lines starting below this offset predate discovery
+  uint64_t initial_time_;   // ... and are valid from this time
   uint64_t feed_time_ = 0;  // time of the lines of the current Feed, read once per Feed
   bool feed_time_known_ = false;
 };

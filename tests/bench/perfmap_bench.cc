@@ -31,12 +31,11 @@ std::string MakePerfMap(size_t bytes) {
                         static_cast<unsigned long long>(size),
                         static_cast<unsigned long long>(i % 5000));
     } else {
-      n = std::snprintf(line, sizeof(line), "%llx %llx LazyCompile:*fn_%llu /srv/app/mod%llu.js:%llu\n",
-                        static_cast<unsigned long long>(start),
-                        static_cast<unsigned long long>(size),
-                        static_cast<unsigned long long>(i % 50000),
-                        static_cast<unsigned long long>(i % 97),
-                        static_cast<unsigned long long>(i % 1000));
+      n = std::snprintf(
+          line, sizeof(line), "%llx %llx LazyCompile:*fn_%llu /srv/app/mod%llu.js:%llu\n",
+          static_cast<unsigned long long>(start), static_cast<unsigned long long>(size),
+          static_cast<unsigned long long>(i % 50000), static_cast<unsigned long long>(i % 97),
+          static_cast<unsigned long long>(i % 1000));
     }
     out.append(line, static_cast<size_t>(n));
     if (start == addr) addr += size;
@@ -68,7 +67,11 @@ void BM_IngestPerfMap(benchmark::State& state) {
   state.counters["file_MB"] = text.size() / 1e6;
   state.counters["lines"] = static_cast<double>(lines);
 }
-BENCHMARK(BM_IngestPerfMap)->Args({100, 1})->Args({100, 32})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_IngestPerfMap)
+    ->Args({100, 1})
+    ->Args({100, 32})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The parser alone (what the index and the name table cost is the difference to the above).
 void BM_ParsePerfMap(benchmark::State& state) {

@@ -16,7 +16,8 @@ struct Recorder : Sink {
   void OnEntry(const Entry& e) override {
     char head[64];
     std::snprintf(head, sizeof(head), "@%llu %llx+%llx ", static_cast<unsigned long long>(e.offset),
-                  static_cast<unsigned long long>(e.start), static_cast<unsigned long long>(e.size));
+                  static_cast<unsigned long long>(e.start),
+                  static_cast<unsigned long long>(e.size));
     events.push_back(head + std::string(e.name));
   }
   void OnMalformed(uint64_t offset, LineError error) override {
@@ -97,33 +98,29 @@ TEST(PerfmapParser, LargestValues) {
 
 TEST(PerfmapParser, MalformedLinesAreSkippedAndCounted) {
   const std::string text =
-      "xyz 10 bad_start\n"       // 0
-      "0x 10 prefix_only\n"      // 17
-      "12g4 10 bad_start_tail\n" // 35
-      "1000\n"                   // 58: no size
-      "1000 zz name\n"           // 63
-      "1000 10q name\n"          // 76
-      "1000 10\n"                // 90: no name
-      "1000 10 \t \r\n"          // 98: blank name
-      "10000000000000000 1 a\n"  // 110: 17 significant digits
-      "1 10000000000000000 a\n"  // 132
-      "ffffffffffffffff 1 a\n"   // 154: wraps
-      "1000 10 good\n";          // 175
+      "xyz 10 bad_start\n"        // 0
+      "0x 10 prefix_only\n"       // 17
+      "12g4 10 bad_start_tail\n"  // 35
+      "1000\n"                    // 58: no size
+      "1000 zz name\n"            // 63
+      "1000 10q name\n"           // 76
+      "1000 10\n"                 // 90: no name
+      "1000 10 \t \r\n"           // 98: blank name
+      "10000000000000000 1 a\n"   // 110: 17 significant digits
+      "1 10000000000000000 a\n"   // 132
+      "ffffffffffffffff 1 a\n"    // 154: wraps
+      "1000 10 good\n";           // 175
   Parser p;
   Recorder r;
   p.Feed(Bytes(text), r);
-  EXPECT_EQ(r.events, (Events{"bad@0 start address missing or not hex",
-                              "bad@17 start address missing or not hex",
-                              "bad@35 start address missing or not hex",
-                              "bad@58 size missing or not hex",
-                              "bad@63 size missing or not hex",
-                              "bad@76 size missing or not hex",
-                              "bad@90 name missing",
-                              "bad@98 name missing",
-                              "bad@110 number larger than 64 bits",
-                              "bad@132 number larger than 64 bits",
-                              "bad@154 start + size beyond the address space",
-                              "@175 1000+10 good"}));
+  EXPECT_EQ(
+      r.events,
+      (Events{"bad@0 start address missing or not hex", "bad@17 start address missing or not hex",
+              "bad@35 start address missing or not hex", "bad@58 size missing or not hex",
+              "bad@63 size missing or not hex", "bad@76 size missing or not hex",
+              "bad@90 name missing", "bad@98 name missing", "bad@110 number larger than 64 bits",
+              "bad@132 number larger than 64 bits", "bad@154 start + size beyond the address space",
+              "@175 1000+10 good"}));
   EXPECT_EQ(p.malformed(), 11u);
   EXPECT_EQ(p.entries(), 1u);
   EXPECT_EQ(p.offset(), text.size());
@@ -186,8 +183,7 @@ TEST(PerfmapParser, LongLinesAreDroppedWithoutBuffering) {
     ASSERT_EQ(r.events.size(), 3u) << "chunk " << chunk;
     EXPECT_EQ(r.events[0], "@0 100+10 " + name_ok);
     EXPECT_EQ(r.events[1], "bad@" + std::to_string(ok.size() + 1) + " line longer than 64 KiB");
-    EXPECT_EQ(r.events[2],
-              "@" + std::to_string(ok.size() + too_long.size() + 2) + " 300+10 after");
+    EXPECT_EQ(r.events[2], "@" + std::to_string(ok.size() + too_long.size() + 2) + " 300+10 after");
     EXPECT_EQ(p.malformed(), 1u);
   }
 }
