@@ -97,6 +97,12 @@ uint32_t CodeMap::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t nam
   return index;
 }
 
+uint32_t CodeMap::AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t name) {
+  const uint32_t index = ranges_.AddBackdated(start, size, time, name);
+  if (index != kNoRange) ++live_ranges_;
+  return index;
+}
+
 uint32_t CodeMap::Remove(uint64_t start, uint64_t size, uint64_t time) {
   return ranges_.Add(start, size, time, kTombstone);
 }

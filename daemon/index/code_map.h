@@ -77,6 +77,8 @@ class CodeMap {
   // offset, offsets below size) becomes its line table. Returns the range index or kNoRange.
   uint32_t Add(uint64_t start, uint64_t size, uint64_t time, uint32_t name,
                std::span<const LineEntry> lines = {});
+  // As Add, but `time` may be earlier than earlier ranges' (RangeSet::AddBackdated).
+  uint32_t AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t name);
   // Marks [start, start + size) as holding nothing from `time` on.
   uint32_t Remove(uint64_t start, uint64_t size, uint64_t time);
 

@@ -35,8 +35,12 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   const auto n = static_cast<uint32_t>(ranges.size());
   run->first_ = first;
   run->last_ = first + n;
-  run->min_time_ = ranges.front().time;
-  run->max_time_ = ranges.back().time;
+  // Times are non-decreasing unless a range was backdated (RangeSet::AddBackdated).
+  run->min_time_ = run->max_time_ = ranges.front().time;
+  for (const Range& r : ranges) {
+    run->min_time_ = std::min(run->min_time_, r.time);
+    run->max_time_ = std::max(run->max_time_, r.time);
+  }
 
   // Sort by (start, append order). Sorting the keys themselves, not indices compared through
   // the ranges, keeps the comparisons in cache.
@@ -108,8 +112,8 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   auto run = std::make_shared<Run>();
   run->first_ = older.first_;
   run->last_ = newer.last_;
-  run->min_time_ = older.min_time_;
-  run->max_time_ = newer.max_time_;
+  run->min_time_ = std::min(older.min_time_, newer.min_time_);
+  run->max_time_ = std::max(older.max_time_, newer.max_time_);
 
   // Merge the two start-sorted arrays (older first on equal starts: it was appended first).
   const size_t na = older.ranges_.size(), nb = newer.ranges_.size();
@@ -395,16 +399,26 @@ std::optional<uint64_t> RangeSetSnapshot::last_time() const {
 
 uint32_t RangeSet::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
                        bool marked) {
-  if (size == 0) return kNoRange;
-  size = std::min<uint64_t>(size, (uint64_t{1} << 31) - 1);
-  if (start > kMaxAddr - size) return kNoRange;
-  if (next_ >= std::numeric_limits<uint32_t>::max() - 1) return kNoRange;
-  if (next_ == 0) first_time_ = time;
   if (time < last_time_) {
     ++out_of_order_;
     time = last_time_;
   }
-  last_time_ = time;
+  return Append(start, size, time, payload, marked);
+}
+
+uint32_t RangeSet::AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
+                                bool marked) {
+  return Append(start, size, time, payload, marked);
+}
+
+uint32_t RangeSet::Append(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
+                          bool marked) {
+  if (size == 0) return kNoRange;
+  size = std::min<uint64_t>(size, (uint64_t{1} << 31) - 1);
+  if (start > kMaxAddr - size) return kNoRange;
+  if (next_ >= std::numeric_limits<uint32_t>::max() - 1) return kNoRange;
+  first_time_ = next_ == 0 ? time : std::min(first_time_, time);
+  last_time_ = std::max(last_time_, time);
   Range r;
   r.start = start;
   r.time = time;

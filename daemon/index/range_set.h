@@ -158,6 +158,12 @@ class RangeSet {
   // The time is raised to the previous range's time if it is earlier.
   // Sizes are capped at 2 GiB - 1.
   uint32_t Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload, bool marked = false);
+  // Appends a range valid from `time` even if that is earlier than its predecessors' times. The
+  // answer for (A, T) stays "the range appended last among those valid at T that cover A"; use
+  // it for a range that covers nothing defined before it (so no earlier answer changes), e.g. a
+  // perf map line for fresh addresses that may have been valid long before it was seen.
+  uint32_t AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
+                        bool marked = false);
   // Publishes what was appended since the last call.
   std::shared_ptr<const RangeSetSnapshot> Publish();
   // Merges every run into one (when the source is idle): fastest lookups.
@@ -171,6 +177,7 @@ class RangeSet {
   const std::vector<std::shared_ptr<const Run>>& runs_for_testing() const { return runs_; }
 
  private:
+  uint32_t Append(uint64_t start, uint64_t size, uint64_t time, uint32_t payload, bool marked);
   std::shared_ptr<const RangeSetSnapshot> MakeSnapshot();
 
   std::vector<Range> pending_;  // appended, not yet published

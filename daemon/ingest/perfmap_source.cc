@@ -1,5 +1,7 @@
 #include "daemon/ingest/perfmap_source.h"
 
+#include <algorithm>
+
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -20,16 +22,45 @@ void PerfmapSource::Feed(std::span<const uint8_t> data) {
 
 void PerfmapSource::OnEntry(const perfmap::Entry& entry) {
   ++records_;
-  if (entry.size == 0) return;  // defines nothing
-  uint64_t time = initial_time_;
-  if (entry.offset >= initial_size_) {
+  if (entry.size == 0) return;                    // defines nothing
+  const uint64_t end = entry.start + entry.size;  // the parser rejects wrapping lines
+  const uint32_t name = code_.Intern(entry.name);
+  // A line appended after discovery that reuses known addresses supersedes what was there from
+  // the moment it was seen. One for fresh addresses contradicts nothing, and its code may be
+  // much older than the line (the JVM writes its whole map at once, on request): it is valid
+  // from the earliest plausible time.
+  if (entry.offset >= initial_size_ && Covered(entry.start, end)) {
     if (!feed_time_known_) {
       feed_time_ = clock_();
       feed_time_known_ = true;
     }
-    time = feed_time_;
+    code_.Add(entry.start, entry.size, feed_time_, name);
+  } else {
+    code_.AddBackdated(entry.start, entry.size, initial_time_, name);
   }
-  code_.Add(entry.start, entry.size, time, code_.Intern(entry.name));
+  Cover(entry.start, end);
+}
+
+bool PerfmapSource::Covered(uint64_t start, uint64_t end) const {
+  auto it = covered_.upper_bound(start);  // first interval starting after start
+  if (it != covered_.end() && it->first < end) return true;
+  return it != covered_.begin() && std::prev(it)->second > start;
+}
+
+void PerfmapSource::Cover(uint64_t start, uint64_t end) {
+  // Coalesced, so a JIT's contiguous code space stays a handful of intervals.
+  auto it = covered_.upper_bound(start);
+  if (it != covered_.begin() && std::prev(it)->second >= start) {
+    --it;
+    start = it->first;
+    end = std::max(end, it->second);
+    it = covered_.erase(it);
+  }
+  while (it != covered_.end() && it->first <= end) {
+    end = std::max(end, it->second);
+    it = covered_.erase(it);
+  }
+  covered_.emplace(start, end);
 }
 
 void PerfmapSource::OnMalformed(uint64_t offset, perfmap::LineError error) {

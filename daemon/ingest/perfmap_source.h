@@ -1,13 +1,16 @@
 // Follows one perf map (`perf-<pid>.map`) and stamps its lines with times, which the format
 // lacks: lines already in the file when the daemon found it are valid from the process's start
-// (or from time 0 when that is unknown), "later line wins" among them; each line appended
-// afterwards is valid from the CLOCK_MONOTONIC time the daemon read it, so a line reusing an
-// address supersedes the older one from then on (see docs/formats.md, "perf maps").
+// (or from time 0 when that is unknown), "later line wins" among them; a line appended
+// afterwards that reuses addresses of earlier lines is valid from the CLOCK_MONOTONIC time the
+// daemon read it, so it supersedes the older one from then on; one appended afterwards for
+// fresh addresses is valid from the process's start like the first ones (see docs/formats.md,
+// "perf maps").
 #ifndef JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
 #define JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
 
 #include <cstdint>
 #include <functional>
+#include <map>
 
 #include "daemon/formats/perfmap/perfmap_parser.h"
 #include "daemon/ingest/source.h"
@@ -31,6 +34,8 @@ class PerfmapSource : public Source, private perfmap::Sink {
  private:
   void OnEntry(const perfmap::Entry& entry) override;
   void OnMalformed(uint64_t offset, perfmap::LineError error) override;
+  bool Covered(uint64_t start, uint64_t end) const;  // overlaps anything defined so far?
+  void Cover(uint64_t start, uint64_t end);
 
   perfmap::Parser parser_;
   std::function<uint64_t()> clock_;
@@ -38,6 +43,7 @@ class PerfmapSource : public Source, private perfmap::Sink {
   uint64_t initial_time_;   // ... and are valid from this time
   uint64_t feed_time_ = 0;  // time of the lines of the current Feed, read once per Feed
   bool feed_time_known_ = false;
+  std::map<uint64_t, uint64_t> covered_;  // start -> end of what lines have defined, coalesced
 };
 
 }  // namespace jitsym::ingest

@@ -71,7 +71,9 @@ def compile_start_java_and_write_its_perf_map():
     check(line.split()[:2] == ["ready", str(proc.pid)], f"unexpected java output {line!r}")
 
     def compiled():  # the JIT compiles the hot method within a second or so
+        before = time.monotonic_ns()  # the method is compiled; its map line not yet written
         lines = write_perfmap()
+        JVM["before_map_ns"] = before
         return lines if any(HOT in l.name for l in lines) else None
     JVM["lines"] = wait_until(compiled, 60, f"{HOT} in the JVM's perf map", interval=0.5)
 
@@ -105,6 +107,12 @@ def hot_method_resolves_while_the_jvm_runs():
     last = lines[-1]
     h.wait_resolves(JVM["pid"], last.start, perfmap.latest(lines, last.start).name, timeout=10)
     check_hot_resolves(lines, "live")
+    # A perf sample taken before jcmd wrote the map (the usual case for a JVM) must resolve
+    # too: the lines reuse no address known before, so they are valid from the process start.
+    t = JVM["before_map_ns"]
+    answers = h.lookup(JVM["pid"], [(l.start + l.size // 2, t) for l in hot(lines)])
+    bad = [a for a in answers if not (a.get("found") and HOT in a.get("name", ""))]
+    check(not bad, f"samples timed before the map was written: {bad[:3]}")
     check(JVM["proc"].poll() is None, "java exited before the lookups: not a live test")
 
 

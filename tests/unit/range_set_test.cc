@@ -19,10 +19,10 @@ struct Oracle {
   std::vector<R> ranges;
   uint64_t last_time = 0;
 
-  void Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload) {
+  void Add(uint64_t start, uint64_t size, uint64_t time, uint32_t payload, bool backdated = false) {
     if (size == 0) return;
-    time = std::max(time, last_time);
-    last_time = time;
+    if (!backdated) time = std::max(time, last_time);
+    last_time = std::max(time, last_time);
     ranges.push_back({start, start + size, time, payload});
   }
   // Returns the index of the answering range among the first `count`, or -1.
@@ -141,8 +141,16 @@ TEST_P(RangeSetRandomTest, MatchesBruteForce) {
     if (r < 6) t += rng() % 20;
     const uint64_t stamp = r == 9 ? t - std::min<uint64_t>(t, rng() % 100) : t;
     const uint32_t payload = rng() % 16 == 0 ? kTombstone : static_cast<uint32_t>(i);
-    set.Add(start, size, stamp, payload);
-    oracle.Add(start, size, stamp, payload);
+    // Some ranges are backdated (valid from before their predecessors, as fresh perf map
+    // lines are); the rule is the same: the last appended among those valid at T.
+    const bool backdated = GetParam() % 2 == 0 && rng() % 8 == 0;
+    const uint64_t when = backdated ? stamp - std::min<uint64_t>(stamp, rng() % 500) : stamp;
+    if (backdated) {
+      set.AddBackdated(start, size, when, payload);
+    } else {
+      set.Add(start, size, when, payload);
+    }
+    oracle.Add(start, size, when, payload, backdated);
     if (rng() % 37 == 0) {
       auto snap = set.Publish();
       snapshots.emplace_back(snap, oracle.ranges.size());
