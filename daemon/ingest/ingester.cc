@@ -321,9 +321,19 @@ bool Ingester::Drain(FollowedFile& file) {
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) return false;
   const auto size = static_cast<uint64_t>(st.st_size);
-  if (size < file.offset) {
-    JITSYM_LOG(kWarning, file.path, ": truncated from ", file.offset, " to ", size,
-               " bytes; keeping what was read and starting over");
+  // Rewritten in place (truncated, then written again): the file is smaller, or it has grown
+  // back past our offset already and the last bytes we read are no longer there.
+  bool rewritten = size < file.offset;
+  if (!rewritten && file.tail_len > 0 && size != file.checked_size) {
+    uint8_t now[sizeof(file.tail)];
+    const ssize_t n = ::pread(file.fd, now, file.tail_len, static_cast<off_t>(file.tail_offset));
+    rewritten =
+        n != static_cast<ssize_t>(file.tail_len) || std::memcmp(now, file.tail, file.tail_len) != 0;
+  }
+  file.checked_size = size;
+  if (rewritten) {
+    JITSYM_LOG(kWarning, file.path, ": rewritten (", file.offset, " bytes read, now ", size,
+               " bytes); keeping what was read and starting over");
     const std::string dir = file.dir, name = file.name;
     Finish(file, "truncated");
     Forget(file);
@@ -349,6 +359,10 @@ bool Ingester::Drain(FollowedFile& file) {
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     src.Feed({read_buf_.data(), static_cast<size_t>(got)});
+    // Remember the last bytes read, to notice a rewrite that grew past them.
+    file.tail_len = std::min(sizeof(file.tail), static_cast<size_t>(got));
+    file.tail_offset = file.offset + static_cast<uint64_t>(got) - file.tail_len;
+    std::memcpy(file.tail, read_buf_.data() + got - file.tail_len, file.tail_len);
     file.offset += static_cast<uint64_t>(got);
     file.bytes_read += static_cast<uint64_t>(got);
     bytes_ingested_ += static_cast<uint64_t>(got);

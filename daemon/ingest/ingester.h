@@ -55,6 +55,11 @@ class Ingester {
     int fd = -1;
     uint64_t offset = 0;  // next file offset to read
     uint64_t bytes_read = 0;
+    // The last bytes read and where they were: still there, or the file was rewritten.
+    uint8_t tail[32] = {};
+    size_t tail_len = 0;
+    uint64_t tail_offset = 0;
+    uint64_t checked_size = 0;  // file size when the tail was last checked
     std::string state = "following";
     std::unique_ptr<Source> source;
     Incarnation* incarnation = nullptr;

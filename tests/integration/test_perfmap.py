@@ -201,6 +201,23 @@ def jitdump_takes_precedence_where_it_knows_the_address():
 
 
 @h.case
+def a_map_rewritten_in_place_is_read_again_from_the_start():
+    # jcmd Compiler.perfmap truncates and rewrites the file; the new contents may already be
+    # longer than what the daemon had read when it looks again.
+    pid = h.sleeper()
+    path = map_path(pid)
+    h.write_file(path, b"1000 100 first_version\n2000 100 other\n")
+    h.wait_resolves(pid, 0x1010, "first_version")
+    with open(path, "r+b") as f:
+        f.truncate(0)
+        f.write(b"1000 100 second_version_with_a_longer_name\n3000 100 third\n")
+    h.wait_resolves(pid, 0x3010, "third")
+    h.wait_resolves(pid, 0x1010, "second_version_with_a_longer_name")
+    check(any("rewritten" in l and path in l for l in h.daemon.log_lines()),
+          "no log line about the rewrite")
+
+
+@h.case
 def names_that_only_resemble_perf_maps_are_ignored():
     pid = FIX["pre"]
     for name in (f"perf-0{pid}.map", f"perf-{pid}.map.tmp", f"perf-{pid}x.map"):
