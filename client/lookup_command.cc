@@ -27,18 +27,19 @@ namespace jitsym::client {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: jitsym lookup (--pid PID | --image PATH) [--time T] [--origin O] [--json] [ADDR...]\n"
+    "usage: jitsym lookup (--pid PID | --image IMAGE) [--time T] [--origin O] [--json] [ADDR...]\n"
     "\n"
     "Resolves code addresses to symbols. Without ADDR arguments, reads stdin: one\n"
     "`ADDR [TIME]` per line. Prints one line per address, in input order:\n"
     "  ADDR<TAB>NAME+0xOFF<TAB>ORIGIN[<TAB>FILE:LINE[:COL]]   or   ADDR<TAB>??\n"
     "\n"
     "  --pid PID       process the addresses belong to\n"
-    "  --image PATH    look up in an image instead of a process\n"
+    "  --image IMAGE   look up RVAs in an image (r2rmap): its name (with or without .dll),\n"
+    "                  a path to the dll, or its signature in hex\n"
     "  --time T        when the addresses were sampled: CLOCK_MONOTONIC nanoseconds, or\n"
     "                  seconds with a decimal point as perf script prints (219.895069);\n"
     "                  a TIME on an input line overrides it\n"
-    "  --origin O      only answers from this kind of source (jitdump, ...)\n"
+    "  --origin O      only answers from this kind of source: jitdump, perfmap, mlpd, r2rmap\n"
     "  --json          one JSON object per address per line (JSON Lines)\n"
     "  --batch N       addresses per request (default 8192)\n"
     "\n"

@@ -27,8 +27,9 @@ namespace {
 
 constexpr const char* kUsage =
     "Usage: jitsymd [OPTIONS]\n"
-    "Indexes JIT code maps (perf jitdump files jit-<pid>.dump) found in watched directories\n"
-    "and answers address-to-symbol lookups on a Unix socket (see jitsym(1)).\n"
+    "Indexes the code maps JIT runtimes write (perf jitdump jit-<pid>.dump, perf maps\n"
+    "perf-<pid>.map, Mono log profiler *.mlpd, .NET ReadyToRun *.ni.r2rmap) found in watched\n"
+    "directories and answers address-to-symbol lookups on a Unix socket (see jitsym(1)).\n"
     "\n"
     "Options:\n"
     "  --watch DIR         directory to watch; repeatable (default: /tmp)\n"
