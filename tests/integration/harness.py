@@ -10,6 +10,7 @@ run goes on, so one report shows every failure. The exit status is 1 if anything
 import argparse
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -43,6 +44,23 @@ def wait_until(predicate, timeout, what, interval=0.02):
         if time.monotonic() >= deadline:
             raise Failure(f"timed out after {timeout:.1f}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+def read_line(proc, timeout, what="the child"):
+    """One line from a child's stdout (a pipe), unbuffered so select() sees what is left; fails
+    with the child's exit status (and stderr tail, when piped) if it exits first."""
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+            raise AssertionError(f"{what} printed nothing within {timeout}s (so far {line!r})")
+        ch = os.read(proc.stdout.fileno(), 1)
+        if not ch:
+            err = proc.stderr.read().decode(errors="replace")[-800:] if proc.stderr else ""
+            raise AssertionError(f"{what} exited with {proc.wait()} before it was ready {err}")
+        line += ch
+    return line.decode()
 
 
 def hexaddr(value):

@@ -14,11 +14,11 @@ so they compare byte for byte. jitsymd leaves out what defines no code (size or 
 import json
 import os
 import re
-import select
 import shutil
 import subprocess
 import time
 
+import harness
 from harness import Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
@@ -77,19 +77,9 @@ def source_ranges(pid, path):
     return None
 
 
+
 def read_line(proc, timeout):
-    deadline = time.monotonic() + timeout
-    line = b""
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            raise AssertionError(f"mono printed nothing within {timeout}s (so far {line!r})")
-        ch = os.read(proc.stdout.fileno(), 1)
-        if not ch:
-            err = proc.stderr.read().decode(errors="replace")[-800:] if proc.stderr else ""
-            raise AssertionError(f"mono exited with {proc.wait()} before it was ready: {err}")
-        line += ch
-    return line.decode()
+    return harness.read_line(proc, timeout, "mono")
 
 
 def run_mono(profile_args):

@@ -5,13 +5,13 @@ to what the oracle says at its own timestamp (its own name, unless a later load 
 stamp covers it), and source lines from V8's debug info match."""
 
 import os
-import select
 import shutil
 import subprocess
 import time
 
 import jitdump
 import oracle
+import harness
 from harness import Harness, check, hexaddr
 
 h = Harness(__doc__)
@@ -20,18 +20,9 @@ HOT = ("jitsymHotAlpha", "jitsymHotBeta", "jitsymHotGamma")
 NODE = {}
 
 
+
 def read_line(proc, timeout):
-    deadline = time.monotonic() + timeout
-    line = b""
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            raise AssertionError(f"node printed nothing within {timeout}s (so far {line!r})")
-        ch = os.read(proc.stdout.fileno(), 1)  # unbuffered, so select() sees what is left
-        if not ch:
-            raise AssertionError(f"node exited with {proc.wait()} before it was ready")
-        line += ch
-    return line.decode()
+    return harness.read_line(proc, timeout, "node")
 
 
 @h.setup

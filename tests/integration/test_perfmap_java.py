@@ -8,13 +8,13 @@ contents answer. Prints SKIPPED and exits 0 only if no JVM can run here."""
 
 import atexit
 import os
-import select
 import shutil
 import subprocess
 import sys
 import time
 
 import perfmap
+import harness
 from harness import Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
@@ -34,18 +34,9 @@ def java_runs():
     return None if res.returncode == 0 else f"java -version exited {res.returncode}"
 
 
+
 def read_line(proc, timeout):
-    deadline = time.monotonic() + timeout
-    line = b""
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            raise AssertionError(f"java printed nothing within {timeout}s (so far {line!r})")
-        ch = os.read(proc.stdout.fileno(), 1)
-        if not ch:
-            raise AssertionError(f"java exited with {proc.wait()} before it was ready")
-        line += ch
-    return line.decode()
+    return harness.read_line(proc, timeout, "java")
 
 
 def write_perfmap():

@@ -7,12 +7,12 @@ the last line of the file covering its address ("later line wins"), with origin 
 
 import atexit
 import os
-import select
 import shutil
 import subprocess
 import time
 
 import perfmap
+import harness
 from harness import Harness, check, find_dicts, hexaddr, json_documents, wait_until
 
 h = Harness(__doc__)
@@ -21,18 +21,9 @@ HOT = ("jitsymHotAlpha", "jitsymHotBeta", "jitsymHotGamma")
 NODE = {}
 
 
+
 def read_line(proc, timeout):
-    deadline = time.monotonic() + timeout
-    line = b""
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            raise AssertionError(f"node printed nothing within {timeout}s (so far {line!r})")
-        ch = os.read(proc.stdout.fileno(), 1)
-        if not ch:
-            raise AssertionError(f"node exited with {proc.wait()} before it was ready")
-        line += ch
-    return line.decode()
+    return harness.read_line(proc, timeout, "node")
 
 
 @h.setup

@@ -71,38 +71,28 @@ std::optional<Entry> ParseLine(std::string_view line, std::optional<LineError>* 
   size_t i = SkipBlanks(line, 0);
   if (i == line.size()) return std::nullopt;  // blank
   Entry e;
-  // START: hex, then a blank.
-  switch (ParseHex(line, &i, &e.start)) {
-    case Hex::kNone:
-      *error = LineError::kBadStart;
-      return std::nullopt;
-    case Hex::kOverflow:
-      *error = LineError::kOverflow;
-      return std::nullopt;
-    case Hex::kOk:
-      break;
-  }
-  if (i < line.size() && !IsBlank(line[i])) {
-    *error = LineError::kBadStart;
+  // START and SIZE: hex, each followed by a blank.
+  auto field = [&](uint64_t* value, LineError bad) {
+    switch (ParseHex(line, &i, value)) {
+      case Hex::kNone:
+        *error = bad;
+        return false;
+      case Hex::kOverflow:
+        *error = LineError::kOverflow;
+        return false;
+      case Hex::kOk:
+        break;
+    }
+    if (i < line.size() && !IsBlank(line[i])) {
+      *error = bad;
+      return false;
+    }
+    i = SkipBlanks(line, i);
+    return true;
+  };
+  if (!field(&e.start, LineError::kBadStart) || !field(&e.size, LineError::kBadSize)) {
     return std::nullopt;
   }
-  i = SkipBlanks(line, i);
-  // SIZE: hex, then a blank.
-  switch (ParseHex(line, &i, &e.size)) {
-    case Hex::kNone:
-      *error = LineError::kBadSize;
-      return std::nullopt;
-    case Hex::kOverflow:
-      *error = LineError::kOverflow;
-      return std::nullopt;
-    case Hex::kOk:
-      break;
-  }
-  if (i < line.size() && !IsBlank(line[i])) {
-    *error = LineError::kBadSize;
-    return std::nullopt;
-  }
-  i = SkipBlanks(line, i);
   if (i == line.size()) {
     *error = LineError::kMissingName;
     return std::nullopt;
