@@ -73,6 +73,12 @@ class CodeMap {
   CodeMap();
 
   uint32_t Intern(std::string_view name) { return storage_->names.Intern(name); }
+  // Intern in two steps, for a stream of names: PrefetchName(h) a few names before
+  // Intern(name, h), with h = NameTable::Hash(name).
+  void PrefetchName(uint32_t hash) const { storage_->names.PrefetchSlot(hash); }
+  uint32_t Intern(std::string_view name, uint32_t hash) {
+    return storage_->names.Intern(name, hash);
+  }
   // Adds code named `name` at [start, start + size) valid from `time`. `lines` (sorted by
   // offset, offsets below size) becomes its line table. Returns the range index or kNoRange.
   uint32_t Add(uint64_t start, uint64_t size, uint64_t time, uint32_t name,

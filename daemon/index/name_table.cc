@@ -6,17 +6,14 @@
 
 namespace jitsym::index {
 
-namespace {
-
-uint32_t HashName(std::string_view name) {
+uint32_t NameTable::Hash(std::string_view name) {
+  if (name.size() > kMaxNameLength) name = name.substr(0, kMaxNameLength);
   const uint64_t h = std::hash<std::string_view>{}(name);
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
-}  // namespace
-
 void NameTable::Grow() {
-  std::vector<Slot> old = std::move(slots_);
+  HugeVector<Slot> old = std::move(slots_);
   slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
@@ -27,10 +24,9 @@ void NameTable::Grow() {
   }
 }
 
-uint32_t NameTable::Intern(std::string_view name) {
+uint32_t NameTable::Intern(std::string_view name, uint32_t hash) {
   if (name.size() > kMaxNameLength) name = name.substr(0, kMaxNameLength);
   if (2 * (count_ + 1) > slots_.size()) Grow();
-  const uint32_t hash = HashName(name);
   const size_t mask = slots_.size() - 1;
   size_t i = hash & mask;
   for (; slots_[i].handle != kEmpty; i = (i + 1) & mask) {

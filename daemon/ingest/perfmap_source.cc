@@ -18,13 +18,42 @@ void PerfmapSource::Feed(std::span<const uint8_t> data) {
   // Every line completed by these bytes was read now; the clock is read at most once per Feed.
   feed_time_known_ = false;
   parser_.Feed(data, *this);
+  FlushQueue();
 }
 
 void PerfmapSource::OnEntry(const perfmap::Entry& entry) {
   ++records_;
-  if (entry.size == 0) return;                    // defines nothing
+  if (entry.size == 0) return;  // defines nothing
+  if (queue_size_ == kQueue) {
+    // Popped before it is indexed (its slot is not reused until then), so that an exception
+    // leaves the queue consistent.
+    const Queued& oldest = queue_[queue_head_];
+    queue_head_ = (queue_head_ + 1) % kQueue;
+    --queue_size_;
+    Index(oldest.entry, oldest.hash);
+  }
+  // The entry's name points into the parser's or the caller's buffer: keep a copy.
+  Queued& q = queue_[(queue_head_ + queue_size_) % kQueue];
+  ++queue_size_;
+  q.name.assign(entry.name.substr(0, index::NameTable::kMaxNameLength));
+  q.entry = entry;
+  q.entry.name = q.name;
+  q.hash = index::NameTable::Hash(q.name);
+  code_.PrefetchName(q.hash);
+}
+
+void PerfmapSource::FlushQueue() {
+  while (queue_size_ > 0) {
+    const Queued& q = queue_[queue_head_];
+    queue_head_ = (queue_head_ + 1) % kQueue;
+    --queue_size_;
+    Index(q.entry, q.hash);
+  }
+}
+
+void PerfmapSource::Index(const perfmap::Entry& entry, uint32_t hash) {
   const uint64_t end = entry.start + entry.size;  // the parser rejects wrapping lines
-  const uint32_t name = code_.Intern(entry.name);
+  const uint32_t name = code_.Intern(entry.name, hash);
   // A line appended after discovery that reuses known addresses supersedes what was there from
   // the moment it was seen. One for fresh addresses contradicts nothing, and its code may be
   // much older than the line (the JVM writes its whole map at once, on request): it is valid

@@ -8,9 +8,11 @@
 #ifndef JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
 #define JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 
 #include "daemon/formats/perfmap/perfmap_parser.h"
 #include "daemon/ingest/source.h"
@@ -33,6 +35,19 @@ class PerfmapSource : public Source, private perfmap::Sink {
 
  private:
   void OnEntry(const perfmap::Entry& entry) override;
+  // Entries wait in a short queue so that the name table slot of each is prefetched while the
+  // ones before it are indexed: with millions of distinct names each lookup is a cache miss.
+  void Index(const perfmap::Entry& entry, uint32_t hash);
+  void FlushQueue();
+  struct Queued {
+    perfmap::Entry entry;  // entry.name points into name
+    uint32_t hash = 0;
+    std::string name;
+  };
+  static constexpr size_t kQueue = 8;
+  std::array<Queued, kQueue> queue_;
+  size_t queue_head_ = 0;  // oldest
+  size_t queue_size_ = 0;
   void OnMalformed(uint64_t offset, perfmap::LineError error) override;
   bool Covered(uint64_t start, uint64_t end) const;  // overlaps anything defined so far?
   void Cover(uint64_t start, uint64_t end);
