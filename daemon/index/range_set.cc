@@ -98,6 +98,13 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   uint32_t p = 0;
   uint64_t x = 0;
   for (;;) {
+    // Drop ended ranges before pushing the ones starting here: a range ending where its
+    // successor starts (contiguous code) would otherwise stay buried under the successor, which
+    // has a later append index, and the heap would grow with the whole run.
+    while (!heap.empty() && heap.front().end <= x) {
+      std::pop_heap(heap.begin(), heap.end());
+      heap.pop_back();
+    }
     if (heap.empty()) {
       if (p == n) break;
       x = sorted[p].start;
@@ -116,11 +123,7 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
       std::push_heap(heap.begin(), heap.end());
       ++p;
     }
-    while (!heap.empty() && heap.front().end <= x) {
-      std::pop_heap(heap.begin(), heap.end());
-      heap.pop_back();
-    }
-    if (heap.empty()) continue;
+    // Neither the top before the pushes nor a range starting at x has ended at x.
     const Active& top = heap.front();
     const uint64_t next = p < n ? std::min(sorted[p].start, top.end) : top.end;
     const uint32_t pos = top.pos;
