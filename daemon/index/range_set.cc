@@ -457,6 +457,9 @@ uint32_t RangeSet::Append(uint64_t start, uint64_t size, uint64_t time, uint32_t
   r.marked = marked ? 1 : 0;
   r.payload = payload;
   r.seq = next_;
+  // Sized like the last batch (a file is read in like-sized rounds) rather than grown by
+  // doubling: no copies, and each page is faulted in once.
+  if (pending_.capacity() == 0) pending_.reserve(std::max<size_t>(last_batch_, 64));
   pending_.push_back(r);
   return next_++;
 }
@@ -464,6 +467,7 @@ uint32_t RangeSet::Append(uint64_t start, uint64_t size, uint64_t time, uint32_t
 std::shared_ptr<const RangeSetSnapshot> RangeSet::Publish() {
   if (!pending_.empty()) {
     runs_.push_back(Run::Build(pending_, next_ - static_cast<uint32_t>(pending_.size())));
+    last_batch_ = pending_.size();
     pending_.clear();
     if (pending_.capacity() > 4096) pending_.shrink_to_fit();
     // Keep run sizes decreasing geometrically: merge while the newest run is at least half the

@@ -181,6 +181,7 @@ class RangeSet {
   std::shared_ptr<const RangeSetSnapshot> MakeSnapshot();
 
   std::vector<Range> pending_;  // appended, not yet published
+  size_t last_batch_ = 0;       // how many the last Publish() took: pending_'s next reservation
   std::vector<std::shared_ptr<const Run>> runs_;
   uint32_t next_ = 0;
   uint64_t first_time_ = 0;
