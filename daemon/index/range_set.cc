@@ -148,16 +148,16 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
 
   // Merge the two start-sorted arrays (older first on equal starts: it was appended first).
   const size_t na = older.ranges_.size(), nb = newer.ranges_.size();
-  run->ranges_.resize(na + nb);
+  run->ranges_.reserve(na + nb);
   std::vector<uint32_t> new_pos_a(na), new_pos_b(nb);
   size_t a = 0, b = 0;
   for (size_t k = 0; k < na + nb; ++k) {
     const bool take_a = b == nb || (a < na && older.ranges_[a].start <= newer.ranges_[b].start);
     if (take_a) {
-      run->ranges_[k] = older.ranges_[a];
+      run->ranges_.push_back(older.ranges_[a]);
       new_pos_a[a++] = static_cast<uint32_t>(k);
     } else {
-      run->ranges_[k] = newer.ranges_[b];
+      run->ranges_.push_back(newer.ranges_[b]);
       new_pos_b[b++] = static_cast<uint32_t>(k);
     }
   }
@@ -198,18 +198,26 @@ std::vector<Run::Interval> Run::Pieces() const {
 }
 
 void Run::SetPieces(const std::vector<Interval>& intervals) {
+  // A piece ends where its range ends or where the next piece starts; anything else needs an
+  // explicit gap marker. Counted first so that keys_ is allocated once, at its exact size.
+  auto needs_gap = [&](size_t j) {
+    const Interval& iv = intervals[j];
+    const bool next_adjacent = j + 1 < intervals.size() && intervals[j + 1].start == iv.end;
+    return !next_adjacent && iv.end < ranges_[iv.pos].end();
+  };
+  size_t count = 0;
+  for (size_t j = 0; j < intervals.size(); ++j) {
+    if (intervals[j].start < intervals[j].end) count += needs_gap(j) ? 2 : 1;
+  }
   keys_.clear();
-  keys_.reserve(intervals.size());
+  keys_.shrink_to_fit();
+  keys_.reserve(count);
   for (size_t j = 0; j < intervals.size(); ++j) {
     const Interval& iv = intervals[j];
     if (iv.start >= iv.end) continue;
     keys_.push_back({iv.start, iv.pos});
-    // A piece ends where its range ends or where the next piece starts; anything else needs an
-    // explicit gap marker.
-    const bool next_adjacent = j + 1 < intervals.size() && intervals[j + 1].start == iv.end;
-    if (!next_adjacent && iv.end < ranges_[iv.pos].end()) keys_.push_back({iv.end, kGap});
+    if (needs_gap(j)) keys_.push_back({iv.end, kGap});
   }
-  keys_.shrink_to_fit();
   fence_.clear();
   for (size_t i = 0; i < keys_.size(); i += kFenceStride) fence_.push_back(keys_[i].key);
   fence_.shrink_to_fit();
