@@ -13,7 +13,7 @@ uint32_t NameTable::Hash(std::string_view name) {
 }
 
 void NameTable::Grow() {
-  HugeVector<Slot> old = std::move(slots_);
+  std::vector<Slot> old = std::move(slots_);
   slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {

@@ -12,8 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/index/huge_page_allocator.h"
-
 namespace jitsym::index {
 
 class NameTable {
@@ -75,7 +73,7 @@ class NameTable {
   };
   static constexpr uint32_t kEmpty = 0xffffffff;  // never a handle (block 31 is not used)
   void Grow();
-  HugeVector<Slot> slots_;  // millions of names: a cache miss per probe, not also a TLB miss
+  std::vector<Slot> slots_;
   size_t count_ = 0;
 };
 
