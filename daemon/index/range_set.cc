@@ -467,7 +467,7 @@ uint32_t RangeSet::Append(uint64_t start, uint64_t size, uint64_t time, uint32_t
   r.seq = next_;
   // Sized like the last batch (a file is read in like-sized rounds) rather than grown by
   // doubling: no copies, and each page is faulted in once.
-  if (pending_.capacity() == 0) pending_.reserve(std::max<size_t>(last_batch_, 64));
+  if (pending_.capacity() == 0) pending_.reserve(last_batch_);
   pending_.push_back(r);
   return next_++;
 }
