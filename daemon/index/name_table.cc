@@ -36,7 +36,9 @@ uint32_t NameTable::Intern(std::string_view name, uint32_t hash) {
   if (block_count_ == 0 || block_size_ - block_used_ < need) {
     if (block_count_ == kMaxBlocks) throw std::length_error("name table full");
     block_size_ = std::min<size_t>(size_t{4096} << block_count_, size_t{64} << 20);
-    blocks_[block_count_++] = std::make_unique<char[]>(block_size_);
+    // Not zeroed: every byte is written before a handle to it exists, and the pages of a
+    // 64 MiB block are faulted in as names fill it, not all at once.
+    blocks_[block_count_++] = std::unique_ptr<char[]>(new char[block_size_]);
     block_used_ = 0;
     arena_bytes_ += block_size_;
   }
