@@ -3,8 +3,8 @@
 
 #include "daemon/ingest/jitdump_source.h"
 #include "daemon/ingest/mlpd_source.h"
-#include "daemon/ingest/r2rmap_source.h"
 #include "daemon/ingest/perfmap_source.h"
+#include "daemon/ingest/r2rmap_source.h"
 #include "daemon/ingest/source.h"
 
 namespace jitsym::ingest {

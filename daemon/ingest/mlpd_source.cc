@@ -13,8 +13,8 @@ void MlpdSource::Feed(std::span<const uint8_t> data) {
 void MlpdSource::OnHeader(const mlpd::Header& header) {
   if (header.pid != 0) pid_ = header.pid;
   JITSYM_LOG(kDebug, path_, ": Mono log profiler ", int{header.major}, ".", int{header.minor},
-             ", data version ", int{header.data_version}, ", pid ", header.pid, ", ",
-             header.arch, "/", header.os, parser_.compressed() ? ", gzip" : "");
+             ", data version ", int{header.data_version}, ", pid ", header.pid, ", ", header.arch,
+             "/", header.os, parser_.compressed() ? ", gzip" : "");
 }
 
 void MlpdSource::OnCode(const mlpd::Code& code) {
@@ -40,8 +40,8 @@ void MlpdSource::OnBadEvent(uint64_t buffer_offset, uint64_t offset, const std::
                "; ignoring the rest of the buffer at offset ", buffer_offset,
                " and reading on (further such buffers are logged at debug level)");
   } else {
-    JITSYM_LOG(kDebug, path_, ": offset ", offset, ": ", why, "; rest of buffer at ",
-               buffer_offset, " ignored");
+    JITSYM_LOG(kDebug, path_, ": offset ", offset, ": ", why, "; rest of buffer at ", buffer_offset,
+               " ignored");
   }
 }
 

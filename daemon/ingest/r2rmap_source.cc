@@ -73,10 +73,9 @@ void R2rmapSource::OnHeader(const r2rmap::Header& h) {
     JITSYM_LOG(kDebug, path_, ": headerless crossgen1 perf map (format version 0)");
     return;
   }
-  JITSYM_LOG(kDebug, path_, ": r2rmap signature ", h.signature, " version ", *h.version,
-             " OS ", h.os ? r2rmap::OsName(*h.os) : "?", " arch ",
-             h.arch ? r2rmap::ArchName(*h.arch) : "?", " ABI ",
-             h.abi ? r2rmap::AbiName(*h.abi) : "?");
+  JITSYM_LOG(kDebug, path_, ": r2rmap signature ", h.signature, " version ", *h.version, " OS ",
+             h.os ? r2rmap::OsName(*h.os) : "?", " arch ", h.arch ? r2rmap::ArchName(*h.arch) : "?",
+             " ABI ", h.abi ? r2rmap::AbiName(*h.abi) : "?");
 }
 
 void R2rmapSource::OnRecord(const r2rmap::Record& r) {

@@ -66,8 +66,8 @@ std::optional<std::string> ReadFile(const std::string& path, bool regular_only) 
 }
 
 // Fills an answer from an image source; `base` is where the image is (0 for RVA lookups).
-void Fill(const index::Symbol& sym, const index::SourceView& source, uint64_t base,
-          uint64_t addr, proto::LookupResult* r) {
+void Fill(const index::Symbol& sym, const index::SourceView& source, uint64_t base, uint64_t addr,
+          proto::LookupResult* r) {
   r->found = true;
   r->name_view = sym.name;
   r->start = base + sym.start;
@@ -303,9 +303,8 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t p
   return p;
 }
 
-void ImageLookup::LookupInProcess(const index::IndexView& view,
-                                  const proto::LookupRequest& request, uint32_t peer_uid,
-                                  proto::LookupResponse* out,
+void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
+                                  uint32_t peer_uid, proto::LookupResponse* out,
                                   std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != ingest::R2rmapSource::kOrigin) return;
   const uint32_t pid = static_cast<uint32_t>(*request.pid);

@@ -59,8 +59,7 @@ class ImageLookup {
   // An "image" request. False if the image is unknown (nothing filled). `keep` receives what
   // the results borrow from besides the view.
   bool LookupImage(const index::IndexView& view, const proto::LookupRequest& request,
-                   proto::LookupResponse* out,
-                   std::vector<std::shared_ptr<const void>>* keep);
+                   proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep);
   // A pid request: answers the addresses no JIT source knew (not found, no error).
   // `peer_uid`: who asks. Where a process maps its images is only told to root and to the
   // process's owner (it would otherwise defeat the address-space randomization of others).
@@ -70,7 +69,7 @@ class ImageLookup {
 
  private:
   using Sources = std::vector<std::shared_ptr<const index::SourceView>>;
-  struct Placed {  // a file mapped in a process
+  struct Placed {      // a file mapped in a process
     std::string name;  // the image name; empty for files that are not .dll (native libraries)
     uint64_t base = 0;
     uint64_t end = 0;  // 0: unknown (from perfinfo only)

@@ -41,7 +41,8 @@ std::vector<uint8_t> MakeMlpd(size_t bytes) {
           const uint64_t size = 0x40 + rng() % 0x600;
           b.Jit(time, method, code, size,
                 "MyApp.Services.OrderProcessor" + std::to_string(jits % 997) + ":Process" +
-                    std::to_string(jits) + " (MyApp.Model.Order,System.Threading.CancellationToken)");
+                    std::to_string(jits) +
+                    " (MyApp.Model.Order,System.Threading.CancellationToken)");
           code += size;
           ++jits;
           break;
@@ -53,10 +54,24 @@ std::vector<uint8_t> MakeMlpd(size_t bytes) {
         case 2:  // GC event
           b.Event(1, 0x10, time).Byte(rng() % 8).Byte(rng() % 2);
           break;
-        case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12:
+        case 3:
+        case 4:
+        case 5:
+        case 6:
+        case 7:
+        case 8:
+        case 9:
+        case 10:
+        case 11:
+        case 12:
           // allocation with a backtrace
-          b.Event(0, 0x10, time).Ptr(ptr_base + (rng() % 4000) * 64).Sleb(rng() % 100000).Uleb(
-              24 + rng() % 200).Uleb(2).Method(method).Method(0x5000000 + (rng() % 20000) * 0x28);
+          b.Event(0, 0x10, time)
+              .Ptr(ptr_base + (rng() % 4000) * 64)
+              .Sleb(rng() % 100000)
+              .Uleb(24 + rng() % 200)
+              .Uleb(2)
+              .Method(method)
+              .Method(0x5000000 + (rng() % 20000) * 0x28);
           break;
         default:  // method enter/leave
           b.Event(3, rng() % 2 ? 0x20 : 0x10, time).Method(method);
@@ -100,7 +115,8 @@ void BM_IngestGzip(benchmark::State& state) { Ingest(state, Compressed()); }
 
 // The parser alone, without the index.
 void BM_ParsePlain(benchmark::State& state) {
-  struct Null : mlpd::Sink {} sink;
+  struct Null : mlpd::Sink {
+  } sink;
   for (auto _ : state) {
     mlpd::Parser parser;
     const auto& bytes = Plain();

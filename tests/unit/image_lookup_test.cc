@@ -107,8 +107,8 @@ TEST(ImageLookup, ByNamePathAndSignature) {
                             "FFFFFFFF 00 0123456789ABCDEF0123456789ABCDEF\nFFFFFFFE 00 1\n"
                             "00001000 20 Foo::Bar()\n00002000 10 Foo::Bar()\n");
   ImageLookup lookup(ImageLookup::Options{});
-  for (const char* key : {"Foo", "Foo.dll", "/some/dir/Foo.dll",
-                                 "0123456789abcdef0123456789abcdef"}) {
+  for (const char* key :
+       {"Foo", "Foo.dll", "/some/dir/Foo.dll", "0123456789abcdef0123456789abcdef"}) {
     proto::LookupRequest req;
     req.image = key;
     req.addrs = Queries({0x1010, 0x2008, 0x3000, 0x100000000ull});

@@ -1,11 +1,10 @@
-#include "daemon/formats/mlpd/event_reader.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "daemon/formats/mlpd/event_reader.h"
 #include "tests/unit/testing/mlpd_builder.h"
 
 namespace jitsym::mlpd {
@@ -17,7 +16,8 @@ using testing::PutUleb;
 // Values around every 7-bit boundary, read both on the fast path (padding after them) and on
 // the byte-by-byte path (the value ends the buffer).
 TEST(MlpdEventReader, LebRoundTripsOnBothPaths) {
-  std::vector<uint64_t> values = {0, 1, 0x3f, 0x40, 0x7f, 0x80, std::numeric_limits<uint64_t>::max()};
+  std::vector<uint64_t> values = {
+      0, 1, 0x3f, 0x40, 0x7f, 0x80, std::numeric_limits<uint64_t>::max()};
   for (int bits = 7; bits < 64; bits += 7) {
     values.push_back((uint64_t{1} << bits) - 1);
     values.push_back(uint64_t{1} << bits);

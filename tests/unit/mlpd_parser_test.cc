@@ -27,8 +27,7 @@ struct Recorder : Sink {
   Header header;
   void OnHeader(const Header& h) override {
     header = h;
-    events.push_back("header v" + std::to_string(h.data_version) + " pid " +
-                     std::to_string(h.pid));
+    events.push_back("header v" + std::to_string(h.data_version) + " pid " + std::to_string(h.pid));
   }
   void OnCode(const Code& c) override {
     const char* kind = c.kind == Code::Kind::kJit      ? "jit"
@@ -54,7 +53,13 @@ MlpdBuffer EveryOtherEvent(int v) {
   MlpdBuffer b(kT0, kPtrBase);
   uint64_t t = kT0;
   b.Event(kTypeAlloc, 0x00, t += 1).Ptr(kPtrBase + 8).Sleb(-3).Uleb(24);
-  b.Event(kTypeAlloc, 0x10, t += 1).Ptr(kPtrBase + 8).Sleb(5).Uleb(24).Uleb(2).Method(0x5000100).Method(0x5000040);
+  b.Event(kTypeAlloc, 0x10, t += 1)
+      .Ptr(kPtrBase + 8)
+      .Sleb(5)
+      .Uleb(24)
+      .Uleb(2)
+      .Method(0x5000100)
+      .Method(0x5000040);
   b.Event(kTypeGc, 0x10, t += 1).Byte(1).Byte(0);
   b.Event(kTypeGc, 0x20, t += 1).Uleb(1 << 20);
   b.Event(kTypeGc, 0x30, t += 1).Uleb(2).Sleb(1).Sleb(-1);
@@ -66,7 +71,11 @@ MlpdBuffer EveryOtherEvent(int v) {
   b.Event(kTypeGc, 0x90, t += 1);
   b.Event(kTypeGc, 0xa0, t += 1).Sleb(9);
   b.Event(kTypeGc, 0xb0, t += 1).Sleb(9);
-  b.Event(kTypeMetadata, 0x20, t += 1).Byte(1).Ptr(kPtrBase + 0x100).Ptr(kPtrBase + 0x200).Str("Foo.Bar");
+  b.Event(kTypeMetadata, 0x20, t += 1)
+      .Byte(1)
+      .Ptr(kPtrBase + 0x100)
+      .Ptr(kPtrBase + 0x200)
+      .Str("Foo.Bar");
   b.Event(kTypeMetadata, 0x20, t += 1).Byte(3).Ptr(kPtrBase + 0x300);
   if (v > 13) b.Ptr(kPtrBase + 0x200);
   b.Str("Hot, Version=0.0.0.0");
@@ -99,7 +108,10 @@ MlpdBuffer EveryOtherEvent(int v) {
     b.Uleb(1).Ptr(kPtrBase + 0x500).Sleb(1);
   } else {
     b.Uleb(1).Uleb(3).Sleb(1);
-    if (v == 13) b.Byte(2); else b.Uleb(2);
+    if (v == 13)
+      b.Byte(2);
+    else
+      b.Uleb(2);
     b.Uleb(0);
   }
   if (v >= 15) {
@@ -113,27 +125,70 @@ MlpdBuffer EveryOtherEvent(int v) {
   if (v < 16) b.Event(kTypeSample, 0x20, t += 1).Ptr(kPtrBase).Uleb(0).Uleb(4096).Str("libfoo.so");
   b.Event(kTypeSample, 0x30, t += 1).Uleb(2);
   b.Uleb(1 << 8).Str("Methods JITted");
-  if (v < 15) b.Byte(0).Byte(4).Byte(1); else b.Uleb(0).Uleb(4).Uleb(1);
+  if (v < 15)
+    b.Byte(0).Byte(4).Byte(1);
+  else
+    b.Uleb(0).Uleb(4).Uleb(1);
   b.Uleb(1);
   b.Uleb(1 << 15).Str("Processor").Str("% Time");
-  if (v < 15) b.Byte(3).Byte(0).Byte(2); else b.Uleb(3).Uleb(0).Uleb(2);
+  if (v < 15)
+    b.Byte(3).Byte(0).Byte(2);
+  else
+    b.Uleb(3).Uleb(0).Uleb(2);
   b.Uleb(2);
   b.Event(kTypeSample, 0x40, t += 1);
-  auto ctype = [&](uint8_t type) { if (v < 15) b.Byte(type); else b.Uleb(type); };
-  b.Uleb(1); ctype(0); b.Sleb(-5);
-  b.Uleb(2); ctype(1); b.Uleb(5);
-  b.Uleb(3); ctype(2); b.Sleb(7);
-  b.Uleb(4); ctype(3); b.Sleb(-9);
-  b.Uleb(5); ctype(4); b.Uleb(9);
-  b.Uleb(6); ctype(5); b.Raw({0, 0, 0, 0, 0, 0, 0xf0, 0x3f});
-  b.Uleb(7); ctype(6); b.Byte(1).Str("value");
-  b.Uleb(8); ctype(6); b.Byte(0);
-  b.Uleb(9); ctype(7); b.Sleb(100);
+  auto ctype = [&](uint8_t type) {
+    if (v < 15)
+      b.Byte(type);
+    else
+      b.Uleb(type);
+  };
+  b.Uleb(1);
+  ctype(0);
+  b.Sleb(-5);
+  b.Uleb(2);
+  ctype(1);
+  b.Uleb(5);
+  b.Uleb(3);
+  ctype(2);
+  b.Sleb(7);
+  b.Uleb(4);
+  ctype(3);
+  b.Sleb(-9);
+  b.Uleb(5);
+  ctype(4);
+  b.Uleb(9);
+  b.Uleb(6);
+  ctype(5);
+  b.Raw({0, 0, 0, 0, 0, 0, 0xf0, 0x3f});
+  b.Uleb(7);
+  ctype(6);
+  b.Byte(1).Str("value");
+  b.Uleb(8);
+  ctype(6);
+  b.Byte(0);
+  b.Uleb(9);
+  ctype(7);
+  b.Sleb(100);
   b.Uleb(0);
   if (v < 16) {
-    b.Event(kTypeCoverage, 0x10, t += 1).Str("Hot").Str("C").Str("M").Str("()").Str("a.cs").Uleb(1).Uleb(2).Uleb(3);
+    b.Event(kTypeCoverage, 0x10, t += 1)
+        .Str("Hot")
+        .Str("C")
+        .Str("M")
+        .Str("()")
+        .Str("a.cs")
+        .Uleb(1)
+        .Uleb(2)
+        .Uleb(3);
     b.Event(kTypeCoverage, 0x20, t += 1).Uleb(1).Uleb(2).Uleb(3).Uleb(4).Uleb(5);
-    b.Event(kTypeCoverage, 0x00, t += 1).Str("Hot").Str("guid").Str("Hot.exe").Uleb(1).Uleb(2).Uleb(3);
+    b.Event(kTypeCoverage, 0x00, t += 1)
+        .Str("Hot")
+        .Str("guid")
+        .Str("Hot.exe")
+        .Uleb(1)
+        .Uleb(2)
+        .Uleb(3);
     b.Event(kTypeCoverage, 0x30, t += 1).Str("Hot").Str("C").Uleb(1).Uleb(2).Uleb(3);
   }
   b.Event(kTypeMeta, 0x00, t += 1).Byte(1);
@@ -400,8 +455,10 @@ TEST(MlpdParser, MalformedEventFields) {
       {"metadata info", [](MlpdBuffer& b) { b.Event(kTypeMetadata, 0x10, kT0); }, "TYPE_METADATA"},
       {"metadata type", [](MlpdBuffer& b) { b.Event(kTypeMetadata, 0x20, kT0).Byte(9).Sleb(0); },
        "metadata type"},
-      {"method info", [](MlpdBuffer& b) { b.Event(kTypeMethod, 0x50, kT0).Sleb(0); }, "TYPE_METHOD"},
-      {"exception info", [](MlpdBuffer& b) { b.Event(kTypeException, 0x20, kT0); }, "TYPE_EXCEPTION"},
+      {"method info", [](MlpdBuffer& b) { b.Event(kTypeMethod, 0x50, kT0).Sleb(0); },
+       "TYPE_METHOD"},
+      {"exception info", [](MlpdBuffer& b) { b.Event(kTypeException, 0x20, kT0); },
+       "TYPE_EXCEPTION"},
       {"monitor info", [](MlpdBuffer& b) { b.Event(kTypeMonitor, 0x10, kT0); }, "TYPE_MONITOR"},
       {"heap info", [](MlpdBuffer& b) { b.Event(kTypeHeap, 0x60, kT0); }, "TYPE_HEAP"},
       {"sample info", [](MlpdBuffer& b) { b.Event(kTypeSample, 0x50, kT0); }, "TYPE_SAMPLE"},
@@ -416,13 +473,20 @@ TEST(MlpdParser, MalformedEventFields) {
       {"unterminated name",
        [](MlpdBuffer& b) { b.Event(kTypeMethod, 0x40, kT0).Sleb(0).Sleb(0).Uleb(1).Raw({'a'}); },
        "past the end"},
-      {"leb past the end", [](MlpdBuffer& b) { b.Event(kTypeGc, 0x20, kT0).Raw({0x80, 0x80}); },
+      {"leb past the end",
+       [](MlpdBuffer& b) {
+         b.Event(kTypeGc, 0x20, kT0).Raw({0x80, 0x80});
+       },
        "past the end"},
-      {"time past the end", [](MlpdBuffer& b) { b.Raw({kTypeGc | 0x80, 0xff}); }, "past the end"},
+      {"time past the end",
+       [](MlpdBuffer& b) {
+         b.Raw({kTypeGc | 0x80, 0xff});
+       },
+       "past the end"},
       {"leb over 10 bytes",
        [](MlpdBuffer& b) {
-         b.Event(kTypeGc, 0x20, kT0).Raw({0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-                                          0x80, 0x01});
+         b.Event(kTypeGc, 0x20, kT0)
+             .Raw({0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01});
        },
        "past the end"},
   };
@@ -441,10 +505,9 @@ TEST(MlpdParser, MalformedEventFields) {
     EXPECT_NE(rec.events[1].find(c.why), std::string::npos) << c.name << ": " << rec.events[1];
     EXPECT_EQ(rec.events[2], "jit t5000000001 7f0000001000+16 Next") << c.name;
     // The bad event is the first of the first buffer, right after its 48-byte header.
-    const size_t header = f.bytes().size() - (kBufferHeaderSize + b.size()) -
-                          (kBufferHeaderSize + next.size());
-    EXPECT_EQ(rec.bad_offsets[0], header + kBufferHeaderSize)
-        << c.name;
+    const size_t header =
+        f.bytes().size() - (kBufferHeaderSize + b.size()) - (kBufferHeaderSize + next.size());
+    EXPECT_EQ(rec.bad_offsets[0], header + kBufferHeaderSize) << c.name;
   }
 }
 
@@ -457,7 +520,8 @@ TEST(MlpdParser, RandomCorruptionIsContained) {
     const bool gzip = round % 4 == 3;
     std::vector<uint8_t> bytes = gzip ? Gzip(plain) : plain;
     const int flips = 1 + static_cast<int>(rng() % 4);
-    for (int i = 0; i < flips; ++i) bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+    for (int i = 0; i < flips; ++i)
+      bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
     if (rng() % 4 == 0) bytes.resize(rng() % bytes.size());
     Parser p;
     Recorder rec;

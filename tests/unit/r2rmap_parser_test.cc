@@ -28,7 +28,8 @@ class R2rmapBuilder {
   // The five pseudo-entries; `entries` < 5 cuts the header short.
   R2rmapBuilder& Header(uint32_t version = 1, int entries = 5, const std::string& sig = kSig) {
     const std::string values[5] = {sig, std::to_string(version), "2", "3", "1"};
-    for (int i = 0; i < entries; ++i) Entry(kTokenSignature - static_cast<uint32_t>(i), 0, values[i]);
+    for (int i = 0; i < entries; ++i)
+      Entry(kTokenSignature - static_cast<uint32_t>(i), 0, values[i]);
     return *this;
   }
   std::string str() const { return text_; }
@@ -121,8 +122,11 @@ TEST(R2rmapParser, CrlfLineEndings) {
 }
 
 TEST(R2rmapParser, SplitMethodAppearsTwice) {
-  const std::string text =
-      R2rmapBuilder().Header().Entry(0x2000, 0x40, "Hot::Cold()").Entry(0x9000, 0x10, "Hot::Cold()").str();
+  const std::string text = R2rmapBuilder()
+                               .Header()
+                               .Entry(0x2000, 0x40, "Hot::Cold()")
+                               .Entry(0x9000, 0x10, "Hot::Cold()")
+                               .str();
   auto r = Parse(text);
   ASSERT_EQ(r->rec.events.size(), 3u);
   EXPECT_NE(r->rec.events[1].find("2000+40 Hot::Cold()"), std::string::npos);
@@ -170,8 +174,7 @@ TEST(R2rmapParser, EmptyInputIsNothing) {
 
 TEST(R2rmapParser, HeaderCutShortAfterVersionIsTolerated) {
   for (int entries : {2, 3, 4}) {
-    const std::string text =
-        R2rmapBuilder().Header(1, entries).Entry(0x500, 0x10, "M()").str();
+    const std::string text = R2rmapBuilder().Header(1, entries).Entry(0x500, 0x10, "M()").str();
     auto r = Parse(text);
     EXPECT_FALSE(r->parser.failed()) << entries << ": " << r->parser.error();
     EXPECT_EQ(r->rec.headers, 1);
@@ -240,10 +243,9 @@ TEST(R2rmapParser, EntryRepeatedAfterHeaderRejectsEvenAfterRecords) {
 }
 
 TEST(R2rmapParser, BadSignature) {
-  for (const std::string& sig : {std::string(31, 'A'), std::string(33, 'A'),
-                                 std::string(31, 'A') + "G", std::string(""),
-                                 std::string("{01234567-89AB-CDEF-0123-456789ABCDEF}"),
-                                 std::string(kSig) + " x"}) {
+  for (const std::string& sig :
+       {std::string(31, 'A'), std::string(33, 'A'), std::string(31, 'A') + "G", std::string(""),
+        std::string("{01234567-89AB-CDEF-0123-456789ABCDEF}"), std::string(kSig) + " x"}) {
     ExpectRejected(R2rmapBuilder().Header(1, 1, sig).str(), 0, "is not 32 hex digits");
   }
 }
@@ -293,7 +295,8 @@ TEST(R2rmapParser, HeaderlessLegacyFilesOnlyWhenAllowed) {
   EXPECT_EQ(r->parser.records(), 2u);
   EXPECT_TRUE(Parse(text)->parser.failed());
   // A legacy-named file that does have a header is read as version 1.
-  auto v1 = Parse(R2rmapBuilder().Header().Entry(0x10, 1, "M()").str(), Options{.allow_headerless = true});
+  auto v1 = Parse(R2rmapBuilder().Header().Entry(0x10, 1, "M()").str(),
+                  Options{.allow_headerless = true});
   EXPECT_FALSE(v1->rec.header.legacy);
   EXPECT_EQ(v1->parser.records(), 1u);
 }
@@ -393,8 +396,9 @@ TEST(R2rmapSource, FileNames) {
   EXPECT_EQ(ingest::R2rmapImageName(".ni.r2rmap"), std::nullopt);
   EXPECT_EQ(ingest::R2rmapImageName("Foo.r2rmap"), std::nullopt);
   EXPECT_EQ(ingest::R2rmapImageName("Foo.ni.r2rmap.tmp"), std::nullopt);
-  EXPECT_EQ(ingest::R2rmapImageName("mscorlib.ni.{0D2A1B3C-4D5E-6F70-8192-A3B4C5D6E7F8}.map", &mvid),
-            "mscorlib");
+  EXPECT_EQ(
+      ingest::R2rmapImageName("mscorlib.ni.{0D2A1B3C-4D5E-6F70-8192-A3B4C5D6E7F8}.map", &mvid),
+      "mscorlib");
   EXPECT_EQ(mvid, "{0D2A1B3C-4D5E-6F70-8192-A3B4C5D6E7F8}");
   EXPECT_EQ(ingest::R2rmapImageName("mscorlib.ni.{0D2A1B3C-4D5E-6F70-8192-A3B4C5D6E7F}.map"),
             std::nullopt);

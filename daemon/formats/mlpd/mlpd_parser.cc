@@ -16,9 +16,9 @@ namespace {
 // Extended info values (high 4 bits of the event byte), per type.
 constexpr uint8_t kAllocBt = 0x10;
 constexpr uint8_t kGcEvent = 0x10, kGcResize = 0x20, kGcMove = 0x30, kGcHandleCreated = 0x40,
-                  kGcHandleDestroyed = 0x50, kGcHandleCreatedBt = 0x60,
-                  kGcHandleDestroyedBt = 0x70, kGcFinalizeStart = 0x80, kGcFinalizeEnd = 0x90,
-                  kGcFinalizeObjectStart = 0xa0, kGcFinalizeObjectEnd = 0xb0;
+                  kGcHandleDestroyed = 0x50, kGcHandleCreatedBt = 0x60, kGcHandleDestroyedBt = 0x70,
+                  kGcFinalizeStart = 0x80, kGcFinalizeEnd = 0x90, kGcFinalizeObjectStart = 0xa0,
+                  kGcFinalizeObjectEnd = 0xb0;
 constexpr uint8_t kEndLoad = 0x20, kEndUnload = 0x40;
 constexpr uint8_t kMethodLeave = 0x10, kMethodEnter = 0x20, kMethodExcLeave = 0x30,
                   kMethodJit = 0x40;
@@ -38,8 +38,14 @@ constexpr uint8_t kMetaClass = 1, kMetaImage = 2, kMetaAssembly = 3, kMetaDomain
 // mono-counters.h
 constexpr uint64_t kCounterSectionPerfcounters = 1u << 15;
 enum CounterType : uint64_t {
-  kCounterInt = 0, kCounterUint, kCounterWord, kCounterLong, kCounterUlong, kCounterDouble,
-  kCounterString, kCounterTimeInterval,
+  kCounterInt = 0,
+  kCounterUint,
+  kCounterWord,
+  kCounterLong,
+  kCounterUlong,
+  kCounterDouble,
+  kCounterString,
+  kCounterTimeInterval,
 };
 
 constexpr size_t kGzipChunk = 256 * 1024;
@@ -56,17 +62,28 @@ uint32_t Le32(const uint8_t* p) {
 
 std::string_view CodeBufferTypeName(uint8_t type) {
   switch (type) {
-    case kBufferMethod: return "method";
-    case kBufferMethodTrampoline: return "method trampoline";
-    case kBufferUnboxTrampoline: return "unbox trampoline";
-    case kBufferImtTrampoline: return "imt trampoline";
-    case kBufferGenericsTrampoline: return "generics trampoline";
-    case kBufferSpecificTrampoline: return "specific trampoline";
-    case kBufferHelper: return "misc helper";
-    case kBufferMonitor: return "monitor/lock";
-    case kBufferDelegateInvoke: return "delegate invoke";
-    case kBufferExceptionHandling: return "exception handling";
-    default: return "unknown";
+    case kBufferMethod:
+      return "method";
+    case kBufferMethodTrampoline:
+      return "method trampoline";
+    case kBufferUnboxTrampoline:
+      return "unbox trampoline";
+    case kBufferImtTrampoline:
+      return "imt trampoline";
+    case kBufferGenericsTrampoline:
+      return "generics trampoline";
+    case kBufferSpecificTrampoline:
+      return "specific trampoline";
+    case kBufferHelper:
+      return "misc helper";
+    case kBufferMonitor:
+      return "monitor/lock";
+    case kBufferDelegateInvoke:
+      return "delegate invoke";
+    case kBufferExceptionHandling:
+      return "exception handling";
+    default:
+      return "unknown";
   }
 }
 
@@ -291,7 +308,10 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
     const uint64_t at = buffer_offset + kBufferHeaderSize + (event_start - base);
     switch (type) {
       case kTypeAlloc:
-        if (ext != 0 && ext != kAllocBt) { why = "unknown TYPE_ALLOC info"; break; }
+        if (ext != 0 && ext != kAllocBt) {
+          why = "unknown TYPE_ALLOC info";
+          break;
+        }
         r.Sleb();
         r.Sleb();
         r.Uleb();
@@ -299,8 +319,13 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
         break;
       case kTypeGc:
         switch (ext) {
-          case kGcEvent: r.Byte(); r.Byte(); break;
-          case kGcResize: r.Uleb(); break;
+          case kGcEvent:
+            r.Byte();
+            r.Byte();
+            break;
+          case kGcResize:
+            r.Uleb();
+            break;
           case kGcMove: {
             const uint64_t n = r.Uleb();
             for (uint64_t i = 0; i < n && r.ok(); ++i) r.Sleb();
@@ -320,10 +345,14 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             if (ext == kGcHandleDestroyedBt) backtrace();
             break;
           case kGcFinalizeStart:
-          case kGcFinalizeEnd: break;
+          case kGcFinalizeEnd:
+            break;
           case kGcFinalizeObjectStart:
-          case kGcFinalizeObjectEnd: r.Sleb(); break;
-          default: why = "unknown TYPE_GC info";
+          case kGcFinalizeObjectEnd:
+            r.Sleb();
+            break;
+          default:
+            why = "unknown TYPE_GC info";
         }
         break;
       case kTypeMetadata: {
@@ -334,7 +363,10 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
         const uint8_t mtype = r.Byte();
         const uint64_t pointer = ptr(r.Sleb());
         switch (mtype) {
-          case kMetaClass: r.Sleb(); r.String(); break;
+          case kMetaClass:
+            r.Sleb();
+            r.String();
+            break;
           case kMetaImage: {
             ImageLoad image;
             image.offset = at;
@@ -355,9 +387,15 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
           case kMetaThread:
             if (ext == 0) r.String();  // a name event
             break;
-          case kMetaContext: r.Sleb(); break;
-          case kMetaVtable: r.Sleb(); r.Sleb(); break;
-          default: why = "unknown metadata type";
+          case kMetaContext:
+            r.Sleb();
+            break;
+          case kMetaVtable:
+            r.Sleb();
+            r.Sleb();
+            break;
+          default:
+            why = "unknown metadata type";
         }
         break;
       }
@@ -400,7 +438,10 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
       case kTypeMonitor:
         // Data version 13 keeps the monitor event in the info bits; later ones in a byte.
         if (v > 13) {
-          if (ext & 0x70) { why = "unknown TYPE_MONITOR info"; break; }
+          if (ext & 0x70) {
+            why = "unknown TYPE_MONITOR info";
+            break;
+          }
           r.Byte();
         }
         r.Sleb();
@@ -409,7 +450,8 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
       case kTypeHeap:
         switch (ext) {
           case kHeapStart:
-          case kHeapEnd: break;
+          case kHeapEnd:
+            break;
           case kHeapObject: {
             r.Sleb();
             r.Sleb();
@@ -433,14 +475,20 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
               r.Uleb();  // gc number
               for (uint64_t i = 0; i < n && r.ok(); ++i) {
                 r.Sleb();
-                if (v == 13) r.Byte(); else r.Uleb();  // root type
-                r.Uleb();                              // extra info
+                if (v == 13)
+                  r.Byte();
+                else
+                  r.Uleb();  // root type
+                r.Uleb();    // extra info
               }
             }
             break;
           }
           case kHeapRootRegister:
-            if (v < 15) { why = "TYPE_HEAP_ROOT_REGISTER before data version 15"; break; }
+            if (v < 15) {
+              why = "TYPE_HEAP_ROOT_REGISTER before data version 15";
+              break;
+            }
             r.Sleb();
             r.Uleb();
             r.Byte();
@@ -448,10 +496,14 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             r.String();
             break;
           case kHeapRootUnregister:
-            if (v < 15) { why = "TYPE_HEAP_ROOT_UNREGISTER before data version 15"; break; }
+            if (v < 15) {
+              why = "TYPE_HEAP_ROOT_UNREGISTER before data version 15";
+              break;
+            }
             r.Sleb();
             break;
-          default: why = "unknown TYPE_HEAP info";
+          default:
+            why = "unknown TYPE_HEAP info";
         }
         break;
       case kTypeSample:
@@ -477,7 +529,10 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             break;
           }
           case kSampleUbin:
-            if (v >= 16) { why = "TYPE_SAMPLE_UBIN after data version 15"; break; }
+            if (v >= 16) {
+              why = "TYPE_SAMPLE_UBIN after data version 15";
+              break;
+            }
             r.Sleb();
             r.Uleb();
             r.Uleb();
@@ -507,22 +562,33 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
                 case kCounterInt:
                 case kCounterWord:
                 case kCounterLong:
-                case kCounterTimeInterval: r.Sleb(); break;
+                case kCounterTimeInterval:
+                  r.Sleb();
+                  break;
                 case kCounterUint:
-                case kCounterUlong: r.Uleb(); break;
-                case kCounterDouble: r.Skip(8); break;
+                case kCounterUlong:
+                  r.Uleb();
+                  break;
+                case kCounterDouble:
+                  r.Skip(8);
+                  break;
                 case kCounterString:
                   if (r.Byte() != 0) r.String();
                   break;
-                default: why = "unknown counter type";
+                default:
+                  why = "unknown counter type";
               }
             }
             break;
-          default: why = "unknown TYPE_SAMPLE info";
+          default:
+            why = "unknown TYPE_SAMPLE info";
         }
         break;
       case kTypeRuntime: {
-        if (ext != kJitHelper) { why = "unknown TYPE_RUNTIME info"; break; }
+        if (ext != kJitHelper) {
+          why = "unknown TYPE_RUNTIME info";
+          break;
+        }
         uint8_t btype = r.Byte();
         if (v < 14) --btype;  // versions before 14 counted from an UNKNOWN = 0
         Code c;
@@ -538,14 +604,29 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
         break;
       }
       case kTypeCoverage: {
-        if (v >= 16) { why = "TYPE_COVERAGE after data version 15"; break; }
+        if (v >= 16) {
+          why = "TYPE_COVERAGE after data version 15";
+          break;
+        }
         int strings = 0, values = 0;
         switch (ext) {
-          case kCoverageMethod: strings = 5; values = 3; break;
-          case kCoverageStatement: values = 5; break;
-          case kCoverageAssembly: strings = 3; values = 3; break;
-          case kCoverageClass: strings = 2; values = 3; break;
-          default: why = "unknown TYPE_COVERAGE info";
+          case kCoverageMethod:
+            strings = 5;
+            values = 3;
+            break;
+          case kCoverageStatement:
+            values = 5;
+            break;
+          case kCoverageAssembly:
+            strings = 3;
+            values = 3;
+            break;
+          case kCoverageClass:
+            strings = 2;
+            values = 3;
+            break;
+          default:
+            why = "unknown TYPE_COVERAGE info";
         }
         for (int i = 0; i < strings; ++i) r.String();
         for (int i = 0; i < values; ++i) r.Uleb();
@@ -560,16 +641,17 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
           why = "unknown TYPE_META info";
         }
         break;
-      default: why = "unknown event type";
+      default:
+        why = "unknown event type";
     }
     if (!why && !r.ok()) why = "event runs past the end of its buffer";
     if (why) {
       ++bad_buffers_;
       const uint64_t at2 = buffer_offset + kBufferHeaderSize + (event_start - base);
-      sink.OnBadEvent(buffer_offset, at2,
-                      log::Cat(why, " (event byte 0x", std::hex, int{event}, std::dec, ", ",
-                               events.size() - (event_start - base),
-                               " bytes of the buffer ignored)"));
+      sink.OnBadEvent(
+          buffer_offset, at2,
+          log::Cat(why, " (event byte 0x", std::hex, int{event}, std::dec, ", ",
+                   events.size() - (event_start - base), " bytes of the buffer ignored)"));
       return;
     }
     ++events_;

@@ -80,8 +80,8 @@ struct Header {
   uint8_t minor = 0;
   uint8_t data_version = 0;
   uint8_t ptr_size = 0;
-  uint64_t startup_ms = 0;                // wall clock, milliseconds since the epoch
-  std::optional<uint64_t> startup_ns;     // profiler clock (major >= 3)
+  uint64_t startup_ms = 0;             // wall clock, milliseconds since the epoch
+  std::optional<uint64_t> startup_ns;  // profiler clock (major >= 3)
   uint32_t timer_overhead = 0;
   uint32_t flags = 0;
   uint32_t pid = 0;
@@ -99,9 +99,9 @@ struct Code {
   uint64_t thread_id = 0;
   uint64_t address = 0;
   uint64_t size = 0;
-  uint64_t method = 0;       // kJit: the MonoMethod*
-  uint8_t helper_type = 0;   // kHelper: CodeBufferType
-  std::string_view name;     // kHelper without a name: CodeBufferTypeName(helper_type)
+  uint64_t method = 0;      // kJit: the MonoMethod*
+  uint8_t helper_type = 0;  // kHelper: CodeBufferType
+  std::string_view name;    // kHelper without a name: CodeBufferTypeName(helper_type)
 };
 
 struct ImageLoad {

@@ -182,9 +182,9 @@ void Parser::HeaderLine(uint32_t rva, uint32_t length, std::string_view value, u
       Fail(offset, log::Cat("r2rmap header: entry ", EntryText(index),
                             " repeated or out of order (expected ", EntryText(next_entry_), ")"));
     } else {
-      Fail(offset, log::Cat("r2rmap header: entry ", EntryText(index), " where ",
-                            EntryText(next_entry_), " was expected (entries skipped or out of ",
-                            "order)"));
+      Fail(offset,
+           log::Cat("r2rmap header: entry ", EntryText(index), " where ", EntryText(next_entry_),
+                    " was expected (entries skipped or out of ", "order)"));
     }
     return;
   }
@@ -194,12 +194,11 @@ void Parser::HeaderLine(uint32_t rva, uint32_t length, std::string_view value, u
     return;
   }
   if (index == 0) {
-    const bool hex = std::all_of(value.begin(), value.end(), [](char c) {
-      return HexDigit(c) >= 0;
-    });
+    const bool hex =
+        std::all_of(value.begin(), value.end(), [](char c) { return HexDigit(c) >= 0; });
     if (value.size() != kSignatureHexDigits || !hex) {
-      Fail(offset, log::Cat("r2rmap header: signature \"", value.substr(0, 80),
-                            "\" is not 32 hex digits"));
+      Fail(offset,
+           log::Cat("r2rmap header: signature \"", value.substr(0, 80), "\" is not 32 hex digits"));
       return;
     }
     header_.signature = std::string(value);
@@ -232,8 +231,8 @@ void Parser::RecordLine(uint32_t rva, uint32_t length, std::string_view name, ui
                         Sink& sink) {
   if (rva >= kTokenAbi && !header_.legacy) {
     const int index = static_cast<int>(kTokenSignature - rva);
-    Fail(offset, log::Cat("r2rmap header: entry ", EntryText(index), " repeated after the ",
-                          "header"));
+    Fail(offset,
+         log::Cat("r2rmap header: entry ", EntryText(index), " repeated after the ", "header"));
     return;
   }
   ++records_;

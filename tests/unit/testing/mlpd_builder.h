@@ -45,8 +45,12 @@ class MlpdBuffer {
  public:
   MlpdBuffer(uint64_t time_base, uint64_t ptr_base, uint64_t method_base = 0x5000000,
              uint64_t thread_id = 0x7001)
-      : time_base_(time_base), ptr_base_(ptr_base), method_base_(method_base),
-        last_method_(method_base), thread_id_(thread_id), last_time_(time_base) {}
+      : time_base_(time_base),
+        ptr_base_(ptr_base),
+        method_base_(method_base),
+        last_method_(method_base),
+        thread_id_(thread_id),
+        last_time_(time_base) {}
 
   // Event byte and time delta.
   MlpdBuffer& Event(uint8_t type, uint8_t ext, uint64_t time) {
@@ -55,9 +59,18 @@ class MlpdBuffer {
     last_time_ = time;
     return *this;
   }
-  MlpdBuffer& Byte(uint8_t b) { events_.push_back(b); return *this; }
-  MlpdBuffer& Uleb(uint64_t v) { PutUleb(events_, v); return *this; }
-  MlpdBuffer& Sleb(int64_t v) { PutSleb(events_, v); return *this; }
+  MlpdBuffer& Byte(uint8_t b) {
+    events_.push_back(b);
+    return *this;
+  }
+  MlpdBuffer& Uleb(uint64_t v) {
+    PutUleb(events_, v);
+    return *this;
+  }
+  MlpdBuffer& Sleb(int64_t v) {
+    PutSleb(events_, v);
+    return *this;
+  }
   MlpdBuffer& Ptr(uint64_t p) { return Sleb(static_cast<int64_t>(p - ptr_base_)); }
   MlpdBuffer& Method(uint64_t m) {
     Sleb(static_cast<int64_t>(m - last_method_));
@@ -127,7 +140,7 @@ class MlpdBuilder {
     PutLe(bytes_, 32, 4);  // timer overhead
     PutLe(bytes_, 0, 4);   // flags
     PutLe(bytes_, pid, 4);
-    PutLe(bytes_, 0, 2);   // port
+    PutLe(bytes_, 0, 2);  // port
     for (std::string_view s : {"log:output=x.mlpd", "x86-64", "linux"}) {
       PutLe(bytes_, s.size() + 1, 4);
       bytes_.insert(bytes_.end(), s.begin(), s.end());
