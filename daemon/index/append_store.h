@@ -38,10 +38,6 @@ class AppendStore {
     auto [k, off] = Locate(i);
     return chunks_[k][off];
   }
-  T& mutable_at(size_t i) {  // writer only, for elements not yet published
-    auto [k, off] = Locate(i);
-    return chunks_[k][off];
-  }
 
   size_t size() const { return size_; }  // writer's view
   size_t memory_bytes() const {

@@ -88,7 +88,6 @@ uint32_t CodeMap::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t nam
   const bool has_lines = !lines.empty() && lines.size() < std::numeric_limits<uint32_t>::max();
   const uint32_t index = ranges_.Add(start, size, time, name, has_lines);
   if (index == kNoRange) return index;
-  ++live_ranges_;
   if (has_lines) {
     const auto first = static_cast<uint32_t>(storage_->lines.size());
     for (const LineEntry& e : lines) storage_->lines.Append(e);
@@ -98,9 +97,7 @@ uint32_t CodeMap::Add(uint64_t start, uint64_t size, uint64_t time, uint32_t nam
 }
 
 uint32_t CodeMap::AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t name) {
-  const uint32_t index = ranges_.AddBackdated(start, size, time, name);
-  if (index != kNoRange) ++live_ranges_;
-  return index;
+  return ranges_.AddBackdated(start, size, time, name);
 }
 
 uint32_t CodeMap::Remove(uint64_t start, uint64_t size, uint64_t time) {

@@ -93,7 +93,6 @@ class CodeMap {
 
   const RangeSet& ranges() const { return ranges_; }
   std::string_view name(uint32_t id) const { return storage_->names.Get(id); }
-  uint64_t live_ranges() const { return live_ranges_; }
   size_t memory_bytes() const;
   size_t name_bytes() const { return storage_->names.name_bytes(); }
 
@@ -102,7 +101,6 @@ class CodeMap {
 
   std::shared_ptr<internal::CodeMapStorage> storage_;
   RangeSet ranges_;
-  uint64_t live_ranges_ = 0;
 };
 
 }  // namespace jitsym::index

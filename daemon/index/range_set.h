@@ -71,7 +71,6 @@ class Run {
   uint32_t size() const { return last_ - first_; }
   uint64_t min_time() const { return min_time_; }
   uint64_t max_time() const { return max_time_; }
-  size_t pieces() const { return keys_.size(); }
   size_t memory_bytes() const;
 
   // The range covering addr as of the run's last range.

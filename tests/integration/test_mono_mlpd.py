@@ -77,15 +77,10 @@ def source_ranges(pid, path):
     return None
 
 
-
-def read_line(proc, timeout):
-    return harness.read_line(proc, timeout, "mono")
-
-
 def run_mono(profile_args):
     proc = h.spawn([TOOLS["mono"], "--profile=log:" + profile_args, TOOLS["exe"]],
                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    line = read_line(proc, 60)
+    line = harness.read_line(proc, 60, "mono")
     check(line.startswith("ready"), f"unexpected mono output {line!r}")
     return proc
 

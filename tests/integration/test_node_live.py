@@ -20,11 +20,6 @@ HOT = ("jitsymHotAlpha", "jitsymHotBeta", "jitsymHotGamma")
 NODE = {}
 
 
-
-def read_line(proc, timeout):
-    return harness.read_line(proc, timeout, "node")
-
-
 @h.setup
 def start_daemon_and_node():
     node = shutil.which("node")
@@ -34,7 +29,7 @@ def start_daemon_and_node():
                     "--interpreted-frames-native-stack",
                     os.path.join(HERE, "node", "live_workload.js")],
                    cwd=h.watch_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    line = read_line(proc, 60)
+    line = harness.read_line(proc, 60, "node")
     check(line.startswith("ready"), f"unexpected node output {line!r}")
     NODE.update(proc=proc, pid=proc.pid, path=h.dump_path(proc.pid))
     check(os.path.exists(NODE["path"]), f"node did not write {NODE['path']}")

@@ -34,11 +34,6 @@ def java_runs():
     return None if res.returncode == 0 else f"java -version exited {res.returncode}"
 
 
-
-def read_line(proc, timeout):
-    return harness.read_line(proc, timeout, "java")
-
-
 def write_perfmap():
     res = subprocess.run(["jcmd", str(JVM["pid"]), "Compiler.perfmap"], capture_output=True,
                          text=True, timeout=60)
@@ -58,7 +53,7 @@ def compile_start_java_and_write_its_perf_map():
     proc = h.spawn(["java", "-cp", classes, "JitsymHotLoop"], cwd=h.watch_dir,
                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     JVM.update(proc=proc, pid=proc.pid, path=f"/tmp/perf-{proc.pid}.map")
-    line = read_line(proc, 60)
+    line = harness.read_line(proc, 60, "java")
     check(line.split()[:2] == ["ready", str(proc.pid)], f"unexpected java output {line!r}")
 
     def compiled():  # the JIT compiles the hot method within a second or so
