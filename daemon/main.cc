@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/query_engine.h"
 #include "daemon/server/server.h"
+#include "daemon/service/service_manager.h"
 #include "daemon/util/log.h"
 #include "proto/protocol.h"
 
@@ -54,6 +57,32 @@ Settings LoadSettings(const jitsym::config::CommandLine& command_line) {
   return settings;
 }
 
+// The STATUS= line for systemctl status.
+std::string Status(const jitsym::index::ViewCell& cell) {
+  auto view = cell.Get();
+  size_t processes = 0;
+  for (const auto& [pid, incs] : view->processes) processes += incs.size();
+  const auto& c = view->counters;
+  return jitsym::log::Cat(processes, " processes (", c.processes_exited, " exited), ",
+                          c.files_followed, " files followed, ", c.ranges, " code ranges, ",
+                          c.memory_bytes >> 20, " MiB");
+}
+
+// Applies the settings that SIGHUP may change. Other settings wait for a restart.
+void ApplyReloadable(const Settings& next, Settings* running, jitsym::ingest::Ingester& ingester,
+                     boost::asio::io_context& ingest_io) {
+  jitsym::log::SetLevel(LevelOf(next));
+  running->log_level = next.log_level;
+  running->watch = next.watch;
+  running->retention_ms = next.retention_ms;
+  running->memory_budget_bytes = next.memory_budget_bytes;
+  boost::asio::post(ingest_io, [&ingester, watch = next.watch, retention = next.retention_ms,
+                                budget = next.memory_budget_bytes] {
+    ingester.SetWatchDirs(watch);
+    ingester.SetLifecycle(retention, budget);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,6 +113,8 @@ int main(int argc, char** argv) {
 
   ingest::IngesterOptions ingest_options;
   ingest_options.watch_dirs = settings.watch;
+  ingest_options.retention_ms = settings.retention_ms;
+  ingest_options.memory_budget_bytes = settings.memory_budget_bytes;
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;
@@ -92,15 +123,29 @@ int main(int argc, char** argv) {
   server::Server server(server_io, engine);
   server_ptr = &server;
 
+  // The initial scan (Start) reads every file already in the watch directories before the
+  // socket is served, so that the first answers after a restart are complete.
+  std::string serving;
   try {
+    std::optional<int> passed = service::TakeListeningSocket();
     ingester.Start();
-    server.Listen(settings.socket);
+    if (passed) {
+      server.Adopt(*passed);
+      serving = "the socket passed by systemd";
+    } else {
+      server.Listen(settings.socket);
+      serving = settings.socket;
+    }
   } catch (const std::exception& e) {
     JITSYM_LOG(kError, e.what());
+    service::Notify("STATUS=failed to start: " + service::StatusLine(e.what()));
     return 1;
   }
-  JITSYM_LOG(kInfo, "ready: serving ", settings.socket, " with ", settings.threads,
+  JITSYM_LOG(kInfo, "ready: serving ", serving, " with ", settings.threads,
              " query threads (jitsymd ", JITSYM_VERSION, ")");
+  service::Notify("READY=1\nSTATUS=" + Status(cell));
+  service::Watchdog watchdog(ingest_io, server_io, [&cell] { return Status(cell); });
+  watchdog.Start();
 
   // SIGHUP: read the config file again; the command line still overrides it. A bad file keeps
   // the running settings.
@@ -108,6 +153,7 @@ int main(int argc, char** argv) {
   std::function<void()> wait_hup = [&] {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
+      service::Notify("RELOADING=1");
       Settings next;
       if (auto err = config::BuildSettings(command_line, &next)) {
         JITSYM_LOG(kError, "reload: ", *err, "; keeping the running settings");
@@ -118,10 +164,10 @@ int main(int argc, char** argv) {
             JITSYM_LOG(kWarning, "reload: ", def->name, " changed; it takes effect on restart");
           }
         }
-        log::SetLevel(LevelOf(next));
-        settings.log_level = next.log_level;
+        ApplyReloadable(next, &settings, ingester, ingest_io);
         JITSYM_LOG(kInfo, "reloaded ", command_line.config_path);
       }
+      service::Notify("READY=1\nSTATUS=" + Status(cell));
       wait_hup();
     });
   };
@@ -131,9 +177,11 @@ int main(int argc, char** argv) {
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     JITSYM_LOG(kInfo, "received ", ::strsignal(sig), "; stopping");
+    service::Notify("STOPPING=1");
     hup.cancel();
     server.Stop();
     boost::asio::post(ingest_io, [&] {
+      watchdog.Stop();
       ingester.Stop();
       ingest_io.stop();
     });
