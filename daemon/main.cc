@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   try {
     std::optional<int> passed = service::TakeListeningSocket();
     ingester.Start();
+    ingester.DrainBacklog();
     if (passed) {
       server.Adopt(*passed);
       serving = "the socket passed by systemd";

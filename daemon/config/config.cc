@@ -136,7 +136,8 @@ std::optional<std::string> LoadConfigFile(const std::string& path, bool must_exi
     return "cannot open config file " + path + ": " + std::strerror(errno);
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  // A character device is allowed for --config /dev/null (no settings).
+  if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
     ::close(fd);
     return "config file " + path + " is not a regular file";
   }

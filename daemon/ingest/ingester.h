@@ -52,6 +52,10 @@ class Ingester {
   // Run-time reconfiguration (SIGHUP), on the ingester's thread. Watches directories that are
   // new (and scans them), stops watching those that are gone; files already followed stay.
   void SetWatchDirs(const std::vector<std::string>& dirs);
+  // Reads everything already known to be unread (after Start: every file in the watch
+  // directories) before returning, instead of in turns between other events. Call before the
+  // ingester's io_context runs, to serve complete answers from the first query.
+  void DrainBacklog();
   // New retention and memory budget; applied at once.
   void SetLifecycle(uint64_t retention_ms, uint64_t memory_budget_bytes);
 

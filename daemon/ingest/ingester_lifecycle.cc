@@ -54,6 +54,14 @@ void Ingester::SetWatchDirs(const std::vector<std::string>& dirs) {
   DrainDirty();
 }
 
+void Ingester::DrainBacklog() {
+  const uint64_t t0 = MonotonicNowNs();
+  const uint64_t bytes0 = bytes_ingested_;
+  while (!dirty_.empty() && !stopped_) DrainDirty();
+  JITSYM_LOG(kInfo, "initial scan: ", files_.size(), " files, ", (bytes_ingested_ - bytes0) >> 20,
+             " MiB read in ", (MonotonicNowNs() - t0) / 1000000, " ms");
+}
+
 void Ingester::SetLifecycle(uint64_t retention_ms, uint64_t memory_budget_bytes) {
   options_.retention_ms = retention_ms;
   options_.memory_budget_bytes = memory_budget_bytes;

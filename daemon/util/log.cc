@@ -1,5 +1,6 @@
 #include "daemon/util/log.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,8 +13,19 @@ namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
 
+// systemd sets JOURNAL_STREAM=DEV:INODE when stderr is connected to the journal; a process whose
+// stderr was redirected since (e.g. started by hand from a service's shell) inherits the
+// variable but not the stream, so the prefix is used only if stderr is still that stream.
 bool UnderJournal() {
-  static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
+  static const bool journal = [] {
+    const char* value = std::getenv("JOURNAL_STREAM");
+    if (value == nullptr) return false;
+    unsigned long long dev = 0, ino = 0;
+    if (std::sscanf(value, "%llu:%llu", &dev, &ino) != 2) return false;
+    struct stat st {};
+    return ::fstat(STDERR_FILENO, &st) == 0 && static_cast<unsigned long long>(st.st_dev) == dev &&
+           static_cast<unsigned long long>(st.st_ino) == ino;
+  }();
   return journal;
 }
 

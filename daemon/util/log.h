@@ -1,5 +1,6 @@
-// Logging: one line per event on stderr, with a level. Under systemd (JOURNAL_STREAM set) each
-// line carries a "<N>" syslog priority prefix so the journal records the level.
+// Logging: one line per event on stderr, with a level. Under systemd (JOURNAL_STREAM names the
+// stderr stream) each line carries a "<N>" syslog priority prefix so the journal records the
+// level.
 #ifndef JITSYM_DAEMON_UTIL_LOG_H_
 #define JITSYM_DAEMON_UTIL_LOG_H_
 

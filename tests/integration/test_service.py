@@ -159,8 +159,9 @@ def notify_ready_status_watchdog_reload_stopping():
     watch = os.path.join(h.root, "notified")
     os.mkdir(watch)
     pid = h.sleeper()
-    # Enough records that the initial scan takes a moment.
-    names = [f"notified_{i}" for i in range(20000)]
+    # More than one file's turn at start-up (32 MiB of records: long names; code bytes do not
+    # count, they are skipped), so READY=1 must wait for several turns.
+    names = [f"notified_{i}_" + "n" * 1000 for i in range(40000)]
     placed = write_dump(watch, pid, time.monotonic_ns(), names, size=0x40)
     notify = NotifySocket(os.path.join(h.root, "notify.sock"))
     try:
@@ -170,7 +171,7 @@ def notify_ready_status_watchdog_reload_stopping():
         # READY=1 comes after the initial scan: the last record already resolves.
         check(resolves(pid, placed[-1][0], d.socket_path) == names[-1],
               "READY=1 was sent before the files present at start-up were indexed")
-        check("STATUS" in ready and "20000 code ranges" in ready["STATUS"],
+        check("STATUS" in ready and "40000 code ranges" in ready["STATUS"],
               f"READY=1 without a useful STATUS=: {ready}")
         # Keep-alives at about half of WATCHDOG_USEC.
         t0 = time.monotonic()
@@ -357,14 +358,26 @@ def shipped_config_file_lists_every_setting_with_its_default():
 def journal_priority_prefixes_under_systemd():
     watch = os.path.join(h.root, "journal")
     os.mkdir(watch)
-    d, _ = own_daemon("journal", f"watch = {watch}\n", env={"JOURNAL_STREAM": "8:12345"})
+    # systemd names the stderr stream in JOURNAL_STREAM=DEV:INODE; here stderr is the log file.
+    log_path = os.path.join(h.root, "journal.log")
+    open(log_path, "w").close()
+    st = os.stat(log_path)
+    d, _ = own_daemon("journal", f"watch = {watch}\n",
+                      env={"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"})
     wait_ping(d)
     stop(d)
     lines = [l for l in d.log_lines() if l.strip()]
-    check(lines and all(l.startswith("<6>jitsymd: info: ") or l.startswith("<4>") or
-                        l.startswith("<3>") or l.startswith("<7>") for l in lines),
-          f"lines without a <N> prefix: {lines[:5]}")
+    check(lines and all(re.match(r"<[3467]>jitsymd: (debug|info|warning|error): ", l)
+                        for l in lines), f"lines without a <N> prefix: {lines[:5]}")
     check(any(l.startswith("<6>jitsymd: info: ready") for l in lines), f"{lines[:5]}")
+    # Inherited from a service but writing elsewhere: no prefixes.
+    d, _ = own_daemon("not-journal", f"watch = {watch}\n",
+                      env={"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino + 1}"})
+    wait_ping(d)
+    stop(d)
+    lines = [l for l in d.log_lines() if l.strip()]
+    check(lines and all(l.startswith("jitsymd: ") for l in lines),
+          f"prefixes on a stream that is not the journal: {lines[:5]}")
 
 
 h.main()
