@@ -12,11 +12,13 @@ namespace {
 // ===============================================================================================
 // THE SETTINGS TABLE. To add a setting:
 //   1. add a field with its default to `Settings` in settings.h;
-//   2. add one line below: {"name", "METAVAR", "help text", Apply::kReload|kRestart, Binding},
-//      where the binding is String/StringList/Int/Bool/Size/DurationMs/Choice(&Settings::field);
-//   3. add a commented "# name = default" entry to systemd/jitsymd.conf (a unit test checks that
-//      every setting is there), and read the field where the daemon is wired (daemon/main.cc;
-//      for Apply::kReload also in its SIGHUP handler).
+//   2. add one entry below: {"name", "METAVAR", "help text", Apply::kReload or kRestart, binding},
+//      the binding being String, StringList, Int, Uint, Bool, Size, DurationMs or Choice
+//      (settings.h) of &Settings::field;
+//   3. add it to systemd/jitsymd.conf, commented out with its default ("#name = value"; the
+//      test integration_service checks that every setting is there);
+//   4. read the field where the daemon is wired in daemon/main.cc (for Apply::kReload, also in
+//      ApplyReloadable there, which SIGHUP calls).
 // The name is the long option without "--" and the key in the config file. --help, the config
 // file parser, --print-config and the reload diff all come from this table.
 // ===============================================================================================
@@ -112,8 +114,23 @@ Binding Int(int Settings::*field, int min, int max) {
     return std::nullopt;
   };
   b.format = [field](const Settings& s) {
-    return s.*field == 0 ? std::vector<std::string>{}
-                         : std::vector<std::string>{std::to_string(s.*field)};
+    return std::vector<std::string>{std::to_string(s.*field)};
+  };
+  return b;
+}
+
+Binding Uint(uint64_t Settings::*field, uint64_t min, uint64_t max) {
+  Binding b;
+  b.parse = [field, min, max](Settings& s, std::string_view v) -> std::optional<std::string> {
+    uint64_t n = 0;
+    if (!ParseUnsigned(v, &n) || n < min || n > max) {
+      return "takes a number from " + std::to_string(min) + " to " + std::to_string(max);
+    }
+    s.*field = n;
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) {
+    return std::vector<std::string>{std::to_string(s.*field)};
   };
   return b;
 }

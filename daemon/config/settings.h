@@ -62,6 +62,7 @@ struct SettingDef {
 Binding String(std::string Settings::*field);
 Binding StringList(std::vector<std::string> Settings::*field);
 Binding Int(int Settings::*field, int min, int max);
+Binding Uint(uint64_t Settings::*field, uint64_t min, uint64_t max);
 Binding Bool(bool Settings::*field);
 // A byte count: a number with an optional K, M, G or T suffix (powers of 1024).
 Binding Size(uint64_t Settings::*field);

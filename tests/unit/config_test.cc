@@ -138,6 +138,18 @@ TEST(ValueSyntaxTest, Durations) {
   }
 }
 
+TEST(BindingTest, Uint) {
+  // The helper binds a Settings field; exercise it on an existing one of its type.
+  Settings s;
+  Binding u = Uint(&Settings::memory_budget_bytes, 1, 100);
+  EXPECT_EQ(u.parse(s, "100"), std::nullopt);
+  EXPECT_EQ(s.memory_budget_bytes, 100u);
+  EXPECT_EQ(u.parse(s, "0"), "takes a number from 1 to 100");
+  EXPECT_EQ(u.parse(s, "101"), "takes a number from 1 to 100");
+  EXPECT_EQ(u.parse(s, "1k"), "takes a number from 1 to 100");
+  EXPECT_EQ(u.format(s), std::vector<std::string>{"100"});
+}
+
 TEST(CommandLineTest, BothValueSpellingsAndMetaOptions) {
   CommandLine cl;
   ASSERT_EQ(Parse({"--watch", "/a", "--watch=/b", "--threads=4", "--config", "/etc/x.conf",
