@@ -14,7 +14,7 @@ import jitdump
 from harness import Harness, check, wait_until
 
 h = Harness(__doc__)
-RETENTION_S = 2.0
+RETENTION_S = 3.0
 
 
 def write_dump(pid, names, start=0x5000_0000, size=0x40, directory=None):
