@@ -48,11 +48,11 @@ jitsym::log::Level LevelOf(const Settings& s) {
   return jitsym::log::ParseLevel(s.log_level).value_or(jitsym::log::Level::kInfo);
 }
 
-// Loads the settings at start-up: exits with status 2 on a bad option or config file.
-Settings LoadSettings(const jitsym::config::CommandLine& command_line) {
+// Loads the settings at start-up: exits with status 2 on a bad option or config file. Sets
+// *found to whether the config file exists.
+Settings LoadSettings(const jitsym::config::CommandLine& command_line, bool* found) {
   Settings settings;
-  bool found = false;
-  if (auto err = jitsym::config::BuildSettings(command_line, &settings, &found)) UsageError(*err);
+  if (auto err = jitsym::config::BuildSettings(command_line, &settings, found)) UsageError(*err);
   jitsym::config::ResolveHostDefaults(settings);
   return settings;
 }
@@ -98,12 +98,16 @@ int main(int argc, char** argv) {
     std::printf("jitsymd %s (protocol %d)\n", JITSYM_VERSION, proto::kProtocolVersion);
     return 0;
   }
-  Settings settings = LoadSettings(command_line);
+  bool config_found = false;
+  Settings settings = LoadSettings(command_line, &config_found);
   if (command_line.print_config) {
     std::fputs(config::FormatConfig(settings).c_str(), stdout);
     return 0;
   }
   log::SetLevel(LevelOf(settings));
+  JITSYM_LOG(kInfo, config_found ? "settings from " : "no config file at ",
+             command_line.config_path,
+             config_found ? " and the command line" : "; defaults and the command line apply");
   ::signal(SIGPIPE, SIG_IGN);
   query::SetR2rmapSearchDirs(settings.r2rmap_dirs);  // read by the query engine it builds
 
