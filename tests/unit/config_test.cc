@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -101,6 +102,20 @@ TEST(ConfigTextTest, ErrorsNameFileAndLine) {
     auto err = ParseConfigText(text, "cfg", &s);
     ASSERT_TRUE(err.has_value()) << c.text;
     EXPECT_TRUE(err->starts_with(c.error)) << "got: " << *err;
+  }
+}
+
+TEST(ConfigTextTest, RandomBytesNeverCrashAndErrorsNameALine) {
+  std::mt19937 rng(11);
+  const std::string alphabet = "watch=socket#threads \t\r\n0123456789kMGmsh/-\x01\xff";
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 120);
+    for (int j = 0; j < n; ++j) text += alphabet[rng() % alphabet.size()];
+    Settings s;
+    if (auto err = ParseConfigText(text, "fuzz", &s)) {
+      EXPECT_TRUE(err->starts_with("fuzz:")) << *err;
+    }
   }
 }
 
