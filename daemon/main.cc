@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
   try {
     std::optional<int> passed = service::TakeListeningSocket();
     ingester.Start();
+    service::Notify("STATUS=reading the files in the watch directories");
     ingester.DrainBacklog();
     if (passed) {
       server.Adopt(*passed);

@@ -38,7 +38,7 @@ const std::vector<SettingDef>& Table() {
       {"threads", "N", "query threads (default: number of CPUs, at least 2)", Apply::kRestart,
        Int(&Settings::threads, 1, 256)},
       {"log-level", "LEVEL", "debug, info, warning or error (default: info)", Apply::kReload,
-       Choice(&Settings::log_level, {"debug", "info", "warning", "error"})},
+       Choice(&Settings::log_level, {"debug", "info", "warning", "error"}, {{"warn", "warning"}})},
       {"retention", "DURATION",
        "how long the symbols of an exited process stay after it exits,\n"
        "e.g. 900, 90s, 15m, 2h; 0 keeps them until the memory budget\n"
@@ -180,9 +180,14 @@ Binding DurationMs(uint64_t Settings::*field) {
   return b;
 }
 
-Binding Choice(std::string Settings::*field, std::vector<std::string> choices) {
+Binding Choice(std::string Settings::*field, std::vector<std::string> choices,
+               std::vector<std::pair<std::string, std::string>> aliases) {
   Binding b;
-  b.parse = [field, choices](Settings& s, std::string_view v) -> std::optional<std::string> {
+  b.parse = [field, choices, aliases](Settings& s,
+                                      std::string_view v) -> std::optional<std::string> {
+    for (const auto& [alias, word] : aliases) {
+      if (v == alias) v = word;
+    }
     if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
       std::string list;
       for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;

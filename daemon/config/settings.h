@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace jitsym::config {
@@ -68,8 +69,9 @@ Binding Bool(bool Settings::*field);
 Binding Size(uint64_t Settings::*field);
 // A duration stored in milliseconds: a number with a unit, ms, s, m, h or d (plain: seconds).
 Binding DurationMs(uint64_t Settings::*field);
-// One of a fixed set of words.
-Binding Choice(std::string Settings::*field, std::vector<std::string> choices);
+// One of a fixed set of words; an alias (not shown in errors) stands for one of them.
+Binding Choice(std::string Settings::*field, std::vector<std::string> choices,
+               std::vector<std::pair<std::string, std::string>> aliases = {});
 
 // The table, in --help order.
 std::span<const SettingDef> AllSettings();

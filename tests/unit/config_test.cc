@@ -172,6 +172,12 @@ TEST(CommandLineTest, BothValueSpellingsAndMetaOptions) {
                   &cl),
             std::nullopt);
   EXPECT_EQ(cl.values.size(), 3u);
+  // --log-level warn has always been accepted, as warning.
+  CommandLine warn;
+  ASSERT_EQ(Parse({"--log-level", "warn"}, &warn), std::nullopt);
+  Settings s;
+  ASSERT_EQ(BuildSettings(warn, &s), std::nullopt);
+  EXPECT_EQ(s.log_level, "warning");
   EXPECT_EQ(cl.config_path, "/etc/x.conf");
   EXPECT_TRUE(cl.config_given);
   EXPECT_TRUE(cl.print_config);
