@@ -53,6 +53,7 @@ class ScopedEnv {
 class AtFd3 {
  public:
   explicit AtFd3(int fd) {
+    if (fd == 3) return;  // it is there already (fd 3 was free); closed at the end
     saved_ = ::fcntl(3, F_GETFD) >= 0 ? ::dup(3) : -1;
     EXPECT_EQ(::dup2(fd, 3), 3);
     ::close(fd);
