@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 from harness import Daemon, Harness, check, wait_until
 

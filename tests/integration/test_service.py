@@ -6,6 +6,7 @@ directories, log level; a bad file keeps the running settings) without losing in
 and a restart answering exactly as before from the files left on disk. The shipped config file
 lists every setting with its true default."""
 
+import json
 import os
 import re
 import shutil
@@ -39,7 +40,6 @@ def resolves(pid, addr, socket_path=None):
                    timeout=20)
     if res.returncode != 0:
         return None
-    import json
     answer = json.loads(res.stdout.splitlines()[0])
     return answer.get("name") if answer.get("found") else None
 
