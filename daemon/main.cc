@@ -35,6 +35,10 @@ constexpr const char* kUsage =
     "  --watch DIR         directory to watch; repeatable (default: /tmp)\n"
     "  --r2rmap-dir DIR    directory searched for <image>.ni.r2rmap when a process maps\n"
     "                      <image>.dll and no watched directory has its r2rmap; repeatable\n"
+    "  --debug-dir DIR     root of a .build-id tree of separate debug files; repeatable\n"
+    "                      (default: /usr/lib/debug)\n"
+    "  --debug-cache-mb N  memory for ELF/DWARF tables, least recently used dropped first\n"
+    "                      (default: 1024)\n"
     "  --socket PATH       listening socket (default: /run/jitsymd/jitsymd.sock for root,\n"
     "                      $XDG_RUNTIME_DIR/jitsymd.sock otherwise)\n"
     "  --threads N         query threads (default: number of CPUs, at least 2)\n"
@@ -45,6 +49,8 @@ constexpr const char* kUsage =
 struct Options {
   std::vector<std::string> watch;
   std::vector<std::string> r2rmap_dirs;
+  std::vector<std::string> debug_dirs;
+  uint64_t debug_cache_mb = 1024;
   std::string socket;
   int threads = 0;
   jitsym::log::Level level = jitsym::log::Level::kInfo;
@@ -82,6 +88,14 @@ Options ParseOptions(int argc, char** argv) {
       o.watch.push_back(value);
     } else if (take("--r2rmap-dir")) {
       o.r2rmap_dirs.push_back(value);
+    } else if (take("--debug-dir")) {
+      o.debug_dirs.push_back(value);
+    } else if (take("--debug-cache-mb")) {
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), o.debug_cache_mb);
+      if (ec != std::errc() || end != value.data() + value.size() || o.debug_cache_mb < 1 ||
+          o.debug_cache_mb > (uint64_t{1} << 20)) {
+        UsageError("--debug-cache-mb takes a number of MiB from 1 to 1048576");
+      }
     } else if (take("--socket")) {
       o.socket = value;
     } else if (take("--threads")) {
@@ -99,6 +113,10 @@ Options ParseOptions(int argc, char** argv) {
     }
   }
   jitsym::query::SetR2rmapSearchDirs(o.r2rmap_dirs);  // read by the query engine it builds
+  jitsym::query::NativeOptions native;
+  if (!o.debug_dirs.empty()) native.debug_dirs = o.debug_dirs;
+  native.cache_bytes = o.debug_cache_mb << 20;
+  jitsym::query::SetNativeOptions(std::move(native));
   if (o.watch.empty()) o.watch.push_back("/tmp");
   if (o.socket.empty()) o.socket = jitsym::proto::DefaultSocketPath();
   if (o.threads == 0) o.threads = std::max(2u, std::thread::hardware_concurrency());
