@@ -10,6 +10,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -368,6 +369,12 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
     prototype.pid = static_cast<int64_t>(*pid);
   }
   prototype.image = image;
+  if (image && image->find('/') != std::string::npos && image->front() != '/') {
+    // A relative path to an ELF file: the daemon runs elsewhere.
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(*image, ec);
+    if (!ec && std::filesystem::exists(absolute, ec)) prototype.image = absolute.string();
+  }
   prototype.build_id = build_id;
   prototype.file_offset = file_offset;
   if (!prototype.pid && !prototype.image && !prototype.build_id) {

@@ -224,7 +224,8 @@ bool AttrUdata(Dwarf_Die* die, unsigned name, Dwarf_Word* out) {
   return dwarf_attr(die, name, &attr) != nullptr && dwarf_formudata(&attr, out) == 0;
 }
 
-// Tags whose children never hold code (skipped while walking a CU).
+// Tags whose children never hold code (skipped while walking a CU). Classes may: GCC puts a
+// lambda's operator() inside its closure type.
 bool NoCodeInside(int tag) {
   switch (tag) {
     case DW_TAG_formal_parameter:
@@ -361,9 +362,27 @@ std::string HexBuildId(std::string_view bytes) {
   return out;
 }
 
+void KeyIndex::Build(std::vector<uint64_t> keys) {
+  keys_ = std::move(keys);
+  sparse_.clear();
+  for (size_t i = 0; i < keys_.size(); i += kStride) sparse_.push_back(keys_[i]);
+  keys_.shrink_to_fit();
+  sparse_.shrink_to_fit();
+}
+
+ptrdiff_t KeyIndex::LastAtMost(uint64_t x) const {
+  auto s = std::upper_bound(sparse_.begin(), sparse_.end(), x);
+  if (s == sparse_.begin()) return -1;
+  const size_t block = static_cast<size_t>(s - sparse_.begin() - 1) * kStride;
+  const size_t end = std::min(keys_.size(), block + kStride);
+  auto it = std::upper_bound(keys_.begin() + block, keys_.begin() + end, x);
+  return (it - keys_.begin()) - 1;
+}
+
 size_t CuTables::Bytes() const {
   size_t n = sizeof(*this) + intervals.capacity() * sizeof(Interval) +
-             nodes.capacity() * sizeof(Node) + rows.capacity() * sizeof(Row);
+             nodes.capacity() * sizeof(Node) + rows.capacity() * sizeof(Row) +
+             interval_index.Bytes() + row_index.Bytes();
   for (const auto& s : strings) n += sizeof(s) + s.capacity();
   return n;
 }
@@ -443,7 +462,7 @@ bool NativeModule::LoadSymbols(Elf* elf, bool dynamic) {
     }
     Elf_Data* data = SectionData(scn);
     if (data == nullptr) continue;
-    uint32_t file = kNoFile;
+    uint32_t file = kNoFile, file_size = 0;
     const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, 1u << 24);
     for (size_t i = 1; i < count; ++i) {
       GElf_Sym sym;
@@ -454,9 +473,11 @@ bool NativeModule::LoadSymbols(Elf* elf, bool dynamic) {
         // of a function without debug info).
         const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
         file = kNoFile;
+        file_size = 0;
         if (name != nullptr && name[0] != '\0' &&
             symbol_names_.size() + std::strlen(name) + 1 <= 0xffffffffu) {
           file = static_cast<uint32_t>(symbol_names_.size());
+          file_size = static_cast<uint32_t>(std::strlen(name));
           symbol_names_.append(name);
           symbol_names_.push_back('\0');
         }
@@ -476,8 +497,10 @@ bool NativeModule::LoadSymbols(Elf* elf, bool dynamic) {
       // Names are stored demangled: each is shown many times, demangled once.
       const std::string demangled = Demangle(name);
       if (symbol_names_.size() + demangled.size() + 1 > 0xffffffffu) return any;
+      const bool local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
       symbols_.push_back({sym.st_value, sym.st_size, static_cast<uint32_t>(symbol_names_.size()),
-                          GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : kNoFile});
+                          local ? file : kNoFile, static_cast<uint32_t>(demangled.size()),
+                          local ? file_size : 0});
       symbol_names_.append(demangled);
       symbol_names_.push_back('\0');
     }
@@ -533,15 +556,17 @@ void NativeModule::FinishSymbols() {
   }
   symbols_.resize(out);
   symbols_.shrink_to_fit();
+  std::vector<uint64_t> keys(symbols_.size());
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = symbols_[i].addr;
+  symbol_index_.Build(std::move(keys));
 }
 
 const NativeModule::Symbol* NativeModule::FindSymbol(uint64_t addr) const {
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), addr,
-                             [](uint64_t a, const Symbol& s) { return a < s.addr; });
-  if (it == symbols_.begin()) return nullptr;
-  --it;
-  if (it->size != 0 && addr - it->addr >= it->size) return nullptr;
-  return &*it;
+  const ptrdiff_t i = symbol_index_.LastAtMost(addr);
+  if (i < 0) return nullptr;
+  const Symbol& s = symbols_[i];
+  if (s.size != 0 && addr - s.addr >= s.size) return nullptr;
+  return &s;
 }
 
 bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
@@ -725,10 +750,12 @@ std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu) {
                          static_cast<uint32_t>(std::max(col, 0)), end});
     }
     // libdw sorts rows by address with end_sequence rows first; keep that order, but be sure.
-    std::stable_sort(t->rows.begin(), t->rows.end(),
-                     [](const CuTables::Row& a, const CuTables::Row& b) {
-                       return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
-                     });
+    auto order = [](const CuTables::Row& a, const CuTables::Row& b) {
+      return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
+    };
+    if (!std::is_sorted(t->rows.begin(), t->rows.end(), order)) {
+      std::stable_sort(t->rows.begin(), t->rows.end(), order);
+    }
   }
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
@@ -738,7 +765,7 @@ std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu) {
   // its parent's as llvm-symbolizer's address-to-DIE map does (a child splits its parent's
   // range), so that an address maps to the deepest DIE covering it.
   std::map<uint64_t, std::pair<uint64_t, uint32_t>> addr_map;
-  std::vector<uint64_t> node_die;  // DIE offsets of the nodes (names are resolved at the end)
+  std::vector<Dwarf_Die> node_die;  // the nodes' DIEs (names are resolved at the end)
   struct Item {
     Dwarf_Die die;
     uint32_t node;  // the nearest enclosing subprogram/inlined node
@@ -792,7 +819,7 @@ std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu) {
         addr_map[lo] = {hi, id};
       }
       t->nodes.push_back(n);
-      node_die.push_back(dwarf_dieoffset(&item.die));
+      node_die.push_back(item.die);
       node = id;
     } else if (NoCodeInside(tag)) {
       continue;
@@ -812,24 +839,38 @@ std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu) {
   }
   // Names: the linkage name (through abstract origins and specifications) demangled, else the
   // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach.
-  std::unordered_map<std::string, uint32_t> name_ids;
+  // .debug_str is shared by all CUs, so the same name is the same pointer: demangled once per
+  // module (dwarf_mu_ is held), interned once per CU.
+  std::unordered_map<const char*, uint32_t> name_ids;
   for (size_t i = 0; i < t->nodes.size(); ++i) {
     if (!used[i]) continue;
-    Dwarf_Die die;
-    if (dwarf_offdie(dwarf_, node_die[i], &die) == nullptr) continue;
+    Dwarf_Die& die = node_die[i];
     const char* linkage = AttrString(&die, DW_AT_linkage_name);
     if (linkage == nullptr) linkage = AttrString(&die, DW_AT_MIPS_linkage_name);
-    std::string name =
-        linkage ? Demangle(linkage) : std::string(AttrString(&die, DW_AT_name) ?: "");
-    if (name.empty()) continue;
-    auto [it, inserted] = name_ids.try_emplace(std::move(name), 0);
+    const char* raw = linkage ? linkage : AttrString(&die, DW_AT_name);
+    if (raw == nullptr || raw[0] == '\0') continue;
+    auto [it, inserted] = name_ids.try_emplace(raw, 0);
     if (inserted) {
       it->second = static_cast<uint32_t>(t->strings.size());
-      t->strings.push_back(it->first);
+      if (!linkage) {
+        t->strings.emplace_back(raw);
+      } else {
+        auto [d, fresh] = demangled_.try_emplace(raw);
+        if (fresh) d->second = Demangle(raw);
+        t->strings.push_back(d->second);
+      }
     }
     t->nodes[i].name = it->second;
   }
   t->intervals.shrink_to_fit();
+  {
+    std::vector<uint64_t> keys(t->intervals.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->intervals[i].lo;
+    t->interval_index.Build(std::move(keys));
+    keys.resize(t->rows.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->rows[i].addr;
+    t->row_index.Build(std::move(keys));
+  }
   t->nodes.shrink_to_fit();
   t->rows.shrink_to_fit();
   return t;
@@ -860,13 +901,11 @@ void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
     };
     // The source position of addr itself.
     const CuTables::Row* row = nullptr;
-    auto r = std::upper_bound(t->rows.begin(), t->rows.end(), addr,
-                              [](uint64_t a, const CuTables::Row& x) { return a < x.addr; });
-    if (r != t->rows.begin() && !std::prev(r)->end_sequence) row = &*std::prev(r);
-    auto iv = std::upper_bound(t->intervals.begin(), t->intervals.end(), addr,
-                               [](uint64_t a, const CuTables::Interval& x) { return a < x.lo; });
+    const ptrdiff_t r = t->row_index.LastAtMost(addr);
+    if (r >= 0 && !t->rows[r].end_sequence) row = &t->rows[r];
+    const ptrdiff_t iv = t->interval_index.LastAtMost(addr);
     uint32_t node = kNone;
-    if (iv != t->intervals.begin() && addr < std::prev(iv)->hi) node = std::prev(iv)->node;
+    if (iv >= 0 && addr < t->intervals[iv].hi) node = t->intervals[iv].node;
     const CuTables::Node* inner = nullptr;
     for (int guard = 0; node != kNone && guard < 4096; ++guard) {
       const CuTables::Node& n = t->nodes[node];
@@ -900,9 +939,9 @@ void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
   // The outermost frame is named by the symbol table when it has a symbol for addr, as
   // llvm-symbolizer does (and as perf and addr2line name the function).
   if (sym != nullptr) {
-    out->frames.back().name = std::string_view(symbol_names_.data() + sym->name);
+    out->frames.back().name = std::string_view(symbol_names_.data() + sym->name, sym->name_size);
     if (out->frames.back().file.empty() && sym->file != kNoFile) {
-      out->frames.back().file = std::string_view(symbol_names_.data() + sym->file);
+      out->frames.back().file = std::string_view(symbol_names_.data() + sym->file, sym->file_size);
     }
     out->start = sym->addr;
     out->size = sym->size;

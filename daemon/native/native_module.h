@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 typedef struct Elf Elf;
@@ -49,6 +50,20 @@ struct NativeAnswer {
   std::vector<NativeFrame> frames;  // innermost first; views into the module's tables
 };
 
+// Sorted 64-bit keys searched for the last key <= x. A sparse copy of every 16th key (small
+// enough to stay in cache) narrows the search to two cache lines of the dense keys.
+class KeyIndex {
+ public:
+  void Build(std::vector<uint64_t> keys);
+  // Index of the last key <= x; -1 if none.
+  ptrdiff_t LastAtMost(uint64_t x) const;
+  size_t Bytes() const { return (keys_.capacity() + sparse_.capacity()) * sizeof(uint64_t); }
+
+ private:
+  static constexpr size_t kStride = 16;
+  std::vector<uint64_t> keys_, sparse_;
+};
+
 // The tables of one compilation unit. Immutable once built.
 struct CuTables {
   struct Interval {  // [lo, hi) -> the deepest subprogram/inlined DIE covering it
@@ -73,6 +88,7 @@ struct CuTables {
   std::vector<Node> nodes;
   std::vector<Row> rows;  // sorted by address, end_sequence rows first at equal addresses
   std::vector<std::string> strings;
+  KeyIndex interval_index, row_index;  // over intervals[].lo and rows[].addr
   size_t Bytes() const;
 };
 
@@ -112,6 +128,7 @@ class NativeModule {
     uint64_t addr, size;
     uint32_t name;  // offset into symbol_names_
     uint32_t file;  // the STT_FILE before a local symbol (offset into symbol_names_), or kNoFile
+    uint32_t name_size, file_size;
   };
   struct CuRange {
     uint64_t lo, hi;
@@ -139,6 +156,7 @@ class NativeModule {
   std::string debug_file_;
   std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;
+  KeyIndex symbol_index_;  // over symbols_[].addr
   std::string symbol_names_;
 
   // Owned libelf/libdw handles and their file descriptors.
@@ -154,7 +172,8 @@ class NativeModule {
   size_t cu_count_ = 0;
   std::vector<CuRange> cu_ranges_;  // sorted by lo
 
-  std::mutex dwarf_mu_;  // libdw access (building a CU's tables)
+  std::mutex dwarf_mu_;                                     // libdw access (building a CU's tables)
+  std::unordered_map<const char*, std::string> demangled_;  // linkage names (under dwarf_mu_)
   std::atomic<size_t> bytes_{0};
 };
 

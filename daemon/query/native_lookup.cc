@@ -32,25 +32,29 @@ native::ModuleCache::Options CacheOptions(const NativeOptions& o) {
 }
 
 // Fills one answer. `addr` is the address asked for and `vaddr` the ELF virtual address it
-// stands for: start is reported in the caller's address space.
+// stands for: start is reported in the caller's address space. Name and file are borrowed from
+// the module (the response keeps it alive); frames are built only when asked for.
 void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const std::string& image,
-          uint64_t addr, uint64_t vaddr, proto::LookupResult* r) {
+          uint64_t addr, uint64_t vaddr, uint32_t fields, proto::LookupResult* r) {
+  static constexpr std::string_view kUnknown = "??";
   r->found = true;
-  r->name = a.name.empty() ? std::string("??") : std::string(a.name);
+  r->name_view = a.name.empty() ? kUnknown : a.name;
   r->offset = vaddr - a.start;
   r->start = addr - r->offset;
   r->size = a.size;
   r->origin_view = kOrigin;
-  r->image = image;
-  r->build_id = m.build_id();
+  if (fields & proto::kFieldImage) r->image = image;
+  if (fields & proto::kFieldBuildId) r->build_id = m.build_id();
   r->frames.clear();
-  r->frames.reserve(a.frames.size());
-  for (const native::NativeFrame& f : a.frames) {
-    r->frames.push_back({f.name.empty() ? std::string("??") : std::string(f.name),
-                         std::string(f.file), f.line, f.column});
+  if (fields & proto::kFieldFrames) {
+    r->frames.reserve(a.frames.size());
+    for (const native::NativeFrame& f : a.frames) {
+      r->frames.push_back(
+          {std::string(f.name.empty() ? kUnknown : f.name), std::string(f.file), f.line, f.column});
+    }
   }
   if (!a.frames.empty() && !a.frames.front().file.empty()) {
-    r->file = std::string(a.frames.front().file);
+    r->file_view = a.frames.front().file;
     r->line = a.frames.front().line;
     r->column = a.frames.front().column;
   }
@@ -77,8 +81,9 @@ bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request) {
   return elf;
 }
 
-std::optional<proto::ErrorResponse> NativeLookup::LookupImage(const proto::LookupRequest& request,
-                                                              proto::LookupResponse* out) {
+std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
+    const proto::LookupRequest& request, proto::LookupResponse* out,
+    std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != kOrigin) {
     out->results.resize(request.addrs.size());
     for (size_t i = 0; i < request.addrs.size(); ++i) {
@@ -102,6 +107,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(const proto::Looku
     }
   }
   if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
+  keep->push_back(m);
   const size_t n = request.addrs.size();
   out->results.resize(n);
   native::NativeAnswer answer;
@@ -118,7 +124,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(const proto::Looku
     if (request.file_offset) vaddr = m->FileOffsetToAddress(q.addr);
     if (!vaddr) continue;
     m->Symbolize(*vaddr, &answer);
-    if (answer.found) Fill(*m, answer, image, q.addr, *vaddr, &r);
+    if (answer.found) Fill(*m, answer, image, q.addr, *vaddr, request.fields, &r);
   }
   modules_.Trim();
   return std::nullopt;
@@ -183,7 +189,8 @@ std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, cons
 }
 
 void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t peer_uid,
-                                   proto::LookupResponse* out) {
+                                   proto::LookupResponse* out,
+                                   std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != kOrigin) return;
   const uint32_t pid = static_cast<uint32_t>(*request.pid);
   std::vector<size_t> todo;
@@ -212,13 +219,16 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
       if (inserted) {
         std::string error;
         it->second = ModuleFor(pid, map, &error);
+        if (it->second) keep->push_back(it->second);
       }
       if (!it->second) continue;
       const std::optional<uint64_t> vaddr =
           it->second->FileOffsetToAddress(addr - map.start + map.offset);
       if (!vaddr) continue;
       it->second->Symbolize(*vaddr, &answer);
-      if (answer.found) Fill(*it->second, answer, map.path, addr, *vaddr, &out->results[i]);
+      if (answer.found) {
+        Fill(*it->second, answer, map.path, addr, *vaddr, request.fields, &out->results[i]);
+      }
     }
     // Outside every executable mapping known: the process may have mapped more since.
     if (misses.empty() || fresh) break;

@@ -38,13 +38,15 @@ class NativeLookup {
   // Whether an "image" request is for an ELF file: it names a build-id, or its image is a path
   // to a file that starts with the ELF magic.
   static bool IsNativeImageRequest(const proto::LookupRequest& request);
-  // An image request; nullopt on success, else the error to send.
+  // An image request; nullopt on success, else the error to send. `keep` receives what the
+  // results borrow from (the modules).
   std::optional<proto::ErrorResponse> LookupImage(const proto::LookupRequest& request,
-                                                  proto::LookupResponse* out);
+                                                  proto::LookupResponse* out,
+                                                  std::vector<std::shared_ptr<const void>>* keep);
   // A pid request: answers the addresses still unanswered that fall in an executable mapping of
   // a file. Only root and the process's owner get answers.
   void LookupInProcess(const proto::LookupRequest& request, uint32_t peer_uid,
-                       proto::LookupResponse* out);
+                       proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep);
 
   native::ModuleCache& modules() { return modules_; }
 

@@ -131,8 +131,8 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
               return Error(proto::kErrBadRequest, "lookup takes \"pid\" or \"image\", not both");
             }
             if (NativeLookup::IsNativeImageRequest(body)) {
-              // An ELF file (by path or build-id): answers own their strings.
-              if (auto error = native_.LookupImage(body, &lookup)) {
+              // An ELF file (by path or build-id).
+              if (auto error = native_.LookupImage(body, &lookup, &keep)) {
                 return Error(error->code, std::move(error->message));
               }
             } else if (!images_.LookupImage(*view, body, &lookup, &keep)) {
@@ -147,7 +147,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             // JIT sources first; ReadyToRun images answer what they do not know.
             images_.LookupInProcess(*view, body, peer.uid, &lookup, &keep);
             // What is left and lies in a file-backed executable mapping: ELF symbols.
-            native_.LookupInProcess(body, peer.uid, &lookup);
+            native_.LookupInProcess(body, peer.uid, &lookup, &keep);
           }
           if (keep.empty()) {
             lookup.keepalive = view;

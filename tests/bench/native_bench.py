@@ -5,8 +5,10 @@ Both symbolize the same batch of addresses (random addresses inside the function
 with DWARF, inlined frames included):
   cold  the first batch: jitsymd freshly started (module not cached) + one `jitsym lookup`, vs a
         fresh `llvm-symbolizer --inlines` process;
-  warm  the same batch again: `jitsym lookup` against the running daemon, vs the same batch fed
-        again to the running llvm-symbolizer process (its caches are warm too).
+  warm  the same batch again: `jitsym lookup` against the running daemon, vs the cost of one
+        more batch in the same llvm-symbolizer process (its caches are warm too), measured as
+        (time for 1+3 batches - time for 1 batch) / 3.
+CPU time (client + daemon for jitsym) is shown beside wall time: the machine may be shared.
 Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / jitsym time.
 
   python3 tests/bench/native_bench.py --jitsymd build/jitsymd --jitsym build/jitsym \\
@@ -16,12 +18,15 @@ Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / j
 import argparse
 import os
 import random
-import select
+import resource
 import shutil
 import statistics
 import subprocess
 import tempfile
 import time
+
+
+WARM = 3  # warm batches per round
 
 
 def sample_addresses(path, n, seed=7):
@@ -53,50 +58,44 @@ class Daemon:
         self.proc.wait(10)
 
 
-def jitsym_batch(jitsym, socket, elf, text):
-    t0 = time.perf_counter()
-    res = subprocess.run([jitsym, "--socket", socket, "lookup", "--image", elf], input=text,
-                         capture_output=True, text=True)
-    elapsed = time.perf_counter() - t0
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def process_cpu(pid):
+    """CPU seconds of all threads of a process (schedstat: nanoseconds on a CPU)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / 1e9
+
+
+def jitsym_batch(jitsym, daemon, elf, text):
+    """(wall seconds, CPU seconds of client + daemon) for one `jitsym lookup` of the batch."""
+    c0, d0, t0 = children_cpu(), process_cpu(daemon.proc.pid), time.perf_counter()
+    res = subprocess.run([jitsym, "--socket", daemon.socket, "lookup", "--image", elf],
+                         input=text, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    cpu = children_cpu() - c0 + process_cpu(daemon.proc.pid) - d0
     if res.returncode != 0:
         raise SystemExit(f"jitsym lookup failed: {res.stderr}")
-    return elapsed
+    return wall, cpu
 
 
-class Llvm:
-    """One llvm-symbolizer process fed batch after batch through a pipe."""
-
-    def __init__(self, elf):
-        self.proc = subprocess.Popen(["llvm-symbolizer", "--inlines", "--obj=" + elf],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-        self.buf = b""
-
-    def batch(self, text, n):
-        t0 = time.perf_counter()
-        data = text.encode()
-        fd_in, fd_out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        sent = 0
-        blank = 0
-        while blank < n:
-            want_write = [fd_in] if sent < len(data) else []
-            r, w, _ = select.select([fd_out], want_write, [], 120)
-            if not r and not w:
-                raise SystemExit("llvm-symbolizer stalled")
-            if w:
-                sent += os.write(fd_in, data[sent:sent + 65536])
-            if r:
-                chunk = os.read(fd_out, 1 << 20)
-                if not chunk:
-                    raise SystemExit("llvm-symbolizer exited")
-                self.buf += chunk
-                blank += self.buf.count(b"\n\n")
-                self.buf = self.buf[self.buf.rfind(b"\n\n") + 2:] if b"\n\n" in self.buf else \
-                    self.buf
-        return time.perf_counter() - t0
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(30)
+def llvm_run(elf, text, repeat):
+    """(wall, CPU) seconds of a fresh llvm-symbolizer symbolizing the batch `repeat` times."""
+    c0, t0 = children_cpu(), time.perf_counter()
+    res = subprocess.run(["llvm-symbolizer", "--inlines", "--obj=" + elf], input=text * repeat,
+                         capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
+    if res.returncode != 0:
+        raise SystemExit(f"llvm-symbolizer failed: {res.stderr}")
+    return wall, cpu
 
 
 def main():
@@ -113,32 +112,36 @@ def main():
     text = "".join(f"0x{x:x}\n" for x in addrs)
     n = len(addrs)
     root = tempfile.mkdtemp(prefix="jitsym-native-bench-")
-    cold_j, cold_l, warm_j, warm_l = [], [], [], []
+    cold_j, cold_l, warm_j, warm_l = [], [], [], []  # (wall, cpu) pairs
+    elf = os.path.abspath(a.elf)
     try:
         for _ in range(a.rounds):
             d = Daemon(a.jitsymd, root)
             try:
-                cold_j.append(jitsym_batch(a.jitsym, d.socket, a.elf, text))
-                for _ in range(3):
-                    warm_j.append(jitsym_batch(a.jitsym, d.socket, a.elf, text))
+                cold_j.append(jitsym_batch(a.jitsym, d, elf, text))
+                warm = [jitsym_batch(a.jitsym, d, elf, text) for _ in range(WARM)]
+                warm_j.append(tuple(statistics.median(x) for x in zip(*warm)))
             finally:
                 d.stop()
-            llvm = Llvm(a.elf)
-            t0 = time.perf_counter()
-            first = llvm.batch(text, n)
-            cold_l.append(first + 0 * t0)
-            for _ in range(3):
-                warm_l.append(llvm.batch(text, n))
-            llvm.close()
+            # llvm-symbolizer: one batch in a fresh process (cold); the cost of each further
+            # batch in one process (warm) = (time of 1 + WARM batches - time of 1) / WARM.
+            one = llvm_run(elf, text, 1)
+            more = llvm_run(elf, text, 1 + WARM)
+            cold_l.append(one)
+            warm_l.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    size = os.path.getsize(a.elf) / 1e6
-    print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds, medians")
-    print(f"{'':6} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}")
+    size = os.path.getsize(elf) / 1e6
+    print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds, medians; "
+          "CPU = client + daemon for jitsym")
+    print(f"{'':6} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
+          f"{'llvm CPU':>9} {'jitsym CPU':>11} {'ratio':>7}")
     for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j)):
-        ml, mj = statistics.median(l), statistics.median(j)
-        print(f"{name:6} {ml * 1000:13.1f} ms {mj * 1000:7.1f} ms {ml / mj:6.1f}x   "
-              f"({n / ml / 1000:.0f}k vs {n / mj / 1000:.0f}k addresses/s)")
+        lw, lc = (statistics.median(x) for x in zip(*l))
+        jw, jc = (statistics.median(x) for x in zip(*j))
+        print(f"{name:6} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
+              f"{lc * 1000:6.1f} ms {jc * 1000:8.1f} ms {lc / jc:6.1f}x   "
+              f"({n / lw / 1000:.0f}k vs {n / jw / 1000:.0f}k addresses/s)")
 
 
 if __name__ == "__main__":
