@@ -390,8 +390,8 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   prototype.origin = origin;
   if (!json) {
     // Text output prints only these: ask for nothing else.
-    prototype.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
-                       proto::kFieldPosition | proto::kFieldImage;
+    prototype.fields =
+        proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin | proto::kFieldPosition;
   }
   size_t batch_size = kDefaultBatch;
   if (batch_text) {

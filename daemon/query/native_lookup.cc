@@ -201,6 +201,13 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
   if (todo.empty()) return;
   bool fresh = false;
   std::shared_ptr<const ProcessTable> table = Cached(pid, false, &fresh);
+  if (table && !fresh && MonotonicNowNs() - table->read_ns >= kMinRereadNs) {
+    // The pid may belong to another process by now: then its table is read again.
+    auto identity = ingest::ReadProcessIdentity(pid);
+    if (identity && identity->start_ticks != table->start_ticks) {
+      table = Cached(pid, true, &fresh);
+    }
+  }
   if (!table || (peer_uid != 0 && peer_uid != table->uid)) return;
   std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
   native::NativeAnswer answer;
