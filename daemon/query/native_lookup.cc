@@ -94,17 +94,18 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
   }
   std::string error;
   std::shared_ptr<native::NativeModule> m;
-  if (request.build_id) {
-    std::string id = *request.build_id;
-    std::transform(id.begin(), id.end(), id.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    m = modules_.GetByBuildId(id, &error);
-  } else {
+  std::string id = request.build_id.value_or("");
+  std::transform(id.begin(), id.end(), id.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (request.image && request.image->find('/') != std::string::npos) {
+    // A path (and maybe the build id it must have).
     m = modules_.GetByPath(*request.image, &error);
-    if (m && request.build_id && m->build_id() != *request.build_id) {
+    if (m && request.build_id && m->build_id() != id) {
       return proto::ErrorResponse{std::string(proto::kErrNotFound),
-                                  *request.image + " does not have build id " + *request.build_id};
+                                  *request.image + " does not have build id " + id};
     }
+  } else {
+    m = modules_.GetByBuildId(id, &error);
   }
   if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
   keep->push_back(m);

@@ -236,6 +236,12 @@ def file_offsets_and_build_id():
     check(by_id["frames"] == by_vaddr["frames"], f"{by_id} != {by_vaddr}")
     res = h.client("lookup", "--build-id", "00" * 20, "0x1000")
     check(res.returncode != 0 and "00" * 20 in res.stderr, f"unknown build id: {res.stderr}")
+    by_both = lookup("--image", FIX["full"], "--build-id", FIX["build_id"].upper(),
+                     addrs=[worker + 4])[0]
+    check(by_both["frames"] == by_vaddr["frames"], f"{by_both} != {by_vaddr}")
+    res = h.client("lookup", "--image", FIX["full"], "--build-id", "ab" * 20, "0x1000")
+    check(res.returncode != 0 and "does not have build id" in res.stderr,
+          f"path with another build id: {res.stderr}")
 
 
 @h.case
