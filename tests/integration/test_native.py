@@ -148,6 +148,11 @@ def compile_and_start():
         f.write(LIBRARY)
     full = FIX["full"] = os.path.join(d, "full")
     run("gcc", "-O2", "-g", "-Wl,--build-id", "-o", full, src)
+    # DWARF in zlib-compressed sections (SHF_COMPRESSED).
+    FIX["compressed"] = os.path.join(d, "compressed")
+    run("gcc", "-O2", "-g", "-gz=zlib", "-o", FIX["compressed"], src)
+    check("C" in run("readelf", "-S", "-W", FIX["compressed"]).split(".debug_info")[1]
+          .splitlines()[0], "gcc -gz=zlib did not compress .debug_info")
     # Stripped, its debug file under DEBUG/.build-id/xx/yyyy.debug.
     stripped = FIX["stripped"] = os.path.join(d, "stripped")
     run("objcopy", "--only-keep-debug", full, os.path.join(d, "full.debug"))
@@ -242,6 +247,16 @@ def file_offsets_and_build_id():
     res = h.client("lookup", "--image", FIX["full"], "--build-id", "ab" * 20, "0x1000")
     check(res.returncode != 0 and "does not have build id" in res.stderr,
           f"path with another build id: {res.stderr}")
+
+
+@h.case
+def compressed_debug_sections():
+    worker = symbol(FIX["compressed"], "worker")
+    answers = lookup("--image", FIX["compressed"], addrs=range(worker, worker + 24))
+    for a in answers:
+        check_worker(a, FIX["compressed"])
+    check(any(len(a["frames"]) == 2 and a["frames"][0]["line"] == HELPER_LINE for a in answers),
+          f"no inlined helper in compressed DWARF: {answers[:2]}")
 
 
 @h.case
