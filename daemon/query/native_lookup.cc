@@ -111,8 +111,11 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
   keep->push_back(m);
   const size_t n = request.addrs.size();
   out->results.resize(n);
-  native::NativeAnswer answer;
   const std::string& image = request.image ? *request.image : m->path();
+  // Symbolized in address order: consecutive lookups then walk the tables forward (and stay in
+  // cache), and repeated addresses (samples of one hot spot) are symbolized once.
+  std::vector<std::pair<uint64_t, size_t>> order;  // (virtual address, index)
+  order.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const proto::AddressQuery& q = request.addrs[i];
     proto::LookupResult& r = out->results[i];
@@ -123,9 +126,16 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
     }
     std::optional<uint64_t> vaddr = q.addr;
     if (request.file_offset) vaddr = m->FileOffsetToAddress(q.addr);
-    if (!vaddr) continue;
-    m->Symbolize(*vaddr, &answer);
-    if (answer.found) Fill(*m, answer, image, q.addr, *vaddr, request.fields, &r);
+    if (vaddr) order.emplace_back(*vaddr, i);
+  }
+  std::sort(order.begin(), order.end());
+  native::NativeAnswer answer;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const auto [vaddr, i] = order[k];
+    if (k == 0 || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
+    if (answer.found) {
+      Fill(*m, answer, image, request.addrs[i].addr, vaddr, request.fields, &out->results[i]);
+    }
   }
   modules_.Trim();
   return std::nullopt;
@@ -214,6 +224,9 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
   native::NativeAnswer answer;
   for (int pass = 0; pass < 2 && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
+    // In address order, as for images: the tables are walked forward.
+    std::sort(todo.begin(), todo.end(),
+              [&](size_t a, size_t b) { return request.addrs[a].addr < request.addrs[b].addr; });
     for (size_t i : todo) {
       const uint64_t addr = request.addrs[i].addr;
       auto next = std::upper_bound(table->maps.begin(), table->maps.end(), addr,
