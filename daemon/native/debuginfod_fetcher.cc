@@ -3,6 +3,7 @@
 #include <elfutils/debuginfod.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -23,55 +24,69 @@ bool DebuginfodFetcher::Configured() {
   return urls != nullptr && urls[0] != '\0';
 }
 
+DebuginfodFetcher::DebuginfodFetcher() : state_(std::make_shared<State>()) {}
+
 DebuginfodFetcher::~DebuginfodFetcher() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
+  std::unique_lock lock(state_->mu);
+  state_->stop = true;
+  state_->cv.notify_all();
+  const bool done =
+      state_->cv.wait_for(lock, std::chrono::seconds(2), [this] { return !state_->running; });
+  lock.unlock();
+  if (!thread_.joinable()) return;
+  if (done) {
+    thread_.join();
+  } else {
+    JITSYM_LOG(kWarning, "debuginfod: a download is still in progress; not waiting for it");
+    thread_.detach();  // it owns its share of the state
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
 }
 
 std::optional<std::string> DebuginfodFetcher::Fetched(const std::string& build_id) {
-  std::lock_guard lock(mu_);
-  auto it = entries_.find(build_id);
-  if (it == entries_.end() || it->second.path.empty()) return std::nullopt;
+  std::lock_guard lock(state_->mu);
+  auto it = state_->entries.find(build_id);
+  if (it == state_->entries.end() || it->second.path.empty()) return std::nullopt;
   return it->second.path;
 }
 
 void DebuginfodFetcher::Request(const std::string& build_id) {
-  std::lock_guard lock(mu_);
-  if (stop_) return;
-  if (entries_.size() >= kMaxEntries && !entries_.contains(build_id)) return;
-  Entry& e = entries_[build_id];
+  State& s = *state_;
+  std::lock_guard lock(s.mu);
+  if (s.stop) return;
+  if (s.entries.size() >= kMaxEntries && !s.entries.contains(build_id)) return;
+  Entry& e = s.entries[build_id];
   const uint64_t now = MonotonicNowNs();
   if (!e.path.empty() || e.queued || (e.tried_ns != 0 && now - e.tried_ns < kRetryNs)) return;
-  if (queue_.size() >= kMaxQueued) return;
+  if (s.queue.size() >= kMaxQueued) return;
   e.queued = true;
-  queue_.push_back(build_id);
-  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
-  cv_.notify_one();
+  s.queue.push_back(build_id);
+  if (!thread_.joinable()) {
+    s.running = true;
+    thread_ = std::thread(Run, state_);
+  }
+  s.cv.notify_all();
 }
 
-void DebuginfodFetcher::Run() {
+void DebuginfodFetcher::Run(std::shared_ptr<State> state) {
+  State& s = *state;
   debuginfod_client* client = debuginfod_begin();
   if (client == nullptr) {
     JITSYM_LOG(kWarning, "debuginfod: cannot create a client; no downloads");
-    return;
+  } else {
+    debuginfod_set_user_data(client, &s);
+    // Called during transfers: a non-zero return aborts, so shutdown does not wait on them.
+    debuginfod_set_progressfn(client, [](debuginfod_client* c, long, long) -> int {
+      auto* st = static_cast<State*>(debuginfod_get_user_data(c));
+      std::lock_guard lock(st->mu);
+      return st->stop ? 1 : 0;
+    });
   }
-  debuginfod_set_user_data(client, this);
-  // Called during transfers: a non-zero return aborts, so shutdown does not wait on the network.
-  debuginfod_set_progressfn(client, [](debuginfod_client* c, long, long) -> int {
-    auto* self = static_cast<DebuginfodFetcher*>(debuginfod_get_user_data(c));
-    std::lock_guard lock(self->mu_);
-    return self->stop_ ? 1 : 0;
-  });
-  std::unique_lock lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (stop_) break;
-    const std::string id = queue_.front();
-    queue_.pop_front();
+  std::unique_lock lock(s.mu);
+  while (client != nullptr) {
+    s.cv.wait(lock, [&s] { return s.stop || !s.queue.empty(); });
+    if (s.stop) break;
+    const std::string id = s.queue.front();
+    s.queue.pop_front();
     lock.unlock();
     char* path = nullptr;
     const uint64_t t0 = MonotonicNowNs();
@@ -88,13 +103,16 @@ void DebuginfodFetcher::Run() {
     }
     std::free(path);
     lock.lock();
-    Entry& e = entries_[id];
+    Entry& e = s.entries[id];
     e.queued = false;
     e.tried_ns = MonotonicNowNs();
     e.path = found;
   }
-  lock.unlock();
-  debuginfod_end(client);
+  if (lock.owns_lock()) lock.unlock();
+  if (client != nullptr) debuginfod_end(client);
+  lock.lock();
+  s.running = false;
+  s.cv.notify_all();
 }
 
 }  // namespace jitsym::native

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,8 +20,10 @@ class DebuginfodFetcher {
  public:
   // Whether DEBUGINFOD_URLS names a server.
   static bool Configured();
-  DebuginfodFetcher() = default;
-  ~DebuginfodFetcher();  // aborts a transfer in progress
+  DebuginfodFetcher();
+  // Aborts a transfer in progress; a fetch that does not notice within two seconds (a slow
+  // name lookup or connect) is left to finish on its own, so shutdown never waits on the network.
+  ~DebuginfodFetcher();
 
   // The local path of the debug file fetched for this build-id (hex), once there is one.
   std::optional<std::string> Fetched(const std::string& build_id);
@@ -34,13 +37,18 @@ class DebuginfodFetcher {
     uint64_t tried_ns = 0;
     bool queued = false;
   };
-  void Run();
+  // Shared with the thread, which may outlive the fetcher.
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::string> queue;
+    std::unordered_map<std::string, Entry> entries;
+    bool stop = false;
+    bool running = false;
+  };
+  static void Run(std::shared_ptr<State> state);
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::unordered_map<std::string, Entry> entries_;
-  bool stop_ = false;
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 
