@@ -60,6 +60,17 @@ void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const st
   }
 }
 
+// Whether the permission bits of a file let (uid, gid) read it; root and the daemon's own user
+// always may. Supplementary groups are not known here: they do not count.
+bool ReadableBy(const std::string& path, uint32_t uid, uint32_t gid) {
+  if (uid == 0 || uid == ::geteuid()) return true;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  if (st.st_uid == uid) return (st.st_mode & S_IRUSR) != 0;
+  if (st.st_gid == gid) return (st.st_mode & S_IRGRP) != 0;
+  return (st.st_mode & S_IROTH) != 0;
+}
+
 }  // namespace
 
 void SetNativeOptions(NativeOptions options) { Options() = std::move(options); }
@@ -82,8 +93,8 @@ bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request) {
 }
 
 std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
-    const proto::LookupRequest& request, proto::LookupResponse* out,
-    std::vector<std::shared_ptr<const void>>* keep) {
+    const proto::LookupRequest& request, uint32_t peer_uid, uint32_t peer_gid,
+    proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != kOrigin) {
     out->results.resize(request.addrs.size());
     for (size_t i = 0; i < request.addrs.size(); ++i) {
@@ -108,6 +119,10 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
     m = modules_.GetByBuildId(id, &error);
   }
   if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
+  if (!ReadableBy(m->path(), peer_uid, peer_gid)) {
+    return proto::ErrorResponse{std::string(proto::kErrPermission),
+                                m->path() + ": not readable by the requesting user"};
+  }
   keep->push_back(m);
   const size_t n = request.addrs.size();
   out->results.resize(n);

@@ -39,8 +39,10 @@ class NativeLookup {
   // to a file that starts with the ELF magic.
   static bool IsNativeImageRequest(const proto::LookupRequest& request);
   // An image request; nullopt on success, else the error to send. `keep` receives what the
-  // results borrow from (the modules).
+  // results borrow from (the modules). The daemon may be able to read more than who asks:
+  // a file is only symbolized for a peer (uid, gid) its permission bits let read it.
   std::optional<proto::ErrorResponse> LookupImage(const proto::LookupRequest& request,
+                                                  uint32_t peer_uid, uint32_t peer_gid,
                                                   proto::LookupResponse* out,
                                                   std::vector<std::shared_ptr<const void>>* keep);
   // A pid request: answers the addresses still unanswered that fall in an executable mapping of

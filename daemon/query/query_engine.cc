@@ -132,7 +132,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             }
             if (NativeLookup::IsNativeImageRequest(body)) {
               // An ELF file (by path or build-id).
-              if (auto error = native_.LookupImage(body, &lookup, &keep)) {
+              if (auto error = native_.LookupImage(body, peer.uid, peer.gid, &lookup, &keep)) {
                 return Error(error->code, std::move(error->message));
               }
             } else if (!images_.LookupImage(*view, body, &lookup, &keep)) {
