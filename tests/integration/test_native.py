@@ -322,6 +322,29 @@ def live_process_then_exited():
 
 
 @h.case
+def only_readers_of_a_file_get_its_symbols():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        print("  (not root: the other user's view is not tested)")
+        return
+    os.chmod(h.root, 0o711)  # the socket is reachable, the files are not listable
+    private = os.path.join(FIX["dir"], "private")
+    shutil.copy(FIX["full"], private)
+    os.chmod(private, 0o600)
+    os.chmod(FIX["dir"], 0o711)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", h.jitsym,
+              "--socket", h.socket_path, "lookup", "--image"]
+    res = subprocess.run(nobody + [private, hexaddr(FIX["worker"])], capture_output=True,
+                         text=True)
+    check(res.returncode != 0 and "permission_denied" in res.stderr,
+          f"another user read a private file's symbols: {res.stdout!r} {res.stderr!r}")
+    os.chmod(private, 0o644)
+    res = subprocess.run(nobody + [private, hexaddr(FIX["worker"])], capture_output=True,
+                         text=True)
+    check(res.returncode == 0 and "\tworker+0x0\telf" in res.stdout,
+          f"a readable file: {res.stdout!r} {res.stderr!r}")
+
+
+@h.case
 def hostile_files():
     d = FIX["dir"]
     cases = {
