@@ -946,7 +946,9 @@ void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
     out->start = sym->addr;
     out->size = sym->size;
   } else {
-    out->start = function_start;
+    // The subprogram's entry; an address below it (in a part placed before the entry) counts
+    // from itself.
+    out->start = function_start <= addr ? function_start : addr;
   }
   out->name = out->frames.back().name;
 }
