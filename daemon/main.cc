@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -19,6 +20,8 @@
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/ingester.h"
 #include "daemon/query/query_engine.h"
+#include "daemon/security/limits.h"
+#include "daemon/security/peer_access.h"
 #include "daemon/server/server.h"
 #include "daemon/util/log.h"
 #include "proto/protocol.h"
@@ -39,6 +42,15 @@ constexpr const char* kUsage =
     "                      $XDG_RUNTIME_DIR/jitsymd.sock otherwise)\n"
     "  --threads N         query threads (default: number of CPUs, at least 2)\n"
     "  --log-level LEVEL   debug, info, warning or error (default: info)\n"
+    "  --trusted-group NAME  members of this group may query every process and image\n"
+    "                      (default: root and each process's owner only)\n"
+    "  --pending-timeout-ms N  how long a file naming a pid that does not exist (yet) waits\n"
+    "                      for the process before it is ignored (default: 5000)\n"
+    "  --limit-file-bytes N, --limit-file-ranges N, --limit-user-bytes N,\n"
+    "  --limit-user-files N, --limit-total-bytes N, --limit-total-files N\n"
+    "                      what the watched files may make the daemon hold, per file, per\n"
+    "                      owner and in total (defaults: 8 GiB, 64 Mi ranges, 32 GiB, 1024\n"
+    "                      files, 128 GiB, 8192 files); see docs/operations.md\n"
     "  --version           print the version and exit\n"
     "  -h, --help          print this help and exit\n";
 
@@ -48,11 +60,23 @@ struct Options {
   std::string socket;
   int threads = 0;
   jitsym::log::Level level = jitsym::log::Level::kInfo;
+  jitsym::security::AccessPolicy access;
+  jitsym::security::Limits limits;
+  int pending_timeout_ms = 5000;
 };
 
 [[noreturn]] void UsageError(const std::string& message) {
   std::fprintf(stderr, "jitsymd: %s\nTry 'jitsymd --help'.\n", message.c_str());
   std::exit(2);
+}
+
+uint64_t ParseCount(const std::string& name, const std::string& value, uint64_t min) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n < min) {
+    UsageError(name + " takes a number of at least " + std::to_string(min));
+  }
+  return n;
 }
 
 Options ParseOptions(int argc, char** argv) {
@@ -94,6 +118,24 @@ Options ParseOptions(int argc, char** argv) {
       auto level = jitsym::log::ParseLevel(value);
       if (!level) UsageError("unknown log level '" + value + "'");
       o.level = *level;
+    } else if (take("--trusted-group")) {
+      o.access.trusted_gid = jitsym::security::ResolveGroup(value);
+      if (!o.access.trusted_gid) UsageError("no group named '" + value + "'");
+    } else if (take("--pending-timeout-ms")) {
+      o.pending_timeout_ms = static_cast<int>(
+          std::min<uint64_t>(ParseCount("--pending-timeout-ms", value, 0), 3600 * 1000));
+    } else if (take("--limit-file-bytes")) {
+      o.limits.file_bytes = ParseCount("--limit-file-bytes", value, 1);
+    } else if (take("--limit-file-ranges")) {
+      o.limits.file_ranges = ParseCount("--limit-file-ranges", value, 1);
+    } else if (take("--limit-user-bytes")) {
+      o.limits.user_bytes = ParseCount("--limit-user-bytes", value, 1);
+    } else if (take("--limit-user-files")) {
+      o.limits.user_files = ParseCount("--limit-user-files", value, 1);
+    } else if (take("--limit-total-bytes")) {
+      o.limits.total_bytes = ParseCount("--limit-total-bytes", value, 1);
+    } else if (take("--limit-total-files")) {
+      o.limits.total_files = ParseCount("--limit-total-files", value, 1);
     } else {
       UsageError("unknown option '" + std::string(arg) + "'");
     }
@@ -119,11 +161,14 @@ int main(int argc, char** argv) {
 
   ingest::IngesterOptions ingest_options;
   ingest_options.watch_dirs = options.watch;
+  ingest_options.limits = options.limits;
+  ingest_options.pending_timeout_ms = options.pending_timeout_ms;
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;
   query::QueryEngine engine(
       cell, [&server_ptr] { return server_ptr ? server_ptr->counters() : server::Counters{}; });
+  engine.set_access_policy(options.access);
   server::Server server(server_io, engine);
   server_ptr = &server;
 

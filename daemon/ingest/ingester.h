@@ -7,6 +7,7 @@
 #ifndef JITSYM_DAEMON_INGEST_INGESTER_H_
 #define JITSYM_DAEMON_INGEST_INGESTER_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
@@ -22,6 +23,7 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/source.h"
+#include "daemon/security/limits.h"
 
 namespace jitsym::ingest {
 
@@ -30,6 +32,9 @@ struct IngesterOptions {
   size_t read_chunk = 1 << 20;      // bytes per read(2)
   size_t drain_budget = 32u << 20;  // bytes one file may ingest before others get a turn
   int idle_compact_ms = 1000;       // a source idle this long is compacted to one run
+  security::Limits limits;
+  // A file naming a pid that does not exist (and not root's) waits this long for the process.
+  int pending_timeout_ms = 5000;
 };
 
 class Ingester {
@@ -52,6 +57,7 @@ class Ingester {
     std::string path;
     dev_t dev = 0;
     ino_t ino = 0;
+    uint32_t uid = 0;  // the file's owner
     int fd = -1;
     uint64_t offset = 0;  // next file offset to read
     uint64_t bytes_read = 0;
@@ -75,6 +81,7 @@ class Ingester {
     std::optional<uint64_t> start_ticks;
     std::optional<uint64_t> start_time;
     std::optional<uint64_t> exit_time;
+    std::optional<uint32_t> uid;  // owner, from /proc while the process was seen alive
     bool alive = false;
     bool changed = true;
     std::vector<FollowedFile*> files;
@@ -98,6 +105,15 @@ class Ingester {
   void Forget(FollowedFile& file);
   void Publish();
   void ScheduleMaintenance();
+  // File trust and limits (daemon/security): whether a newly opened file may be followed.
+  bool Admit(const std::string& dir, const std::string& name, const std::string& path,
+             std::optional<uint32_t> pid, const struct stat& st);
+  void RecheckPending();
+  void ArmPendingTimer();
+  // Remembers a refused file so that its further modifications are not logged again.
+  void Ignore(const std::string& path, const struct stat& st);
+  bool Ignored(const std::string& path, const struct stat& st) const;
+  void CloseFd(FollowedFile& file);
 
   boost::asio::io_context& io_;
   IngesterOptions options_;
@@ -118,6 +134,20 @@ class Ingester {
   boost::asio::steady_timer maintenance_;
   uint64_t bytes_ingested_ = 0;
   uint64_t files_failed_ = 0;
+  // Files waiting for their pid to appear: path -> (inode, give-up time).
+  struct Pending {
+    std::string dir, name;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    uint64_t deadline_ns = 0;
+  };
+  std::unordered_map<std::string, Pending> pending_;
+  std::unordered_map<std::string, std::pair<dev_t, ino_t>> ignored_;
+  boost::asio::steady_timer pending_timer_;
+  bool pending_timer_armed_ = false;
+  security::LimitLedger ledger_;
+  uint64_t files_untrusted_ = 0;
+  uint64_t files_over_limit_ = 0;
 };
 
 }  // namespace jitsym::ingest

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proto/protocol.h"
 
@@ -30,6 +31,8 @@ struct PeerCredentials {
   int pid = 0;
   unsigned uid = 0;
   unsigned gid = 0;
+  // Supplementary groups at connect time (SO_PEERGROUPS); empty when the kernel cannot tell.
+  std::vector<unsigned> groups;
 };
 
 // Implemented by the daemon's query engine.

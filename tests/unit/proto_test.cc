@@ -597,12 +597,22 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   stats.connections = 10;
   stats.errors = 11;
   stats.uptime_ns = UINT64_MAX;
+  stats.files_untrusted = 12;
+  stats.files_pending = 13;
+  stats.files_over_limit = 14;
+  stats.denied = 15;
   const Response decoded = ResponseRoundTrip({"", stats});
-  EXPECT_EQ(std::get<StatsResponse>(decoded.body).uptime_ns, UINT64_MAX);
+  const auto& got = std::get<StatsResponse>(decoded.body);
+  EXPECT_EQ(got.uptime_ns, UINT64_MAX);
+  EXPECT_EQ(got.files_untrusted, 12u);
+  EXPECT_EQ(got.files_pending, 13u);
+  EXPECT_EQ(got.files_over_limit, 14u);
+  EXPECT_EQ(got.denied, 15u);
   const auto j = nlohmann::json::parse(Encoded({"", stats}));
-  EXPECT_EQ(j["stats"].size(), 12u);
+  EXPECT_EQ(j["stats"].size(), 16u);
   EXPECT_EQ(j["stats"]["records_ingested"], 7);
-  EXPECT_EQ(StatsMembers(stats).size(), 12u);
+  EXPECT_EQ(j["stats"]["denied"], 15);
+  EXPECT_EQ(StatsMembers(stats).size(), 16u);
 }
 
 TEST(ResponseCodecTest, OtherBodiesRoundTrip) {
