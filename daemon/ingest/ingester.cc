@@ -340,8 +340,10 @@ bool Ingester::Drain(FollowedFile& file) {
   const auto size = static_cast<uint64_t>(st.st_size);
   // Rewritten in place (truncated, then written again): the file is smaller, or it has grown
   // back past our offset already and the last bytes we read are no longer there.
+  // Also when the size did not change: truncated and rewritten to the same length between two
+  // looks (one 32-byte pread per event that brought nothing new).
   bool rewritten = size < file.offset;
-  if (!rewritten && file.tail_len > 0 && size != file.checked_size) {
+  if (!rewritten && file.tail_len > 0 && (size != file.checked_size || size == file.offset)) {
     uint8_t now[sizeof(file.tail)];
     const ssize_t n = ::pread(file.fd, now, file.tail_len, static_cast<off_t>(file.tail_offset));
     rewritten =
