@@ -193,7 +193,10 @@ std::vector<Run::Interval> Run::Pieces() const {
   for (size_t i = 0; i < keys_.size(); ++i) {
     if (keys_[i].pos == kGap) continue;
     uint64_t end = ranges_[keys_[i].pos].end();
-    if (i + 1 < keys_.size()) end = std::min(end, keys_[i + 1].key);
+    if (i + 1 < keys_.size()) {
+      const uint64_t next = keys_[i + 1].key;  // a copy: Piece is packed
+      end = std::min(end, next);
+    }
     out.push_back({keys_[i].key, end, keys_[i].pos});
   }
   return out;
