@@ -168,6 +168,7 @@ struct ProcessInfo {
   int64_t pid = 0;
   uint64_t incarnation = 0;
   bool alive = false;
+  std::optional<uint32_t> uid;         // the process's owner, when known
   std::optional<uint64_t> first_time;  // first/last record timestamps (CLOCK_MONOTONIC ns)
   std::optional<uint64_t> last_time;
   uint64_t ranges = 0;

@@ -200,6 +200,7 @@ bool DecodeProcess(Decoder& d, ProcessInfo* p) {
     if (key == "pid") return d.Int(key, &p->pid);
     if (key == "incarnation") return d.Uint(key, &p->incarnation);
     if (key == "alive") return d.Bool(key, &p->alive);
+    if (key == "uid") return d.Uint(key, &p->uid.emplace());
     if (key == "first_time") return d.OptionalUint(key, &p->first_time);
     if (key == "last_time") return d.OptionalUint(key, &p->last_time);
     if (key == "ranges") return d.Uint(key, &p->ranges);

@@ -216,6 +216,15 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   context.initial_size = static_cast<uint64_t>(st.st_size);
   if (match->pid) {
     Incarnation* inc = IncarnationFor(*match->pid);
+    if (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid) {
+      // The pid was reused by another user's process since Admit looked.
+      ++files_untrusted_;
+      JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(st.st_uid), " but pid ",
+                 *match->pid, " is now owned by ", security::DescribeUid(*inc->uid), "; ignored");
+      ledger_.ReleaseFile(st.st_uid);
+      ::close(fd);
+      return;
+    }
     file->incarnation = inc;
     inc->files.push_back(file.get());
     inc->changed = true;

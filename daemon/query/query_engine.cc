@@ -98,6 +98,7 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
       info.pid = p->pid;
       info.incarnation = p->incarnation;
       info.alive = p->alive;
+      info.uid = p->uid;
       for (const auto& s : p->sources) {
         proto::SourceInfo si;
         si.origin = s->origin;
@@ -193,7 +194,8 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             Lookup(*view, body, &lookup, &access);
             DenyUnknownOwner(*view, static_cast<uint32_t>(*body.pid), access, &lookup);
             // JIT sources first; ReadyToRun images answer what they do not know.
-            images_.LookupInProcess(*view, body, peer.uid, &lookup, &keep);
+            // (As root for the trusted group: it may see every process's images.)
+            images_.LookupInProcess(*view, body, access.trusted() ? 0 : peer.uid, &lookup, &keep);
           }
           if (keep.empty()) {
             lookup.keepalive = view;

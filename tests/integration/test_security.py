@@ -148,6 +148,8 @@ def a_non_owner_is_denied_per_address_and_does_not_see_the_process():
     pids = {p["pid"] for p in json_lines(res.stdout)}
     check(S["nobody_pid"] in pids and S["root_pid"] not in pids,
           f"nobody's `processes` shows {sorted(pids)}")
+    mine = [p for p in json_lines(res.stdout) if p["pid"] == S["nobody_pid"]]
+    check(mine and mine[0].get("uid") == NOBODY.pw_uid, f"owner not shown: {mine}")
     check(stats()["denied"] >= 3, "denied not counted")  # counted before answering
 
 

@@ -568,6 +568,7 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
   p.pid = 1234;
   p.incarnation = 1;
   p.alive = true;
+  p.uid = 1000;
   p.first_time = 5;
   p.ranges = 10;
   p.sources.push_back({"jitdump", "/tmp/jit-1234.dump", "following", 10, 4096, ""});
@@ -579,6 +580,8 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].pid, 1234);
   EXPECT_EQ(got[0].first_time, 5u);
+  EXPECT_EQ(got[0].uid, 1000u);
+  EXPECT_FALSE(got[1].uid);
   EXPECT_FALSE(got[0].last_time);
   EXPECT_EQ(got[0].sources[1].error, "bad line 3");
 }
