@@ -350,13 +350,17 @@ bool Ingester::Drain(FollowedFile& file) {
   // Rewritten in place (truncated, then written again): the file is smaller, or it has grown
   // back past our offset already and the last bytes we read are no longer there.
   // Also when the size did not change: truncated and rewritten to the same length between two
-  // looks (one 32-byte pread per event that brought nothing new).
+  // looks (two small preads per event that brought nothing new). The first bytes are compared
+  // too: a rewrite with the same tail (code bytes) differs at the start.
   bool rewritten = size < file.offset;
+  auto changed = [&](const uint8_t* saved, size_t len, uint64_t at) {
+    uint8_t now[64];
+    const ssize_t n = ::pread(file.fd, now, len, static_cast<off_t>(at));
+    return n != static_cast<ssize_t>(len) || std::memcmp(now, saved, len) != 0;
+  };
   if (!rewritten && file.tail_len > 0 && (size != file.checked_size || size == file.offset)) {
-    uint8_t now[sizeof(file.tail)];
-    const ssize_t n = ::pread(file.fd, now, file.tail_len, static_cast<off_t>(file.tail_offset));
     rewritten =
-        n != static_cast<ssize_t>(file.tail_len) || std::memcmp(now, file.tail, file.tail_len) != 0;
+        changed(file.tail, file.tail_len, file.tail_offset) || changed(file.head, file.head_len, 0);
   }
   file.checked_size = size;
   if (rewritten) {
@@ -402,6 +406,11 @@ bool Ingester::Drain(FollowedFile& file) {
     file.tail_len = std::min(sizeof(file.tail), static_cast<size_t>(got));
     file.tail_offset = file.offset + static_cast<uint64_t>(got) - file.tail_len;
     std::memcpy(file.tail, read_buf_.data() + got - file.tail_len, file.tail_len);
+    if (file.head_len == file.offset && file.head_len < sizeof(file.head)) {
+      const size_t n = std::min(sizeof(file.head) - file.head_len, static_cast<size_t>(got));
+      std::memcpy(file.head + file.head_len, read_buf_.data(), n);
+      file.head_len += n;
+    }
     file.offset += static_cast<uint64_t>(got);
     file.bytes_read += static_cast<uint64_t>(got);
     bytes_ingested_ += static_cast<uint64_t>(got);

@@ -66,6 +66,10 @@ class Ingester {
     size_t tail_len = 0;
     uint64_t tail_offset = 0;
     uint64_t checked_size = 0;  // file size when the tail was last checked
+    // The first bytes read: a rewrite whose tail happens to match (code bytes, padding) still
+    // differs at the start (header timestamp, first names).
+    uint8_t head[64] = {};
+    size_t head_len = 0;
     std::string state = "following";
     std::unique_ptr<Source> source;
     Incarnation* incarnation = nullptr;

@@ -53,6 +53,10 @@ struct ServerOptions {
   // Answers to pipelined requests are collected up to this size before being written; no more
   // requests are read from a connection until its pending output is written.
   size_t output_high_water = 1 << 20;
+  // Input buffered beyond 64 KiB per connection (long request lines), summed over connections:
+  // a connection whose line would take more is answered "busy" and closed, so that many
+  // connections each sending a line just under max_request_bytes cannot exhaust memory.
+  size_t max_buffered_request_bytes = 512u << 20;
 };
 
 // Monotonic totals since the server was created (connections_open is current).
