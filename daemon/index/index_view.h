@@ -53,6 +53,10 @@ struct IndexCounters {
   uint64_t files_untrusted = 0;   // ignored: owner is neither the process's owner nor root
   uint64_t files_pending = 0;     // waiting for their process to appear (now)
   uint64_t files_over_limit = 0;  // refused or stopped by a limit (daemon/security/limits.h)
+  // Lifecycle of exited processes.
+  uint64_t processes_exited = 0;  // exited incarnations still indexed (within their retention)
+  uint64_t evictions = 0;         // incarnations evicted since start (retention or budget)
+  uint64_t memory_budget_bytes = 0;
 };
 
 struct IndexView {

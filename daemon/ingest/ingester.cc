@@ -121,6 +121,7 @@ void Ingester::ReadEvents() {
           auto known = by_path_.find(path);
           if (ev.mask & (IN_DELETE | IN_MOVED_FROM)) {
             pending_.erase(path);
+            evicted_.erase(path);
             if (known != by_path_.end()) {
               FollowedFile& f = *known->second;
               Drain(f);  // whatever was written before the unlink is still readable
@@ -180,6 +181,10 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     JITSYM_LOG(kWarning, path, ": not a regular file; not followed");
+    ::close(fd);
+    return;
+  }
+  if (SkipEvicted(path, st)) {
     ::close(fd);
     return;
   }
@@ -674,11 +679,12 @@ void Ingester::Publish() {
     }
   }
   const index::IndexCounters& before = cell_.Get()->counters;
-  if (!any && cell_.Get()->processes.size() == processes_.size() &&
+  if (!any && !lifecycle_changed_ && cell_.Get()->processes.size() == processes_.size() &&
       before.files_untrusted == files_untrusted_ && before.files_pending == pending_.size() &&
       before.files_over_limit == files_over_limit_) {
     return;
   }
+  lifecycle_changed_ = false;
   auto view = std::make_shared<index::IndexView>();
   for (auto& [pid, incs] : processes_) {
     auto& out = view->processes[pid];
@@ -701,6 +707,7 @@ void Ingester::Publish() {
   c.files_pending = pending_.size();
   c.files_over_limit = files_over_limit_;
   c.bytes_ingested = bytes_ingested_;
+  FillLifecycleCounters(c);
   cell_.Set(std::move(view));
 }
 
@@ -720,6 +727,7 @@ void Ingester::ScheduleMaintenance() {
       }
     }
     if (compacted) Publish();
+    EvictExpired();
     ScheduleMaintenance();
   });
 }

@@ -222,6 +222,9 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           s.files_pending = view->counters.files_pending;
           s.files_over_limit = view->counters.files_over_limit;
           s.denied = denied_.load(std::memory_order_relaxed);
+          s.processes_exited = view->counters.processes_exited;
+          s.evictions = view->counters.evictions;
+          s.memory_budget_bytes = view->counters.memory_budget_bytes;
           if (server_counters_) {
             const server::Counters c = server_counters_();
             s.queries = c.requests;

@@ -48,6 +48,12 @@ void LimitLedger::ChargeBytes(uint32_t uid, uint64_t n) {
   total_bytes_ += n;
 }
 
+void LimitLedger::ReleaseBytes(uint32_t uid, uint64_t n) {
+  User& u = users_[uid];
+  u.bytes -= std::min(u.bytes, n);
+  total_bytes_ -= std::min(total_bytes_, n);
+}
+
 std::string LimitLedger::CheckRanges(uint64_t ranges) const {
   if (ranges <= limits_.file_ranges) return {};
   return log::Cat("per-file ranges limit (", limits_.file_ranges, ")");

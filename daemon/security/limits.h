@@ -38,6 +38,8 @@ class LimitLedger {
   // limit is the tightest (for the log line when it reaches 0).
   uint64_t ByteAllowance(uint32_t uid, uint64_t file_bytes, std::string* which) const;
   void ChargeBytes(uint32_t uid, uint64_t n);
+  // What a file read was dropped from the index (its process evicted).
+  void ReleaseBytes(uint32_t uid, uint64_t n);
 
   // A file with `ranges` code ranges: empty if within the limit, else the limit's description.
   std::string CheckRanges(uint64_t ranges) const;

@@ -78,7 +78,7 @@ def start_daemon():
     S["client"] = os.path.join(h.root, "jitsym")
     shutil.copy(h.jitsym, S["client"])
     os.chmod(S["client"], 0o755)
-    h.start_daemon(["--trusted-group", "adm", "--pending-timeout-ms", str(PENDING_MS),
+    h.start_daemon(["--trusted-group", "adm", "--pending-timeout", f"{PENDING_MS}ms",
                     "--limit-user-files", str(USER_FILES), "--limit-file-bytes", str(FILE_BYTES)])
     # Root's process with root's jitdump: the reference.
     S["root_pid"] = h.sleeper()

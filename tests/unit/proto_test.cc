@@ -612,10 +612,10 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   EXPECT_EQ(got.files_over_limit, 14u);
   EXPECT_EQ(got.denied, 15u);
   const auto j = nlohmann::json::parse(Encoded({"", stats}));
-  EXPECT_EQ(j["stats"].size(), 16u);
+  EXPECT_EQ(j["stats"].size(), 19u);
   EXPECT_EQ(j["stats"]["records_ingested"], 7);
   EXPECT_EQ(j["stats"]["denied"], 15);
-  EXPECT_EQ(StatsMembers(stats).size(), 16u);
+  EXPECT_EQ(StatsMembers(stats).size(), 19u);
 }
 
 TEST(ResponseCodecTest, OtherBodiesRoundTrip) {
