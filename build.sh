@@ -105,6 +105,9 @@ fuzz_stage() {
     -DJITSYM_FUZZ_SECONDS="$seconds"
   log "fuzz: running each target for $seconds s"
   ctest --test-dir "$dir" --output-on-failure -j"$CTEST_JOBS" -L fuzz
+  # Executions per target, from libFuzzer's final stats in ctest's log.
+  awk '/^[0-9]+\/[0-9]+ Test: /{name=$3} /stat::number_of_executed_units/{print "build.sh: fuzz: " name ": " $2 " executions"}' \
+    "$dir/Testing/Temporary/LastTest.log" >&2
 }
 
 # configure_and_build [CMAKE ARGS...]: a build directory of its own, configured with the args.

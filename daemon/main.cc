@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
   ingest_options.watch_dirs = settings.watch;
   ingest_options.retention_ms = settings.retention_ms;
   ingest_options.memory_budget_bytes = settings.memory_budget_bytes;
-  ingest_options.pending_timeout_ms = static_cast<int>(
-      std::min<uint64_t>(settings.pending_timeout_ms, 24ull * 3600 * 1000));
+  ingest_options.pending_timeout_ms =
+      static_cast<int>(std::min<uint64_t>(settings.pending_timeout_ms, 24ull * 3600 * 1000));
   security::Limits& limits = ingest_options.limits;
   limits.file_bytes = settings.limit_file_bytes;
   limits.file_ranges = settings.limit_file_ranges;
