@@ -489,6 +489,16 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
   const uint32_t owner = st.st_uid;
   if (pid) {
     const auto identity = ReadProcessIdentity(*pid);
+    if (owner == 0 && st.st_nlink > 1 && !(identity && identity->uid == 0)) {
+      // Root's file under a second name: possibly a hard link a user made to a file it cannot
+      // read, to have it parsed and answered as its own process's symbols.
+      ++files_untrusted_;
+      publish_pending_ = true;
+      JITSYM_LOG(kWarning, path, ": owned by root with ", st.st_nlink,
+                 " hard links, for a process that is not root's; ignored");
+      Ignore(path, st);
+      return false;
+    }
     const auto verdict = security::JudgeProcessFile(
         owner, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
     if (verdict == security::FileVerdict::kUntrusted) {

@@ -123,6 +123,19 @@ def a_symlink_named_like_a_jitdump_is_not_followed():
 
 
 @h.case
+def a_hard_link_to_roots_file_is_not_answered_for_another_users_process():
+    secret = os.path.join(h.root, "secret.map")
+    h.write_file(secret, b"7f0000009000 10 root_secret_line\n")
+    os.chmod(secret, 0o600)
+    link = os.path.join(h.watch_dir, f"perf-{S['nobody_pid']}.map")
+    os.link(secret, link)  # what a user could do where fs.protected_hardlinks is off
+    wait_until(lambda: warned(link, "hard links", "ignored"), 5, "the hard link warning")
+    res = client_as_nobody("lookup", "--pid", S["nobody_pid"], "--json", "0x7f0000009000")
+    check(not json_lines(res.stdout)[0].get("found"), f"leaked: {res.stdout!r}")
+    os.unlink(link)
+
+
+@h.case
 def the_owner_and_root_may_query_a_process():
     res = client_as_nobody("lookup", "--pid", S["nobody_pid"], "--json", hexaddr(0x5000_0000))
     docs = json_lines(res.stdout)
