@@ -1,5 +1,8 @@
 #include "daemon/query/query_engine.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <type_traits>
 
 #include "daemon/ingest/proc.h"
@@ -138,17 +141,28 @@ void QueryEngine::DenyUnknownOwner(const index::IndexView& view, uint32_t pid,
 
 void QueryEngine::DenyUnreadableSources(const security::PeerAccess& access,
                                         proto::LookupResponse* lookup) {
-  if (access.trusted()) return;
   std::string last_allowed;  // answers of a batch mostly come from one file
   for (proto::LookupResult& r : lookup->results) {
     if (!r.found) continue;
     const std::string source(r.source_or_view());
     if (source == last_allowed) continue;
+    // An image map describes no process: believe maps of root, of this daemon's user (its
+    // --r2rmap-dir files) and of the client itself; another user's map in a shared directory
+    // may be planted, and is treated as absent.
+    struct stat st {};
+    const bool exists = ::stat(source.c_str(), &st) == 0;
+    const bool believed =
+        exists && (st.st_uid == 0 || st.st_uid == ::geteuid() || st.st_uid == access.uid());
+    const uint64_t addr = r.addr;
+    if (!believed) {
+      r = proto::LookupResult{};
+      r.addr = addr;
+      continue;
+    }
     if (access.MayRead(source)) {
       last_allowed = source;
       continue;
     }
-    const uint64_t addr = r.addr;
     r = proto::LookupResult{};
     r.addr = addr;
     r.error = kDenied;

@@ -219,6 +219,22 @@ for line in sys.stdin:
 """
 
 
+@h.case
+def an_image_map_planted_by_another_user_is_not_believed():
+    lines = [f"FFFFFFFF 00 {'CD' * 16}", "FFFFFFFE 00 1", "FFFFFFFD 00 2", "FFFFFFFC 00 3",
+             "FFFFFFFB 00 1", "00001000 20 Planted.Type::Fake()"]
+    path = os.path.join(h.watch_dir, "Planted.ni.r2rmap")
+    write_as_nobody(path, "".join(l + "\n" for l in lines).encode())
+    wait_until(lambda: any(path in l and "following" in l for l in h.daemon.log_lines()), 5,
+               "the planted map to be read")
+    res = h.client("lookup", "--json", "--image", "Planted", "0x1010")  # root asks
+    docs = json_lines(res.stdout)
+    check(docs and not docs[0].get("found"), f"root got a planted answer: {res.stdout!r}")
+    res = client_as_nobody("lookup", "--json", "--image", "Planted", "0x1010")  # its owner
+    docs = json_lines(res.stdout)
+    check(docs and docs[0].get("name") == "Planted.Type::Fake()", f"owner: {res.stdout!r}")
+
+
 def fork_with_pid(target):
     """Starts `sleep` as nobody with pid `target` (through ns_last_pid); None if another fork on
     the machine took that pid first."""
