@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
 
 namespace jitsym::security {
 
@@ -44,6 +47,34 @@ std::vector<uint32_t> GroupsOfUser(uint32_t uid, uint32_t gid) {
   return out;
 }
 
+namespace {
+
+// The group database is read at most every few seconds per user: requests come by the thousand.
+std::vector<uint32_t> CachedGroupsOfUser(uint32_t uid, uint32_t gid) {
+  struct Entry {
+    std::vector<uint32_t> groups;
+    std::chrono::steady_clock::time_point read;
+  };
+  static std::mutex mu;
+  static std::unordered_map<uint64_t, Entry> cache;
+  const uint64_t key = (uint64_t{uid} << 32) | gid;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end() && now - it->second.read < std::chrono::seconds(5)) {
+      return it->second.groups;
+    }
+  }
+  std::vector<uint32_t> groups = GroupsOfUser(uid, gid);
+  std::lock_guard lock(mu);
+  if (cache.size() >= 4096) cache.clear();  // bounded
+  cache[key] = Entry{groups, now};
+  return groups;
+}
+
+}  // namespace
+
 PeerAccess::PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& policy)
     : uid_(peer.uid), gid_(peer.gid) {
   groups_.assign(peer.groups.begin(), peer.groups.end());
@@ -52,7 +83,7 @@ PeerAccess::PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& 
   if (!trusted_ && policy.trusted_gid) {
     // Members by the group database count too (a user added to the group since logging in;
     // a kernel that did not report the peer's groups).
-    const std::vector<uint32_t> db = GroupsOfUser(uid_, gid_);
+    const std::vector<uint32_t> db = CachedGroupsOfUser(uid_, gid_);
     trusted_ = std::find(db.begin(), db.end(), *policy.trusted_gid) != db.end();
   }
 }
