@@ -159,11 +159,7 @@ int main(int argc, char** argv) {
     service::Notify("STATUS=failed to start: " + service::StatusLine(e.what()));
     return 1;
   }
-  JITSYM_LOG(kInfo, "ready: serving ", serving, " with ", settings.threads,
-             " query threads (jitsymd ", JITSYM_VERSION, ")");
-  service::Notify("READY=1\nSTATUS=" + Status(cell));
   service::Watchdog watchdog(ingest_io, server_io, [&cell] { return Status(cell); });
-  watchdog.Start();
 
   // SIGHUP: read the config file again; the command line still overrides it. A bad file keeps
   // the running settings.
@@ -204,6 +200,13 @@ int main(int argc, char** argv) {
       ingest_io.stop();
     });
   });
+
+  // Ready only once the signal handlers are in place: a SIGTERM right after READY must stop
+  // the daemon cleanly, not kill it.
+  JITSYM_LOG(kInfo, "ready: serving ", serving, " with ", settings.threads,
+             " query threads (jitsymd ", JITSYM_VERSION, ")");
+  service::Notify("READY=1\nSTATUS=" + Status(cell));
+  watchdog.Start();
 
   std::thread ingest_thread([&] { ingest_io.run(); });
   std::vector<std::thread> query_threads;

@@ -25,7 +25,7 @@ FUNCS = 4096
 def asan_build():
     """ASan keeps freed memory in quarantine: memory bounds are looser under it."""
     with open(h.jitsymd, "rb") as f:
-        return b"AddressSanitizer" in f.read()
+        return b"__asan_init" in f.read()  # linked statically (clang) or dynamically (gcc)
 
 
 def rss_bound_kib(kib):
