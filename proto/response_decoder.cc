@@ -248,7 +248,10 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
     return false;
   }
   const bool parsed = d.Object("response", [&](std::string_view key) {
-    if (key == "id") return r.Copy(&response->id_json);
+    if (key == "id") {
+      response->id_json.clear();  // a repeated "id": the last one counts, as for requests
+      return r.Copy(&response->id_json);
+    }
     if (key == "ok") {
       bool v = false;
       if (!d.Bool(key, &v)) return false;

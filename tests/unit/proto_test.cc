@@ -618,6 +618,18 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   EXPECT_EQ(StatsMembers(stats).size(), 19u);
 }
 
+TEST(ResponseCodecTest, RepeatedIdKeepsTheLastOne) {
+  // Found by response_fuzz: the ids were concatenated into invalid JSON.
+  std::string error;
+  const auto r = DecodeResponse(R"({"v":1,"id":"a","ok":true,"id":{"b":[1]},"pong":true})", &error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->id_json, R"({"b":[1]})");
+  std::string encoded;
+  EncodeResponse(*r, &encoded);
+  encoded.pop_back();
+  EXPECT_TRUE(DecodeResponse(encoded, &error)) << error << ": " << encoded;
+}
+
 TEST(ResponseCodecTest, OtherBodiesRoundTrip) {
   EXPECT_TRUE(std::holds_alternative<PingResponse>(ResponseRoundTrip({"", PingResponse{}}).body));
   const Response v = ResponseRoundTrip({"1", VersionResponse{"0.1.0", 1}});
