@@ -187,19 +187,29 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           proto::LookupResponse lookup;
           // What the answers borrow from besides the view (r2rmaps loaded on demand).
           std::vector<std::shared_ptr<const void>> keep;
-          if (body.image) {
+          if (body.image || body.build_id) {
             if (body.pid) {
               return Error(proto::kErrBadRequest, "lookup takes \"pid\" or \"image\", not both");
             }
             // An image named by path: only for a client that could read the file itself.
-            if (!body.image->empty() && (*body.image)[0] == '/' && !access.MayRead(*body.image)) {
+            if (body.image && !body.image->empty() && (*body.image)[0] == '/' &&
+                !access.MayRead(*body.image)) {
               denied_.fetch_add(1, std::memory_order_relaxed);
               return Error(proto::kErrPermission, "you may not read '" + *body.image + "'");
             }
-            if (!images_.LookupImage(*view, body, &lookup, &keep)) {
+            // The trusted group reads as root; others as themselves.
+            const uint32_t as_uid = access.trusted() ? 0 : peer.uid;
+            const uint32_t as_gid = access.trusted() ? 0 : peer.gid;
+            if (NativeLookup::IsNativeImageRequest(body)) {
+              // An ELF file (by path or build-id).
+              if (auto error = native_.LookupImage(body, as_uid, as_gid, &lookup, &keep)) {
+                return Error(error->code, std::move(error->message));
+              }
+            } else if (!images_.LookupImage(*view, body, &lookup, &keep)) {
               return Error(proto::kErrNotFound, "no r2rmap known for image '" + *body.image + "'");
+            } else {
+              DenyUnreadableSources(access, &lookup);  // r2rmaps; native checked its own
             }
-            DenyUnreadableSources(access, &lookup);
           } else {
             if (!body.pid) return Error(proto::kErrBadRequest, "lookup needs \"pid\"");
             if (*body.pid <= 0 || *body.pid > 0x7fffffff) {
@@ -209,7 +219,10 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             DenyUnknownOwner(*view, static_cast<uint32_t>(*body.pid), access, &lookup);
             // JIT sources first; ReadyToRun images answer what they do not know.
             // (As root for the trusted group: it may see every process's images.)
-            images_.LookupInProcess(*view, body, access.trusted() ? 0 : peer.uid, &lookup, &keep);
+            const uint32_t as_uid = access.trusted() ? 0 : peer.uid;
+            images_.LookupInProcess(*view, body, as_uid, &lookup, &keep);
+            // What is left and lies in a file-backed executable mapping: ELF symbols.
+            native_.LookupInProcess(body, as_uid, &lookup, &keep);
           }
           if (keep.empty()) {
             lookup.keepalive = view;
