@@ -20,6 +20,7 @@ PACKAGES=(
   libdw-dev libelf-dev libsystemd-dev zlib1g-dev
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
   default-jdk-headless
+  linux-perf google-perftools libgoogle-perftools-dev
 )
 # node runs the live integration tests. Any node already on PATH will do (Debian's 18 is fine).
 if ! command -v node >/dev/null 2>&1; then

@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"stats", "show daemon counters", RunStats},
     {"ping", "check that jitsymd answers, with the round-trip time", RunPing},
     {"version", "show client and daemon versions", RunVersion},
+    {"annotate", "name the JIT frames of `perf script` output (a filter)", RunAnnotate},
 };
 
 void PrintUsage(std::FILE* out) {
