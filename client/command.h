@@ -30,6 +30,7 @@ int RunStats(const GlobalOptions& globals, const std::vector<std::string>& args)
 int RunPing(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunVersion(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& args);
 
 }  // namespace jitsym::client
 

@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"ping", "check that jitsymd answers, with the round-trip time", RunPing},
     {"version", "show client and daemon versions", RunVersion},
     {"annotate", "name the JIT frames of `perf script` output (a filter)", RunAnnotate},
+    {"perfmap", "write a perf map of a process's symbols for perf report", RunPerfmap},
 };
 
 void PrintUsage(std::FILE* out) {

@@ -2,6 +2,7 @@
 
 #include <type_traits>
 
+#include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
 namespace jitsym::query {
@@ -151,6 +152,8 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           }
           lookup.fields = body.fields;
           response.body = std::move(lookup);
+        } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {
+          return ListSymbols(*view, body, peer.uid, images_);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
           response.body = Processes(*view);
         } else if constexpr (std::is_same_v<T, proto::StatsRequest>) {
