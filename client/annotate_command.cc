@@ -182,7 +182,7 @@ class AnnotatePipeline {
         lookup.pid = target.pid;
       } else {
         lookup.image = target.image;
-        // TODO(native): lookup.file_offset = target.file_offset once the protocol has it.
+        lookup.file_offset = target.file_offset;
       }
       lookup.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
                       proto::kFieldSource | proto::kFieldImage;

@@ -31,6 +31,7 @@ int RunPing(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunVersion(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args);
 
 }  // namespace jitsym::client
 

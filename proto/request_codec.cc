@@ -354,6 +354,7 @@ void EncodeRequest(const Request& request, std::string* out) {
         out->append(",\"image\":");
         json::AppendString(*lookup.image, out);
       }
+      if (lookup.file_offset) out->append(",\"file_offset\":true");
       if (lookup.origin) {
         out->append(",\"origin\":");
         json::AppendString(*lookup.origin, out);
