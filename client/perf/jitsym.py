@@ -112,6 +112,7 @@ OPTS = parse_args(sys.argv[1:])
 DAEMON = None
 PENDING = []  # samples waiting for answers
 FOLDED = {}
+OUTPUT_CLOSED = False
 
 
 def frames_of(param_dict):
@@ -168,8 +169,20 @@ def flush():
             else:
                 out.append("\t%16x %s (%s)\n" % (ip, name or "[unknown]", dso or "[unknown]"))
         out.append("\n")
-    sys.stdout.write("".join(out))
+    write("".join(out))
     PENDING = []
+
+
+def write(text):
+    # A reader that went away (perf script -s ... | head) ends the output, not perf.
+    global OUTPUT_CLOSED
+    if OUTPUT_CLOSED:
+        return
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        OUTPUT_CLOSED = True
+        sys.stdout = open(os.devnull, "w")
 
 
 def trace_begin():
@@ -195,5 +208,8 @@ def process_event(param_dict):
 def trace_end():
     flush()
     if OPTS["folded"]:
-        sys.stdout.write("".join("%s %d\n" % (k, v) for k, v in sorted(FOLDED.items())))
-    sys.stdout.flush()
+        write("".join("%s %d\n" % (k, v) for k, v in sorted(FOLDED.items())))
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.stdout = open(os.devnull, "w")
