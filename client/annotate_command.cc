@@ -297,7 +297,6 @@ class AnnotatePipeline {
         out->append(line, rec.len + 1);  // with its newline
         continue;
       }
-      ++named_;
       if (rec.repl_begin == rec.repl_end) {  // nothing after the ip: insert
         out->append(line, rec.ip_end);
         out->push_back(' ');
@@ -335,7 +334,6 @@ class AnnotatePipeline {
   void FoldFrame(const Batch& batch, const LineRec& rec) {
     const char* line = batch.text.data() + rec.begin;
     if (const proto::LookupResult* r = Answer(batch, rec)) {
-      ++named_;
       stack_.push_back(FoldName(r->name));
       return;
     }
@@ -430,7 +428,6 @@ class AnnotatePipeline {
   int64_t pid_ = -1;
   std::optional<uint64_t> time_;
   // Reader state.
-  uint64_t named_ = 0;
   std::set<std::string> reported_;
   bool in_sample_ = false;
   std::string stack_comm_;

@@ -17,8 +17,7 @@ proto::Response Error(std::string_view code, std::string message) {
   return r;
 }
 
-// Adds `piece` where `covered` (sorted, disjoint) has nothing, keeping `out` in the same shape.
-// Returns the parts of [start, end) not yet covered.
+// The parts of [start, end) that `covered` (sorted, disjoint intervals) does not cover.
 std::vector<std::pair<uint64_t, uint64_t>> Uncovered(
     const std::vector<std::pair<uint64_t, uint64_t>>& covered, uint64_t start, uint64_t end) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
