@@ -1,124 +1,120 @@
 // jitsymd: indexes JIT code described by runtimes' side files and answers address-to-symbol
-// queries over a Unix socket. main() only wires options, threads and signals.
+// queries over a Unix socket. main() only wires settings, threads and signals.
 #include <signal.h>
 #include <unistd.h>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "daemon/config/config.h"
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/ingester.h"
+#include "daemon/query/image_lookup.h"
 #include "daemon/query/query_engine.h"
 #include "daemon/server/server.h"
+#include "daemon/service/service_manager.h"
 #include "daemon/util/log.h"
 #include "proto/protocol.h"
 
 namespace {
 
-constexpr const char* kUsage =
+using jitsym::config::Settings;
+
+constexpr const char* kUsageHead =
     "Usage: jitsymd [OPTIONS]\n"
     "Indexes the code maps JIT runtimes write (perf jitdump jit-<pid>.dump, perf maps\n"
     "perf-<pid>.map, Mono log profiler *.mlpd, .NET ReadyToRun *.ni.r2rmap) found in watched\n"
     "directories and answers address-to-symbol lookups on a Unix socket (see jitsym(1)).\n"
+    "Every option can also be set in the config file as 'name = value' (see jitsymd(8));\n"
+    "SIGHUP reloads it.\n"
     "\n"
-    "Options:\n"
-    "  --watch DIR         directory to watch; repeatable (default: /tmp)\n"
-    "  --r2rmap-dir DIR    directory searched for <image>.ni.r2rmap when a process maps\n"
-    "                      <image>.dll and no watched directory has its r2rmap; repeatable\n"
-    "  --socket PATH       listening socket (default: /run/jitsymd/jitsymd.sock for root,\n"
-    "                      $XDG_RUNTIME_DIR/jitsymd.sock otherwise)\n"
-    "  --threads N         query threads (default: number of CPUs, at least 2)\n"
-    "  --log-level LEVEL   debug, info, warning or error (default: info)\n"
-    "  --version           print the version and exit\n"
-    "  -h, --help          print this help and exit\n";
-
-struct Options {
-  std::vector<std::string> watch;
-  std::vector<std::string> r2rmap_dirs;
-  std::string socket;
-  int threads = 0;
-  jitsym::log::Level level = jitsym::log::Level::kInfo;
-};
+    "Options:\n";
 
 [[noreturn]] void UsageError(const std::string& message) {
   std::fprintf(stderr, "jitsymd: %s\nTry 'jitsymd --help'.\n", message.c_str());
   std::exit(2);
 }
 
-Options ParseOptions(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    std::string value;
-    auto take = [&](std::string_view name) -> bool {
-      if (arg == name) {
-        if (i + 1 >= argc) UsageError(std::string(name) + " needs a value");
-        value = argv[++i];
-        return true;
-      }
-      if (arg.size() > name.size() + 1 && arg.starts_with(name) && arg[name.size()] == '=') {
-        value = std::string(arg.substr(name.size() + 1));
-        return true;
-      }
-      return false;
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--version") {
-      std::printf("jitsymd %s (protocol %d)\n", JITSYM_VERSION, jitsym::proto::kProtocolVersion);
-      std::exit(0);
-    } else if (take("--watch")) {
-      o.watch.push_back(value);
-    } else if (take("--r2rmap-dir")) {
-      o.r2rmap_dirs.push_back(value);
-    } else if (take("--socket")) {
-      o.socket = value;
-    } else if (take("--threads")) {
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), o.threads);
-      if (ec != std::errc() || end != value.data() + value.size() || o.threads < 1 ||
-          o.threads > 256) {
-        UsageError("--threads takes a number from 1 to 256");
-      }
-    } else if (take("--log-level")) {
-      auto level = jitsym::log::ParseLevel(value);
-      if (!level) UsageError("unknown log level '" + value + "'");
-      o.level = *level;
-    } else {
-      UsageError("unknown option '" + std::string(arg) + "'");
-    }
-  }
-  jitsym::query::SetR2rmapSearchDirs(o.r2rmap_dirs);  // read by the query engine it builds
-  if (o.watch.empty()) o.watch.push_back("/tmp");
-  if (o.socket.empty()) o.socket = jitsym::proto::DefaultSocketPath();
-  if (o.threads == 0) o.threads = std::max(2u, std::thread::hardware_concurrency());
-  return o;
+jitsym::log::Level LevelOf(const Settings& s) {
+  return jitsym::log::ParseLevel(s.log_level).value_or(jitsym::log::Level::kInfo);
+}
+
+// Loads the settings at start-up: exits with status 2 on a bad option or config file.
+Settings LoadSettings(const jitsym::config::CommandLine& command_line) {
+  Settings settings;
+  bool found = false;
+  if (auto err = jitsym::config::BuildSettings(command_line, &settings, &found)) UsageError(*err);
+  jitsym::config::ResolveHostDefaults(settings);
+  return settings;
+}
+
+// The STATUS= line for systemctl status.
+std::string Status(const jitsym::index::ViewCell& cell) {
+  auto view = cell.Get();
+  size_t processes = 0;
+  for (const auto& [pid, incs] : view->processes) processes += incs.size();
+  const auto& c = view->counters;
+  return jitsym::log::Cat(processes, " processes (", c.processes_exited, " exited), ",
+                          c.files_followed, " files followed, ", c.ranges, " code ranges, ",
+                          c.memory_bytes >> 20, " MiB");
+}
+
+// Applies the settings that SIGHUP may change. Other settings wait for a restart.
+void ApplyReloadable(const Settings& next, Settings* running, jitsym::ingest::Ingester& ingester,
+                     boost::asio::io_context& ingest_io) {
+  jitsym::log::SetLevel(LevelOf(next));
+  running->log_level = next.log_level;
+  running->watch = next.watch;
+  running->retention_ms = next.retention_ms;
+  running->memory_budget_bytes = next.memory_budget_bytes;
+  boost::asio::post(ingest_io, [&ingester, watch = next.watch, retention = next.retention_ms,
+                                budget = next.memory_budget_bytes] {
+    ingester.SetWatchDirs(watch);
+    ingester.SetLifecycle(retention, budget);
+  });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace jitsym;
-  Options options = ParseOptions(argc, argv);
-  log::SetLevel(options.level);
+  config::CommandLine command_line;
+  if (auto err = config::ParseCommandLine(argc, argv, &command_line)) UsageError(*err);
+  if (command_line.help) {
+    std::fputs(kUsageHead, stdout);
+    std::fputs(config::OptionsHelp().c_str(), stdout);
+    return 0;
+  }
+  if (command_line.version) {
+    std::printf("jitsymd %s (protocol %d)\n", JITSYM_VERSION, proto::kProtocolVersion);
+    return 0;
+  }
+  Settings settings = LoadSettings(command_line);
+  if (command_line.print_config) {
+    std::fputs(config::FormatConfig(settings).c_str(), stdout);
+    return 0;
+  }
+  log::SetLevel(LevelOf(settings));
   ::signal(SIGPIPE, SIG_IGN);
+  query::SetR2rmapSearchDirs(settings.r2rmap_dirs);  // read by the query engine it builds
 
   index::ViewCell cell;
   boost::asio::io_context ingest_io;
   boost::asio::io_context server_io;
 
   ingest::IngesterOptions ingest_options;
-  ingest_options.watch_dirs = options.watch;
+  ingest_options.watch_dirs = settings.watch;
+  ingest_options.retention_ms = settings.retention_ms;
+  ingest_options.memory_budget_bytes = settings.memory_budget_bytes;
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;
@@ -127,22 +123,65 @@ int main(int argc, char** argv) {
   server::Server server(server_io, engine);
   server_ptr = &server;
 
+  // The initial scan (Start) reads every file already in the watch directories before the
+  // socket is served, so that the first answers after a restart are complete.
+  std::string serving;
   try {
+    std::optional<int> passed = service::TakeListeningSocket();
     ingester.Start();
-    server.Listen(options.socket);
+    if (passed) {
+      server.Adopt(*passed);
+      serving = "the socket passed by systemd";
+    } else {
+      server.Listen(settings.socket);
+      serving = settings.socket;
+    }
   } catch (const std::exception& e) {
     JITSYM_LOG(kError, e.what());
+    service::Notify("STATUS=failed to start: " + service::StatusLine(e.what()));
     return 1;
   }
-  JITSYM_LOG(kInfo, "ready: serving ", options.socket, " with ", options.threads,
+  JITSYM_LOG(kInfo, "ready: serving ", serving, " with ", settings.threads,
              " query threads (jitsymd ", JITSYM_VERSION, ")");
+  service::Notify("READY=1\nSTATUS=" + Status(cell));
+  service::Watchdog watchdog(ingest_io, server_io, [&cell] { return Status(cell); });
+  watchdog.Start();
+
+  // SIGHUP: read the config file again; the command line still overrides it. A bad file keeps
+  // the running settings.
+  boost::asio::signal_set hup(server_io, SIGHUP);
+  std::function<void()> wait_hup = [&] {
+    hup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      service::Notify("RELOADING=1");
+      Settings next;
+      if (auto err = config::BuildSettings(command_line, &next)) {
+        JITSYM_LOG(kError, "reload: ", *err, "; keeping the running settings");
+      } else {
+        config::ResolveHostDefaults(next);
+        for (const config::SettingDef* def : config::ChangedSettings(settings, next)) {
+          if (def->apply == config::Apply::kRestart) {
+            JITSYM_LOG(kWarning, "reload: ", def->name, " changed; it takes effect on restart");
+          }
+        }
+        ApplyReloadable(next, &settings, ingester, ingest_io);
+        JITSYM_LOG(kInfo, "reloaded ", command_line.config_path);
+      }
+      service::Notify("READY=1\nSTATUS=" + Status(cell));
+      wait_hup();
+    });
+  };
+  wait_hup();
 
   boost::asio::signal_set signals(server_io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     JITSYM_LOG(kInfo, "received ", ::strsignal(sig), "; stopping");
+    service::Notify("STOPPING=1");
+    hup.cancel();
     server.Stop();
     boost::asio::post(ingest_io, [&] {
+      watchdog.Stop();
       ingester.Stop();
       ingest_io.stop();
     });
@@ -150,7 +189,7 @@ int main(int argc, char** argv) {
 
   std::thread ingest_thread([&] { ingest_io.run(); });
   std::vector<std::thread> query_threads;
-  for (int i = 1; i < options.threads; ++i) query_threads.emplace_back([&] { server_io.run(); });
+  for (int i = 1; i < settings.threads; ++i) query_threads.emplace_back([&] { server_io.run(); });
   server_io.run();
   for (auto& t : query_threads) t.join();
   ingest_thread.join();

@@ -213,6 +213,9 @@ struct StatsResponse {
   uint64_t connections = 0;  // connections accepted
   uint64_t errors = 0;       // error responses sent
   uint64_t uptime_ns = 0;
+  uint64_t processes_exited = 0;     // exited incarnations still indexed (retention)
+  uint64_t evictions = 0;            // incarnations evicted since start (retention or budget)
+  uint64_t memory_budget_bytes = 0;  // 0: no budget
 };
 
 struct PingResponse {};

@@ -22,6 +22,9 @@ void ForEachStat(Stats& s, F&& f) {
   f("connections", s.connections);
   f("errors", s.errors);
   f("uptime_ns", s.uptime_ns);
+  f("processes_exited", s.processes_exited);
+  f("evictions", s.evictions);
+  f("memory_budget_bytes", s.memory_budget_bytes);
 }
 
 }  // namespace jitsym::proto

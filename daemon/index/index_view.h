@@ -47,6 +47,10 @@ struct IndexCounters {
   uint64_t records_ingested = 0;
   uint64_t ranges = 0;
   uint64_t memory_bytes = 0;
+  // Lifecycle of exited processes.
+  uint64_t processes_exited = 0;  // exited incarnations still indexed (within their retention)
+  uint64_t evictions = 0;         // incarnations evicted since start (retention or budget)
+  uint64_t memory_budget_bytes = 0;
 };
 
 struct IndexView {

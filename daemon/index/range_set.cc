@@ -512,9 +512,13 @@ std::shared_ptr<const RangeSetSnapshot> RangeSet::Publish() {
     last_batch_ = pending_.size();
     pending_.clear();
     if (pending_.capacity() > 4096) pending_.shrink_to_fit();
-    // Keep run sizes decreasing geometrically: merge while the newest run is at least half the
-    // size of the one before it.
-    while (runs_.size() >= 2 && runs_[runs_.size() - 2]->size() <= 2 * runs_.back()->size()) {
+    // Merge while the newest run is at least as large as the one before it (a binary counter
+    // over like-sized batches: O(log n) runs, each range merged O(log n) times), or when there
+    // are too many runs for lookups. Merging only when sizes are equal rather than within a
+    // factor of two halves the merge work of a big file ingested in rounds; what is left is
+    // done once the source goes idle (CompactAll).
+    while (runs_.size() >= 2 &&
+           (runs_[runs_.size() - 2]->size() <= runs_.back()->size() || runs_.size() > kMaxRuns)) {
       auto merged = Run::Merge(*runs_[runs_.size() - 2], *runs_.back());
       runs_.pop_back();
       runs_.back() = std::move(merged);

@@ -193,6 +193,7 @@ class RangeSet {
  private:
   uint32_t Append(uint64_t start, uint64_t size, uint64_t time, uint32_t payload, bool marked);
   std::shared_ptr<const RangeSetSnapshot> MakeSnapshot();
+  static constexpr size_t kMaxRuns = 8;  // a lookup searches every run
 
   std::vector<Range> pending_;  // appended, not yet published
   size_t last_batch_ = 0;       // how many the last Publish() took: pending_'s next reservation

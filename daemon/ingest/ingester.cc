@@ -113,6 +113,7 @@ void Ingester::ReadEvents() {
           const std::string path = dir + "/" + name;
           auto known = by_path_.find(path);
           if (ev.mask & (IN_DELETE | IN_MOVED_FROM)) {
+            evicted_.erase(path);
             if (known != by_path_.end()) {
               FollowedFile& f = *known->second;
               Drain(f);  // whatever was written before the unlink is still readable
@@ -172,6 +173,10 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     JITSYM_LOG(kWarning, path, ": not a regular file; not followed");
+    ::close(fd);
+    return;
+  }
+  if (SkipEvicted(path, st)) {
     ::close(fd);
     return;
   }
@@ -496,7 +501,8 @@ void Ingester::Publish() {
       prev_exit = inc->exit_time;
     }
   }
-  if (!any && cell_.Get()->processes.size() == processes_.size()) return;
+  if (!any && !lifecycle_changed_ && cell_.Get()->processes.size() == processes_.size()) return;
+  lifecycle_changed_ = false;
   auto view = std::make_shared<index::IndexView>();
   for (auto& [pid, incs] : processes_) {
     auto& out = view->processes[pid];
@@ -516,6 +522,7 @@ void Ingester::Publish() {
   }
   c.files_failed = files_failed_;
   c.bytes_ingested = bytes_ingested_;
+  FillLifecycleCounters(c);
   cell_.Set(std::move(view));
 }
 
@@ -535,6 +542,7 @@ void Ingester::ScheduleMaintenance() {
       }
     }
     if (compacted) Publish();
+    EvictExpired();
     ScheduleMaintenance();
   });
 }

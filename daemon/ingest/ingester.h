@@ -7,6 +7,7 @@
 #ifndef JITSYM_DAEMON_INGEST_INGESTER_H_
 #define JITSYM_DAEMON_INGEST_INGESTER_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
@@ -22,6 +23,7 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/source.h"
+#include "daemon/util/clock.h"
 
 namespace jitsym::ingest {
 
@@ -30,6 +32,9 @@ struct IngesterOptions {
   size_t read_chunk = 1 << 20;      // bytes per read(2)
   size_t drain_budget = 32u << 20;  // bytes one file may ingest before others get a turn
   int idle_compact_ms = 1000;       // a source idle this long is compacted to one run
+  // Lifecycle of exited processes (SetLifecycle changes them at run time).
+  uint64_t retention_ms = 15 * 60 * 1000;  // kept this long after the exit; 0: no time limit
+  uint64_t memory_budget_bytes = 0;        // above this, oldest exits are evicted; 0: none
 };
 
 class Ingester {
@@ -43,6 +48,12 @@ class Ingester {
   // std::system_error if inotify is unavailable; a missing watch directory is logged and skipped.
   void Start();
   void Stop();
+
+  // Run-time reconfiguration (SIGHUP), on the ingester's thread. Watches directories that are
+  // new (and scans them), stops watching those that are gone; files already followed stay.
+  void SetWatchDirs(const std::vector<std::string>& dirs);
+  // New retention and memory budget; applied at once.
+  void SetLifecycle(uint64_t retention_ms, uint64_t memory_budget_bytes);
 
  private:
   struct Incarnation;
@@ -80,6 +91,17 @@ class Ingester {
     std::vector<FollowedFile*> files;
     std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;
     std::shared_ptr<const index::ProcessView> view;
+    // When the daemon created it: the retention of a process that had already exited when its
+    // files were found (e.g. after a restart) runs from here.
+    uint64_t created_ns = MonotonicNowNs();
+  };
+  // A file whose process was evicted, as it was then: the same file is not read again by a
+  // rescan, but one rewritten since (a new process with the same pid) is.
+  struct EvictedFile {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    timespec mtime{};
   };
 
   void AddWatch(const std::string& dir);
@@ -98,6 +120,11 @@ class Ingester {
   void Forget(FollowedFile& file);
   void Publish();
   void ScheduleMaintenance();
+  // Retention and memory budget (ingester_lifecycle.cc).
+  void EvictExpired();
+  void Evict(uint32_t pid, Incarnation* inc, const char* why);
+  bool SkipEvicted(const std::string& path, const struct stat& st);
+  void FillLifecycleCounters(index::IndexCounters& counters) const;
 
   boost::asio::io_context& io_;
   IngesterOptions options_;
@@ -118,6 +145,11 @@ class Ingester {
   boost::asio::steady_timer maintenance_;
   uint64_t bytes_ingested_ = 0;
   uint64_t files_failed_ = 0;
+  std::unordered_map<std::string, EvictedFile> evicted_;  // by path
+  uint64_t evictions_ = 0;
+  uint64_t last_evicted_prune_ns_ = 0;
+  bool lifecycle_changed_ = true;  // publish even if no source changed
+  bool over_budget_warned_ = false;
 };
 
 }  // namespace jitsym::ingest

@@ -17,8 +17,10 @@ PerfmapSource::PerfmapSource(std::string path, const SourceContext& context,
 void PerfmapSource::Feed(std::span<const uint8_t> data) {
   // Every line completed by these bytes was read now; the clock is read at most once per Feed.
   feed_time_known_ = false;
+  feeding_ = data;
   parser_.Feed(data, *this);
   FlushQueue();
+  feeding_ = {};
 }
 
 void PerfmapSource::OnEntry(const perfmap::Entry& entry) {
@@ -32,13 +34,19 @@ void PerfmapSource::OnEntry(const perfmap::Entry& entry) {
     --queue_size_;
     Index(oldest.entry, oldest.hash);
   }
-  // The entry's name points into the parser's or the caller's buffer: keep a copy.
   Queued& q = queue_[(queue_head_ + queue_size_) % kQueue];
   ++queue_size_;
-  q.name.assign(entry.name.substr(0, index::NameTable::kMaxNameLength));
   q.entry = entry;
-  q.entry.name = q.name;
-  q.hash = index::NameTable::Hash(q.name);
+  q.entry.name = entry.name.substr(0, index::NameTable::kMaxNameLength);
+  // The queue is flushed before Feed returns, so a name in the bytes being fed stays valid.
+  // One in the parser's own buffer (a line that began in an earlier Feed) may not: the parser
+  // reuses it for the unfinished line at the end, so that name is copied.
+  const auto* name = reinterpret_cast<const uint8_t*>(q.entry.name.data());
+  if (name < feeding_.data() || name > feeding_.data() + feeding_.size()) {
+    q.name.assign(q.entry.name);
+    q.entry.name = q.name;
+  }
+  q.hash = index::NameTable::Hash(q.entry.name);
   code_.PrefetchName(q.hash);
 }
 

@@ -40,10 +40,11 @@ class PerfmapSource : public Source, private perfmap::Sink {
   void Index(const perfmap::Entry& entry, uint32_t hash);
   void FlushQueue();
   struct Queued {
-    perfmap::Entry entry;  // entry.name points into name
+    perfmap::Entry entry;  // entry.name: in the fed bytes or in name
     uint32_t hash = 0;
-    std::string name;
+    std::string name;  // a copy of the name, when the fed bytes do not hold it
   };
+  std::span<const uint8_t> feeding_;  // the bytes of the current Feed
   static constexpr size_t kQueue = 8;
   std::array<Queued, kQueue> queue_;
   size_t queue_head_ = 0;  // oldest

@@ -165,6 +165,9 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           s.files_failed = view->counters.files_failed;
           s.bytes_ingested = view->counters.bytes_ingested;
           s.records_ingested = view->counters.records_ingested;
+          s.processes_exited = view->counters.processes_exited;
+          s.evictions = view->counters.evictions;
+          s.memory_budget_bytes = view->counters.memory_budget_bytes;
           if (server_counters_) {
             const server::Counters c = server_counters_();
             s.queries = c.requests;

@@ -9,6 +9,8 @@
    functions), end to end through the client, the socket and the daemon: addresses/s.
 3. latency: LOAD records are appended one at a time to a live jitdump; after each write a
    client asks for the new function until it answers: p50/p99/max of write -> answerable.
+4. perf map ingest: as 1, for a generated V8/JVM-like perf-<pid>.map of --perfmap-mb MB
+   (`--only perfmap` runs this phase alone, `--repeat N` repeats it and prints the median).
 """
 import argparse
 import json
@@ -51,7 +53,85 @@ def main():
     ap.add_argument("--loads", type=int, default=1_000_000)
     ap.add_argument("--lookups", type=int, default=1_000_000)
     ap.add_argument("--latency-records", type=int, default=2000)
+    ap.add_argument("--perfmap-mb", type=int, default=100)
+    ap.add_argument("--only", choices=["jitdump", "perfmap"])
+    ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
+    if args.only != "jitdump":
+        perfmap_ingest(args)
+    if args.only != "perfmap":
+        jitdump_phases(args)
+
+
+def write_perfmap(path, megabytes):
+    """Lines as V8 --perf-basic-prof writes them, every 16th as jcmd Compiler.perfmap does,
+    one in eight reusing an earlier address (the shape of tests/bench/perfmap_bench.cc)."""
+    import random
+    rng = random.Random(42)
+    target = megabytes << 20
+    addr = 0x3ef414e00000
+    size_done = 0
+    i = 0
+    with open(path, "w") as f:
+        chunk = []
+        while size_done < target:
+            size = 0x40 + rng.randrange(0x800)
+            start = addr - (rng.randrange(64) + 1) * 0x400 if rng.randrange(8) == 0 else addr
+            if i % 16 == 0:
+                line = f"0x{start:016x} 0x{size:016x} void pkg.Class{i % 5000}.method(int)\n"
+            else:
+                line = (f"{start:x} {size:x} LazyCompile:*fn_{i % 50000} "
+                        f"/srv/app/mod{i % 97}.js:{i % 1000}\n")
+            chunk.append(line)
+            size_done += len(line)
+            if start == addr:
+                addr += size
+            i += 1
+            if len(chunk) >= 65536:
+                f.write("".join(chunk))
+                chunk.clear()
+        f.write("".join(chunk))
+
+
+def perfmap_ingest(args):
+    jitsymd = os.path.join(args.build, "jitsymd")
+    with tempfile.TemporaryDirectory(prefix="jitsym-bench-") as tmp:
+        watch = os.path.join(tmp, "watch")
+        os.mkdir(watch)
+        sock = os.path.join(tmp, "jitsymd.sock")
+        sleeper = subprocess.Popen(["sleep", "3600"])
+        path = os.path.join(watch, f"perf-{sleeper.pid}.map")
+        write_perfmap(path, args.perfmap_mb)
+        size = os.path.getsize(path)
+        rates = []
+        try:
+            for _ in range(args.repeat):
+                t0 = time.monotonic()
+                daemon = subprocess.Popen([jitsymd, "--watch", watch, "--socket", sock,
+                                           "--log-level", "warning"])
+                try:
+                    def ingested():
+                        try:
+                            st = Conn(sock).call({"op": "stats"})["stats"]
+                        except OSError:
+                            return None
+                        return st if st["bytes_ingested"] >= size else None
+                    s = wait_for(ingested, 600)
+                    dt = time.monotonic() - t0
+                finally:
+                    daemon.terminate()
+                    daemon.wait()
+                rates.append(size / 1e6 / dt)
+                print(f"perf map ingest: {size / 1e6:.1f} MB, {s['ranges']} ranges in {dt:.3f} s "
+                      f"(daemon start included) = {rates[-1]:.0f} MB/s")
+        finally:
+            sleeper.kill()
+        if len(rates) > 1:
+            print(f"perf map ingest: median {statistics.median(rates):.0f} MB/s over {len(rates)} "
+                  f"runs (min {min(rates):.0f}, max {max(rates):.0f})")
+
+
+def jitdump_phases(args):
     jitsymd = os.path.join(args.build, "jitsymd")
     client = os.path.join(args.build, "jitsym")
     gen = os.path.join(args.build, "tests", "bench", "jitdump_gen")

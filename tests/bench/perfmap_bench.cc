@@ -1,6 +1,6 @@
 // Ingest throughput of perf maps: a 100 MB file of V8-like lines fed to a PerfmapSource in 1 MiB
 // reads (the daemon's read size), publishing after every read (/1: a file read as it grows) or
-// every 32 reads (/32: the ingester's drain budget, a file found complete).
+// every 32 reads (/32: the ingester's drain budget, a file found complete), or once (/1000).
 //   build/tests/bench/perfmap_bench --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
@@ -60,6 +60,9 @@ void BM_IngestPerfMap(benchmark::State& state) {
       if (++reads % publish_every == 0) benchmark::DoNotOptimize(source.code().Publish());
     }
     benchmark::DoNotOptimize(source.code().Publish());
+    // /1 in the third argument: include the merge into one run that the ingester does once the
+    // file has been idle for a second (answers are complete before it; it makes them faster).
+    if (state.range(2) != 0) benchmark::DoNotOptimize(source.code().CompactAll());
     lines = source.records();
     if (source.malformed() != 0) state.SkipWithError("malformed lines in generated input");
   }
@@ -68,8 +71,10 @@ void BM_IngestPerfMap(benchmark::State& state) {
   state.counters["lines"] = static_cast<double>(lines);
 }
 BENCHMARK(BM_IngestPerfMap)
-    ->Args({100, 1})
-    ->Args({100, 32})
+    ->Args({100, 1, 0})
+    ->Args({100, 32, 0})
+    ->Args({100, 32, 1})
+    ->Args({100, 1000, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

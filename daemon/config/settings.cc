@@ -1,0 +1,251 @@
+#include "daemon/config/settings.h"
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+
+#include "proto/protocol.h"
+
+namespace jitsym::config {
+namespace {
+
+// ===============================================================================================
+// THE SETTINGS TABLE. To add a setting:
+//   1. add a field with its default to `Settings` in settings.h;
+//   2. add one line below: {"name", "METAVAR", "help text", Apply::kReload|kRestart, Binding},
+//      where the binding is String/StringList/Int/Bool/Size/DurationMs/Choice(&Settings::field);
+//   3. add a commented "# name = default" entry to systemd/jitsymd.conf (a unit test checks that
+//      every setting is there), and read the field where the daemon is wired (daemon/main.cc;
+//      for Apply::kReload also in its SIGHUP handler).
+// The name is the long option without "--" and the key in the config file. --help, the config
+// file parser, --print-config and the reload diff all come from this table.
+// ===============================================================================================
+const std::vector<SettingDef>& Table() {
+  static const std::vector<SettingDef> table = {
+      {"watch", "DIR", "directory to watch; repeatable (default: /tmp)", Apply::kReload,
+       StringList(&Settings::watch)},
+      {"r2rmap-dir", "DIR",
+       "directory searched for <image>.ni.r2rmap when a process maps\n"
+       "<image>.dll and no watched directory has its r2rmap; repeatable",
+       Apply::kRestart, StringList(&Settings::r2rmap_dirs)},
+      {"socket", "PATH",
+       "listening socket (default: /run/jitsymd/jitsymd.sock for root,\n"
+       "$XDG_RUNTIME_DIR/jitsymd.sock otherwise); unused when systemd\n"
+       "passes a listening socket",
+       Apply::kRestart, String(&Settings::socket)},
+      {"threads", "N", "query threads (default: number of CPUs, at least 2)", Apply::kRestart,
+       Int(&Settings::threads, 1, 256)},
+      {"log-level", "LEVEL", "debug, info, warning or error (default: info)", Apply::kReload,
+       Choice(&Settings::log_level, {"debug", "info", "warning", "error"})},
+      {"retention", "DURATION",
+       "how long the symbols of an exited process stay after it exits,\n"
+       "e.g. 900, 90s, 15m, 2h; 0 keeps them until the memory budget\n"
+       "needs the room (default: 15m)",
+       Apply::kReload, DurationMs(&Settings::retention_ms)},
+      {"memory-budget", "SIZE",
+       "index size above which exited processes are evicted, oldest exit\n"
+       "first, e.g. 512M, 2G; 0 means no budget (default: 1G)",
+       Apply::kReload, Size(&Settings::memory_budget_bytes)},
+  };
+  return table;
+}
+
+bool ParseUnsigned(std::string_view text, uint64_t* out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+void ResolveHostDefaults(Settings& s) {
+  if (s.watch.empty()) s.watch.push_back("/tmp");
+  if (s.socket.empty()) s.socket = proto::DefaultSocketPath();
+  if (s.threads == 0)
+    s.threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+}
+
+std::span<const SettingDef> AllSettings() { return Table(); }
+
+const SettingDef* FindSetting(std::string_view name) {
+  for (const SettingDef& def : Table()) {
+    if (def.name == name) return &def;
+  }
+  return nullptr;
+}
+
+Binding String(std::string Settings::*field) {
+  Binding b;
+  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+    if (v.empty()) return "needs a value";
+    s.*field = std::string(v);
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) {
+    return s.*field == "" ? std::vector<std::string>{} : std::vector<std::string>{s.*field};
+  };
+  return b;
+}
+
+Binding StringList(std::vector<std::string> Settings::*field) {
+  Binding b;
+  b.repeatable = true;
+  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+    if (v.empty()) return "needs a value";
+    (s.*field).emplace_back(v);
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) { return s.*field; };
+  b.clear = [field](Settings& s) { (s.*field).clear(); };
+  return b;
+}
+
+Binding Int(int Settings::*field, int min, int max) {
+  Binding b;
+  b.parse = [field, min, max](Settings& s, std::string_view v) -> std::optional<std::string> {
+    int n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < min || n > max) {
+      return "takes a number from " + std::to_string(min) + " to " + std::to_string(max);
+    }
+    s.*field = n;
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) {
+    return s.*field == 0 ? std::vector<std::string>{}
+                         : std::vector<std::string>{std::to_string(s.*field)};
+  };
+  return b;
+}
+
+Binding Bool(bool Settings::*field) {
+  Binding b;
+  b.flag = true;
+  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+    if (v == "true" || v == "yes" || v == "on" || v == "1") {
+      s.*field = true;
+    } else if (v == "false" || v == "no" || v == "off" || v == "0") {
+      s.*field = false;
+    } else {
+      return "takes true or false";
+    }
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) {
+    return std::vector<std::string>{s.*field ? "true" : "false"};
+  };
+  return b;
+}
+
+Binding Size(uint64_t Settings::*field) {
+  Binding b;
+  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+    auto n = ParseSize(v);
+    if (!n) return "takes a size such as 4096, 512K, 256M or 2G";
+    s.*field = *n;
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) { return std::vector<std::string>{FormatSize(s.*field)}; };
+  return b;
+}
+
+Binding DurationMs(uint64_t Settings::*field) {
+  Binding b;
+  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+    auto n = ParseDurationMs(v);
+    if (!n) return "takes a duration such as 900 (seconds), 500ms, 90s, 15m, 2h or 1d";
+    s.*field = *n;
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) {
+    return std::vector<std::string>{FormatDurationMs(s.*field)};
+  };
+  return b;
+}
+
+Binding Choice(std::string Settings::*field, std::vector<std::string> choices) {
+  Binding b;
+  b.parse = [field, choices](Settings& s, std::string_view v) -> std::optional<std::string> {
+    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      std::string list;
+      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+      return "takes one of " + list;
+    }
+    s.*field = std::string(v);
+    return std::nullopt;
+  };
+  b.format = [field](const Settings& s) { return std::vector<std::string>{s.*field}; };
+  return b;
+}
+
+std::optional<uint64_t> ParseSize(std::string_view text) {
+  uint64_t shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+      case 'k':
+        shift = 10;
+        break;
+      case 'M':
+      case 'm':
+        shift = 20;
+        break;
+      case 'G':
+      case 'g':
+        shift = 30;
+        break;
+      case 'T':
+      case 't':
+        shift = 40;
+        break;
+    }
+    if (shift) text.remove_suffix(1);
+  }
+  uint64_t n = 0;
+  if (!ParseUnsigned(text, &n)) return std::nullopt;
+  if (shift && n > (UINT64_MAX >> shift)) return std::nullopt;
+  return n << shift;
+}
+
+std::optional<uint64_t> ParseDurationMs(std::string_view text) {
+  struct Unit {
+    std::string_view suffix;
+    uint64_t ms;
+  };
+  // "ms" before "m" and "s".
+  static constexpr Unit kUnits[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60 * 1000}, {"h", 3600 * 1000}, {"d", 86400 * 1000}};
+  uint64_t scale = 1000;  // plain numbers are seconds
+  for (const Unit& u : kUnits) {
+    if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
+      scale = u.ms;
+      text.remove_suffix(u.suffix.size());
+      break;
+    }
+  }
+  uint64_t n = 0;
+  if (!ParseUnsigned(text, &n) || n > UINT64_MAX / scale) return std::nullopt;
+  return n * scale;
+}
+
+std::string FormatSize(uint64_t bytes) {
+  static constexpr char kSuffix[] = {'T', 'G', 'M', 'K'};
+  for (int i = 0; i < 4; ++i) {
+    const int shift = 40 - 10 * i;
+    if (bytes != 0 && bytes % (1ull << shift) == 0) {
+      return std::to_string(bytes >> shift) + kSuffix[i];
+    }
+  }
+  return std::to_string(bytes);
+}
+
+std::string FormatDurationMs(uint64_t ms) {
+  if (ms == 0) return "0";
+  if (ms % (86400 * 1000) == 0) return std::to_string(ms / (86400 * 1000)) + "d";
+  if (ms % (3600 * 1000) == 0) return std::to_string(ms / (3600 * 1000)) + "h";
+  if (ms % (60 * 1000) == 0) return std::to_string(ms / (60 * 1000)) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace jitsym::config

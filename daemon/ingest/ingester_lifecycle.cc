@@ -1,0 +1,175 @@
+// The ingester's run-time reconfiguration and the lifecycle of exited processes: retention, the
+// memory budget and eviction (see ingester.h).
+//
+// An exited incarnation stays indexed for `retention_ms` after its exit (or after the daemon
+// found it, if it had exited before), so that `perf script` run after the workload still
+// resolves; then it is evicted: its files are closed and its code ranges and names freed once
+// no query holds the view any more. When the index is larger than `memory_budget_bytes`, exited
+// incarnations are evicted before their time, oldest exit first. Running processes and image
+// files are never evicted.
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/ingest/ingester.h"
+#include "daemon/util/log.h"
+
+namespace jitsym::ingest {
+namespace {
+
+constexpr uint64_t kPruneEvictedEveryNs = 60ull * 1000000000ull;
+
+bool SameTime(const timespec& a, const timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+}  // namespace
+
+void Ingester::SetWatchDirs(const std::vector<std::string>& dirs) {
+  if (stopped_ || inotify_fd_ < 0) return;
+  std::vector<std::string> added;
+  for (const std::string& dir : dirs) {
+    bool known = false;
+    for (const auto& [wd, d] : watch_dirs_) known = known || d == dir;
+    if (!known) added.push_back(dir);
+  }
+  for (auto it = watch_dirs_.begin(); it != watch_dirs_.end();) {
+    if (std::find(dirs.begin(), dirs.end(), it->second) == dirs.end()) {
+      JITSYM_LOG(kInfo, "not watching ", it->second, " any more (files already followed stay)");
+      ::inotify_rm_watch(inotify_fd_, it->first);
+      it = watch_dirs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  options_.watch_dirs = dirs;
+  for (const std::string& dir : added) {
+    const size_t before = watch_dirs_.size();
+    AddWatch(dir);
+    if (watch_dirs_.size() != before) Scan(dir);
+  }
+  DrainDirty();
+}
+
+void Ingester::SetLifecycle(uint64_t retention_ms, uint64_t memory_budget_bytes) {
+  options_.retention_ms = retention_ms;
+  options_.memory_budget_bytes = memory_budget_bytes;
+  over_budget_warned_ = false;
+  lifecycle_changed_ = true;
+  EvictExpired();
+  Publish();
+}
+
+bool Ingester::SkipEvicted(const std::string& path, const struct stat& st) {
+  auto it = evicted_.find(path);
+  if (it == evicted_.end()) return false;
+  const EvictedFile& e = it->second;
+  if (e.dev == st.st_dev && e.ino == st.st_ino && e.size == st.st_size &&
+      SameTime(e.mtime, st.st_mtim)) {
+    return true;  // the file of an evicted process, unchanged
+  }
+  evicted_.erase(it);  // written again since: read it as a new file
+  return false;
+}
+
+void Ingester::Evict(uint32_t pid, Incarnation* inc, const char* why) {
+  JITSYM_LOG(kInfo, "evicting pid ", pid, " incarnation ", inc->id, " (", why, ")");
+  for (FollowedFile* f : inc->files) {
+    struct stat st {};
+    // Remember the file as it is, so that a rescan does not read it again.
+    const bool exists = f->fd >= 0 ? ::fstat(f->fd, &st) == 0 : ::lstat(f->path.c_str(), &st) == 0;
+    auto at_path = by_path_.find(f->path);
+    const bool current = at_path != by_path_.end() && at_path->second == f;
+    if (exists && current && st.st_dev == f->dev && st.st_ino == f->ino) {
+      evicted_[f->path] = EvictedFile{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    }
+    if (f->fd >= 0) {
+      ::close(f->fd);
+      f->fd = -1;
+    }
+    Forget(*f);
+    dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), f), dirty_.end());
+  }
+  std::erase_if(files_,
+                [inc](const std::unique_ptr<FollowedFile>& f) { return f->incarnation == inc; });
+  auto pit = processes_.find(pid);
+  if (pit != processes_.end()) {
+    std::erase_if(pit->second,
+                  [inc](const std::unique_ptr<Incarnation>& i) { return i.get() == inc; });
+    if (pit->second.empty()) processes_.erase(pit);
+  }
+  ++evictions_;
+  lifecycle_changed_ = true;
+}
+
+void Ingester::EvictExpired() {
+  if (stopped_) return;
+  const uint64_t now = MonotonicNowNs();
+  struct Exited {
+    uint64_t since;
+    uint32_t pid;
+    Incarnation* inc;
+  };
+  std::vector<Exited> exited;
+  for (auto& [pid, incs] : processes_) {
+    for (auto& inc : incs) {
+      // Not before its exit notification has been handled (it drains the last writes and
+      // closes the pidfd).
+      if (inc->alive || (inc->pidfd && inc->pidfd->is_open())) continue;
+      exited.push_back({inc->exit_time.value_or(inc->created_ns), pid, inc.get()});
+    }
+  }
+  std::sort(exited.begin(), exited.end(),
+            [](const Exited& a, const Exited& b) { return a.since < b.since; });
+  size_t next = 0;
+  if (options_.retention_ms > 0) {
+    const uint64_t retention_ns = options_.retention_ms * 1000000ull;
+    for (; next < exited.size() && now - std::min(now, exited[next].since) >= retention_ns;
+         ++next) {
+      Evict(exited[next].pid, exited[next].inc, "retention over");
+    }
+  }
+  if (options_.memory_budget_bytes > 0) {
+    uint64_t total = 0;
+    for (const auto& f : files_) total += f->source->code().memory_bytes();
+    while (total > options_.memory_budget_bytes && next < exited.size()) {
+      uint64_t freed = 0;
+      for (FollowedFile* f : exited[next].inc->files) freed += f->source->code().memory_bytes();
+      Evict(exited[next].pid, exited[next].inc, "memory budget");
+      total -= std::min(total, freed);
+      ++next;
+    }
+    if (total > options_.memory_budget_bytes && !over_budget_warned_) {
+      over_budget_warned_ = true;
+      JITSYM_LOG(kWarning, "the index (", total >> 20, " MiB) is over the memory budget (",
+                 options_.memory_budget_bytes >> 20,
+                 " MiB) with no exited process left to evict; running processes are kept");
+    } else if (total <= options_.memory_budget_bytes) {
+      over_budget_warned_ = false;
+    }
+  }
+  // Forget evicted files that are gone (their deletion may have happened while unwatched).
+  if (now - last_evicted_prune_ns_ >= kPruneEvictedEveryNs) {
+    last_evicted_prune_ns_ = now;
+    std::erase_if(evicted_, [](const auto& entry) {
+      struct stat st {};
+      return ::lstat(entry.first.c_str(), &st) != 0;
+    });
+  }
+  if (lifecycle_changed_) Publish();
+}
+
+void Ingester::FillLifecycleCounters(index::IndexCounters& counters) const {
+  for (const auto& [pid, incs] : processes_) {
+    for (const auto& inc : incs) {
+      if (!inc->alive) ++counters.processes_exited;
+    }
+  }
+  counters.evictions = evictions_;
+  counters.memory_budget_bytes = options_.memory_budget_bytes;
+}
+
+}  // namespace jitsym::ingest
