@@ -41,9 +41,9 @@ constexpr char kUsage[] =
     "The perf script fields must include pid (or tid) and ip.\n"
     "\n"
     "  --folded    print collapsed stacks (comm;outer;...;leaf COUNT) for flame graph tools\n"
-    "  --native    also ask jitsymd about frames perf named in files (ELF images): they are\n"
-    "              replaced when jitsymd answers (address taken as perf printed it: a file\n"
-    "              offset in callchain lines, an ELF address on sample lines)\n"
+    "  --native    also ask jitsymd about frames perf named in files (ELF images), and use\n"
+    "              its names where it has them: callchain entries (which perf prints as\n"
+    "              offsets in their file) by file, a sample line's ip by pid\n"
     "  --batch N   frames per request (default 8192)\n";
 
 constexpr size_t kDefaultBatch = 8192;
@@ -214,8 +214,13 @@ class AnnotatePipeline {
     if (NeedsJitName(f)) {
       Ask(batch, rec, Target{pid_, {}, false}, f.ip, time_);
     } else if (options_.native && f.has_dso && !f.dso.empty() && f.dso[0] == '/') {
-      Ask(batch, rec, Target{0, std::string(f.dso), rec->kind == PerfScriptLine::kFrame}, f.ip,
-          std::nullopt);
+      // perf prints callchain entries as offsets in their file (dso offsets), and the ip of a
+      // sample line as the absolute address.
+      if (rec->kind == PerfScriptLine::kFrame) {
+        Ask(batch, rec, Target{0, std::string(f.dso), true}, f.ip, std::nullopt);
+      } else {
+        Ask(batch, rec, Target{pid_, {}, false}, f.ip, time_);
+      }
     }
   }
 
