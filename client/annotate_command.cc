@@ -235,7 +235,7 @@ class AnnotatePipeline {
     PerfScriptFrame frame;
     rec.kind = ParsePerfScriptLine(stored, &sample, &frame);
     if (rec.kind == PerfScriptLine::kSample) {
-      pid_ = sample.pid;
+      pid_ = sample.tid < 0 ? ProcessOf(sample.pid) : sample.pid;
       time_ = sample.time_ns;
       if (!sample.comm.empty()) {
         rec.comm_begin = static_cast<uint32_t>(sample.comm.data() - stored.data());
@@ -245,6 +245,31 @@ class AnnotatePipeline {
     } else if (rec.kind == PerfScriptLine::kFrame) {
       AddFrame(batch, &rec, frame);
     }
+  }
+
+  // A lone number is the pid with -F pid, the thread id with -F tid: a thread of a live process
+  // belongs to its thread group (Tgid in /proc/N/status). Cached; bounded.
+  int64_t ProcessOf(int64_t id) {
+    if (id <= 0) return id;
+    auto it = tgid_.find(id);
+    if (it != tgid_.end()) return it->second;
+    int64_t tgid = id;
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%lld/status", static_cast<long long>(id));
+    if (std::FILE* f = std::fopen(path, "r")) {
+      char line[256];
+      while (std::fgets(line, sizeof(line), f) != nullptr) {
+        long long v = 0;
+        if (std::sscanf(line, "Tgid: %lld", &v) == 1) {
+          if (v > 0) tgid = v;
+          break;
+        }
+      }
+      std::fclose(f);
+    }
+    if (tgid_.size() >= 65536) tgid_.clear();
+    tgid_.emplace(id, tgid);
+    return tgid;
   }
 
   bool Fill(Batch* batch) {
@@ -432,6 +457,7 @@ class AnnotatePipeline {
   // Writer state: the current sample's pid and time (frames follow their sample line).
   int64_t pid_ = -1;
   std::optional<uint64_t> time_;
+  std::unordered_map<int64_t, int64_t> tgid_;  // thread id -> process id
   // Reader state.
   std::set<std::string> reported_;
   bool in_sample_ = false;

@@ -36,8 +36,8 @@ struct PerfScriptFrame {
 
 struct PerfScriptSample {
   std::string_view comm;  // empty when not printed
-  int64_t pid = -1;       // -1: not printed
-  int64_t tid = -1;
+  int64_t pid = -1;       // -1: not printed. A lone number (-F pid or -F tid) lands here.
+  int64_t tid = -1;       // set when perf printed PID/TID
   // CLOCK_MONOTONIC ns with `perf record -k mono`. perf prints microseconds by default; the time
   // is rounded up to the end of the printed unit (a sample is taken after the code it hits was
   // loaded, so the end of the microsecond is the safer side).

@@ -5,6 +5,7 @@ no time meaning the latest code, hostile lines (binary bytes, CR, very long, fra
 sample, unknown pids) passed through untouched, and large input streamed in batches."""
 
 import subprocess
+import sys
 import time
 
 import jitdump
@@ -71,6 +72,29 @@ def no_time_is_the_latest_code():
     got = annotate(text).decode()
     check(got.count("new_fn+0x") == 2 and "old_fn" not in got, got)
     check(got.splitlines()[3] == f"{pid}      {A + 8:x} new_fn+0x8 (jitdump:{FIX['path']})", got)
+
+
+THREADED = r"""
+import threading, time
+t = threading.Thread(target=time.sleep, args=(600,), daemon=True)
+t.start()
+print(t.native_id, flush=True)
+time.sleep(600)
+"""
+
+
+@h.case
+def a_lone_thread_id_means_its_process():
+    # perf script -F tid prints the thread id alone; the jitdump is named after the process.
+    proc = h.spawn([sys.executable, "-c", THREADED], stdout=subprocess.PIPE,
+                   stdin=subprocess.DEVNULL, text=True)
+    tid = int(proc.stdout.readline())
+    check(tid != proc.pid, "the thread has the process's id")
+    w = jitdump.Writer(proc.pid)
+    h.write_file(h.dump_path(proc.pid), w.header(T0), w.load(T0, A, 0x100, "threaded_fn", 1))
+    h.wait_resolves(proc.pid, A, "threaded_fn")
+    got = annotate(f"app {tid} 100.000200: \n\t{A + 5:x} [unknown] (//anon)\n\n".encode())
+    check(b"threaded_fn+0x5 (jitdump:" in got, got.decode())
 
 
 @h.case
