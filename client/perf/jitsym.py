@@ -159,8 +159,9 @@ def flush():
             key = ";".join([s["comm"]] + names[::-1])
             FOLDED[key] = FOLDED.get(key, 0) + 1
             continue
-        out.append("%s %d/%d %d.%09d: %s:\n" % (s["comm"], s["pid"], s["tid"],
-                                               s["time"] // 10**9, s["time"] % 10**9, s["event"]))
+        t = s["time"] or 0
+        out.append("%s %d/%d %d.%09d: %s:\n" % (s["comm"], s["pid"], s["tid"], t // 10**9,
+                                               t % 10**9, s["event"]))
         for k, (ip, name, dso) in enumerate(s["frames"]):
             r = s["named"].get(k)
             if r:
@@ -196,7 +197,7 @@ def process_event(param_dict):
         "comm": param_dict.get("comm", "?"),
         "pid": sample.get("pid", -1),
         "tid": sample.get("tid", -1),
-        "time": sample.get("time", 0),
+        "time": sample.get("time") or None,  # None: not recorded; the latest code answers
         "event": param_dict.get("ev_name", "?"),
         "frames": frames_of(param_dict),
         "named": {},
