@@ -112,9 +112,10 @@ def google_pprof_reads_the_symbolized_profile():
     check(total == RUN["total"], f"google-pprof counts {total} samples, expected {RUN['total']}")
     for name, (flat, cum) in RUN["rows"].items():
         if name.startswith("JS:*jitsymHot"):
-            check(rows.get(name, (None,))[0] == flat,
-                  f"{name}: google-pprof says {rows.get(name)}, jitsym pprof {flat}")
-    print(f"  google-pprof agrees on {sum(1 for n in RUN['rows'] if n in rows)} functions")
+            check(rows.get(name) == (flat, cum),
+                  f"{name}: google-pprof says {rows.get(name)}, jitsym pprof {(flat, cum)}")
+    same = sum(1 for n, fc in RUN["rows"].items() if rows.get(n) == fc)
+    print(f"  google-pprof's table and jitsym pprof's agree on {same} of {len(RUN['rows'])} rows")
 
 
 @h.case
