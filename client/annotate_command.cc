@@ -83,6 +83,7 @@ struct Batch {
   std::vector<Target> targets;           // one request per target, in this order
   std::vector<proto::Request> requests;  // parallel to targets (reused storage)
   size_t used_requests = 0;
+  size_t last_target = 0;
   std::vector<std::pair<uint32_t, uint32_t>> queries;  // (request, index in its addrs)
   std::vector<proto::Response> responses;
 
@@ -172,8 +173,13 @@ class AnnotatePipeline {
 
   void Ask(Batch* batch, LineRec* rec, const Target& target, uint64_t addr,
            std::optional<uint64_t> time) {
-    size_t t = 0;
-    while (t < batch->targets.size() && !(batch->targets[t] == target)) ++t;
+    // Consecutive frames mostly share their target (one sample's stack): try the last one first.
+    size_t t = batch->last_target;
+    if (t >= batch->targets.size() || !(batch->targets[t] == target)) {
+      t = 0;
+      while (t < batch->targets.size() && !(batch->targets[t] == target)) ++t;
+    }
+    batch->last_target = t;
     if (t == batch->targets.size()) {
       batch->targets.push_back(target);
       if (batch->requests.size() < batch->targets.size()) batch->requests.emplace_back();

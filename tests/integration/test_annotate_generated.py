@@ -98,6 +98,23 @@ def a_lone_thread_id_means_its_process():
 
 
 @h.case
+def samples_of_several_processes_interleaved():
+    pids = [FIX["pid"]]
+    for k in range(3):
+        pid = h.sleeper()
+        w = jitdump.Writer(pid)
+        h.write_file(h.dump_path(pid), w.header(T0), w.load(T0, A, 0x100, f"proc{k}_fn", 1))
+        h.wait_resolves(pid, A, f"proc{k}_fn")
+        pids.append(pid)
+    text = b"".join(sample(pids[i % 4], "100.000700", [(A + i % 4, "[unknown] (//anon)")])
+                    for i in range(400))
+    got = annotate(text, "--batch", "7").decode()
+    want = ["new_fn+0x0", "proc0_fn+0x1", "proc1_fn+0x2", "proc2_fn+0x3"]
+    names = [l.split()[1] for l in got.splitlines() if l.startswith("\t")]
+    check(names == [want[i % 4] for i in range(400)], f"misrouted: {names[:8]}")
+
+
+@h.case
 def hostile_lines_pass_through():
     pid = FIX["pid"]
     junk = [b"\tdeadbeef [unknown] (//anon)\n",             # a frame before any sample
