@@ -17,7 +17,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libboost-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdw-dev libelf-dev libsystemd-dev zlib1g-dev
+  libdw-dev libelf-dev libsystemd-dev zlib1g-dev liblzma-dev
+  libdebuginfod-dev llvm llvm-14-dev binutils xz-utils
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
   default-jdk-headless
   linux-perf google-perftools libgoogle-perftools-dev

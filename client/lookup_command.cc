@@ -10,6 +10,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,7 +28,8 @@ namespace jitsym::client {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: jitsym lookup (--pid PID | --image IMAGE) [--time T] [--origin O] [--json] [ADDR...]\n"
+    "usage: jitsym lookup (--pid PID | --image IMAGE | --build-id HEX) [--file-offset]\n"
+    "                     [--time T] [--origin O] [--json] [ADDR...]\n"
     "\n"
     "Resolves code addresses to symbols. Without ADDR arguments, reads stdin: one\n"
     "`ADDR [TIME]` per line. Prints one line per address, in input order:\n"
@@ -35,11 +37,15 @@ constexpr char kUsage[] =
     "\n"
     "  --pid PID       process the addresses belong to\n"
     "  --image IMAGE   look up RVAs in an image (r2rmap): its name (with or without .dll),\n"
-    "                  a path to the dll, or its signature in hex\n"
+    "                  a path to the dll, or its signature in hex; or the path of an ELF\n"
+    "                  file (ADDR is a virtual address, as addr2line -e takes it)\n"
+    "  --build-id HEX  look up addresses in the ELF file with this build id\n"
+    "  --file-offset   ELF lookups: ADDR is a file offset (as perf's dso offsets)\n"
     "  --time T        when the addresses were sampled: CLOCK_MONOTONIC nanoseconds, or\n"
     "                  seconds with a decimal point as perf script prints (219.895069);\n"
     "                  a TIME on an input line overrides it\n"
-    "  --origin O      only answers from this kind of source: jitdump, perfmap, mlpd, r2rmap\n"
+    "  --origin O      only answers from this kind of source: jitdump, perfmap, mlpd, r2rmap,\n"
+    "                  elf\n"
     "  --json          one JSON object per address per line (JSON Lines)\n"
     "  --batch N       addresses per request (default 8192)\n"
     "\n"
@@ -339,11 +345,14 @@ class LookupPipeline {
 }  // namespace
 
 int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args) {
-  std::optional<std::string> pid_text, image, time_text, origin, batch_text;
+  std::optional<std::string> pid_text, image, build_id, time_text, origin, batch_text;
   bool json = false;
+  bool file_offset = false;
   ArgParser parser("lookup", kUsage);
   parser.AddValue("--pid", &pid_text);
   parser.AddValue("--image", &image);
+  parser.AddValue("--build-id", &build_id);
+  parser.AddFlag("--file-offset", &file_offset);
   parser.AddValue("--time", &time_text);
   parser.AddValue("--origin", &origin);
   parser.AddValue("--batch", &batch_text);
@@ -360,7 +369,17 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
     prototype.pid = static_cast<int64_t>(*pid);
   }
   prototype.image = image;
-  if (!prototype.pid && !prototype.image) return parser.UsageError("--pid or --image is required");
+  if (image && image->find('/') != std::string::npos && image->front() != '/') {
+    // A relative path to an ELF file: the daemon runs elsewhere.
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(*image, ec);
+    if (!ec && std::filesystem::exists(absolute, ec)) prototype.image = absolute.string();
+  }
+  prototype.build_id = build_id;
+  prototype.file_offset = file_offset;
+  if (!prototype.pid && !prototype.image && !prototype.build_id) {
+    return parser.UsageError("--pid, --image or --build-id is required");
+  }
   if (time_text) {
     prototype.time = proto::ParseTime(*time_text);
     if (!prototype.time) {
@@ -371,8 +390,8 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   prototype.origin = origin;
   if (!json) {
     // Text output prints only these: ask for nothing else.
-    prototype.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
-                       proto::kFieldPosition | proto::kFieldImage;
+    prototype.fields =
+        proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin | proto::kFieldPosition;
   }
   size_t batch_size = kDefaultBatch;
   if (batch_text) {

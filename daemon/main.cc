@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
   log::SetLevel(LevelOf(settings));
   ::signal(SIGPIPE, SIG_IGN);
   query::SetR2rmapSearchDirs(settings.r2rmap_dirs);  // read by the query engine it builds
+  // Native (ELF/DWARF) lookups: also read by the query engine it builds.
+  query::NativeOptions native;
+  if (!settings.debug_dirs.empty()) native.debug_dirs = settings.debug_dirs;
+  native.cache_bytes = static_cast<size_t>(settings.debug_cache_mb) << 20;
+  query::SetNativeOptions(std::move(native));
 
   index::ViewCell cell;
   boost::asio::io_context ingest_io;

@@ -89,7 +89,8 @@ std::vector<std::string_view> ResultFieldNames(uint32_t mask);
 
 struct LookupRequest {
   std::optional<int64_t> pid;
-  std::optional<std::string> image;  // image lookups (r2rmap, ELF); later formats
+  std::optional<std::string> image;     // image lookups (r2rmap, ELF); later formats
+  std::optional<std::string> build_id;  // ELF image lookups by build-id (hex)
   bool file_offset = false;  // ELF image lookups: addrs are file offsets, not virtual addresses
   std::optional<std::string> origin;  // restrict answers to one source kind
   std::optional<uint64_t> time;       // batch time; absent = now / last known

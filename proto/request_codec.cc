@@ -229,6 +229,17 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
   }
   if (key == "origin") return ReadOptionalString(r, key, &f->lookup.origin, &f->lookup_error);
   if (key == "image") return ReadOptionalString(r, key, &f->lookup.image, &f->lookup_error);
+  if (key == "build_id") {
+    return ReadOptionalString(r, key, &f->lookup.build_id, &f->lookup_error);
+  }
+  if (key == "file_offset") {
+    if (r.Peek() == Kind::kNull) return r.ReadNull();
+    if (r.Peek() != Kind::kBool) {
+      SetOnce(&f->lookup_error, "member 'file_offset' must be true or false");
+      return r.Skip();
+    }
+    return r.ReadBool(&f->lookup.file_offset);
+  }
   if (key == "addrs") return ReadAddrs(r, line, f);
   if (key == "fields") {
     if (r.Peek() == Kind::kNull) return r.ReadNull();
@@ -298,9 +309,9 @@ DecodeRequestResult DecodeRequest(std::string_view line) {
       result.request.reset();
       return Error(f, kErrBadRequest, f.lookup_error);
     }
-    if (!f.lookup.pid && !f.lookup.image) {
+    if (!f.lookup.pid && !f.lookup.image && !f.lookup.build_id) {
       result.request.reset();
-      return Error(f, kErrBadRequest, "lookup needs member 'pid' or 'image'");
+      return Error(f, kErrBadRequest, "lookup needs member 'pid' or 'image' (or 'build_id')");
     }
     if (!f.have_addrs) {
       result.request.reset();
@@ -353,6 +364,10 @@ void EncodeRequest(const Request& request, std::string* out) {
       if (lookup.image) {
         out->append(",\"image\":");
         json::AppendString(*lookup.image, out);
+      }
+      if (lookup.build_id) {
+        out->append(",\"build_id\":");
+        json::AppendString(*lookup.build_id, out);
       }
       if (lookup.file_offset) out->append(",\"file_offset\":true");
       if (lookup.origin) {

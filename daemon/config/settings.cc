@@ -28,6 +28,14 @@ const std::vector<SettingDef>& Table() {
        "directory searched for <image>.ni.r2rmap when a process maps\n"
        "<image>.dll and no watched directory has its r2rmap; repeatable",
        Apply::kRestart, StringList(&Settings::r2rmap_dirs)},
+      {"debug-dir", "DIR",
+       "root of a .build-id tree of separate debug files (native frames);\n"
+       "repeatable (default: /usr/lib/debug)",
+       Apply::kRestart, StringList(&Settings::debug_dirs)},
+      {"debug-cache-mb", "N",
+       "MiB for native modules' ELF/DWARF tables, least recently used\n"
+       "dropped first (default: 1024)",
+       Apply::kRestart, Int(&Settings::debug_cache_mb, 1, 1 << 20)},
       {"socket", "PATH",
        "listening socket (default: /run/jitsymd/jitsymd.sock for root,\n"
        "$XDG_RUNTIME_DIR/jitsymd.sock otherwise); unused when systemd\n"

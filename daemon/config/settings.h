@@ -21,6 +21,8 @@ namespace jitsym::config {
 struct Settings {
   std::vector<std::string> watch;        // empty: /tmp
   std::vector<std::string> r2rmap_dirs;  // searched for <image>.ni.r2rmap
+  std::vector<std::string> debug_dirs;   // roots of .build-id trees; empty: /usr/lib/debug
+  int debug_cache_mb = 1024;             // ELF/DWARF tables of native modules
   std::string socket;                    // empty: proto::DefaultSocketPath()
   int threads = 0;                       // 0: number of CPUs, at least 2
   std::string log_level = "info";

@@ -127,11 +127,16 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           proto::LookupResponse lookup;
           // What the answers borrow from besides the view (r2rmaps loaded on demand).
           std::vector<std::shared_ptr<const void>> keep;
-          if (body.image) {
+          if (body.image || body.build_id) {
             if (body.pid) {
               return Error(proto::kErrBadRequest, "lookup takes \"pid\" or \"image\", not both");
             }
-            if (!images_.LookupImage(*view, body, &lookup, &keep)) {
+            if (NativeLookup::IsNativeImageRequest(body)) {
+              // An ELF file (by path or build-id).
+              if (auto error = native_.LookupImage(body, peer.uid, peer.gid, &lookup, &keep)) {
+                return Error(error->code, std::move(error->message));
+              }
+            } else if (!images_.LookupImage(*view, body, &lookup, &keep)) {
               return Error(proto::kErrNotFound, "no r2rmap known for image '" + *body.image + "'");
             }
           } else {
@@ -142,6 +147,8 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             Lookup(*view, body, &lookup);
             // JIT sources first; ReadyToRun images answer what they do not know.
             images_.LookupInProcess(*view, body, peer.uid, &lookup, &keep);
+            // What is left and lies in a file-backed executable mapping: ELF symbols.
+            native_.LookupInProcess(body, peer.uid, &lookup, &keep);
           }
           if (keep.empty()) {
             lookup.keepalive = view;

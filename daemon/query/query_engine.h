@@ -7,6 +7,7 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/query/image_lookup.h"
+#include "daemon/query/native_lookup.h"
 #include "daemon/server/server.h"
 #include "proto/protocol.h"
 
@@ -30,6 +31,8 @@ class QueryEngine : public server::RequestHandler {
   uint64_t started_ns_;
   // Image sources (r2rmap): "image" requests, and the addresses of a pid no JIT source knows.
   ImageLookup images_;
+  // ELF files: "image" requests naming one (or a build-id), and what is left of pid requests.
+  NativeLookup native_;
 };
 
 }  // namespace jitsym::query

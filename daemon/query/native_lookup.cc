@@ -1,0 +1,281 @@
+#include "daemon/query/native_lookup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "daemon/ingest/proc.h"
+#include "daemon/util/clock.h"
+#include "daemon/util/log.h"
+
+namespace jitsym::query {
+namespace {
+
+constexpr std::string_view kOrigin = "elf";
+constexpr uint64_t kMinRereadNs = 100000000ull;
+constexpr size_t kMaxCachedProcesses = 4096;
+
+NativeOptions& Options() {
+  static NativeOptions options;
+  return options;
+}
+
+native::ModuleCache::Options CacheOptions(const NativeOptions& o) {
+  native::ModuleCache::Options c;
+  c.debug_dirs = o.debug_dirs;
+  c.budget_bytes = o.cache_bytes;
+  return c;
+}
+
+// Fills one answer. `addr` is the address asked for and `vaddr` the ELF virtual address it
+// stands for: start is reported in the caller's address space. Name and file are borrowed from
+// the module (the response keeps it alive); frames are built only when asked for.
+void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const std::string& image,
+          uint64_t addr, uint64_t vaddr, uint32_t fields, proto::LookupResult* r) {
+  static constexpr std::string_view kUnknown = "??";
+  r->found = true;
+  r->name_view = a.name.empty() ? kUnknown : a.name;
+  r->offset = vaddr - a.start;
+  r->start = addr - r->offset;
+  r->size = a.size;
+  r->origin_view = kOrigin;
+  if (fields & proto::kFieldImage) r->image = image;
+  if (fields & proto::kFieldBuildId) r->build_id = m.build_id();
+  r->frames.clear();
+  if (fields & proto::kFieldFrames) {
+    r->frames.reserve(a.frames.size());
+    for (const native::NativeFrame& f : a.frames) {
+      r->frames.push_back(
+          {std::string(f.name.empty() ? kUnknown : f.name), std::string(f.file), f.line, f.column});
+    }
+  }
+  if (!a.frames.empty() && !a.frames.front().file.empty()) {
+    r->file_view = a.frames.front().file;
+    r->line = a.frames.front().line;
+    r->column = a.frames.front().column;
+  }
+}
+
+// Whether the permission bits of a file let (uid, gid) read it; root and the daemon's own user
+// always may. Supplementary groups are not known here: they do not count.
+bool ReadableBy(const std::string& path, uint32_t uid, uint32_t gid) {
+  if (uid == 0 || uid == ::geteuid()) return true;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  if (st.st_uid == uid) return (st.st_mode & S_IRUSR) != 0;
+  if (st.st_gid == gid) return (st.st_mode & S_IRGRP) != 0;
+  return (st.st_mode & S_IROTH) != 0;
+}
+
+}  // namespace
+
+void SetNativeOptions(NativeOptions options) { Options() = std::move(options); }
+const NativeOptions& GetNativeOptions() { return Options(); }
+
+NativeLookup::NativeLookup() : NativeLookup(Options()) {}
+NativeLookup::NativeLookup(NativeOptions options) : modules_(CacheOptions(options)) {}
+
+bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request) {
+  if (request.build_id) return true;
+  if (!request.image || request.image->find('/') == std::string::npos) return false;
+  const int fd = ::open(request.image->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return false;
+  struct stat st {};
+  char magic[4] = {};
+  const bool elf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::pread(fd, magic, 4, 0) == 4 &&
+                   std::memcmp(magic, "\177ELF", 4) == 0;
+  ::close(fd);
+  return elf;
+}
+
+std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
+    const proto::LookupRequest& request, uint32_t peer_uid, uint32_t peer_gid,
+    proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep) {
+  if (request.origin && *request.origin != kOrigin) {
+    out->results.resize(request.addrs.size());
+    for (size_t i = 0; i < request.addrs.size(); ++i) {
+      out->results[i].addr = request.addrs[i].addr;
+      out->results[i].error = request.addrs[i].error;
+    }
+    return std::nullopt;
+  }
+  std::string error;
+  std::shared_ptr<native::NativeModule> m;
+  std::string id = request.build_id.value_or("");
+  std::transform(id.begin(), id.end(), id.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (request.image && request.image->find('/') != std::string::npos) {
+    // A path (and maybe the build id it must have).
+    m = modules_.GetByPath(*request.image, &error);
+    if (m && request.build_id && m->build_id() != id) {
+      return proto::ErrorResponse{std::string(proto::kErrNotFound),
+                                  *request.image + " does not have build id " + id};
+    }
+  } else {
+    m = modules_.GetByBuildId(id, &error);
+  }
+  if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
+  if (!ReadableBy(m->path(), peer_uid, peer_gid)) {
+    return proto::ErrorResponse{std::string(proto::kErrPermission),
+                                m->path() + ": not readable by the requesting user"};
+  }
+  keep->push_back(m);
+  const size_t n = request.addrs.size();
+  out->results.resize(n);
+  const std::string& image = request.image ? *request.image : m->path();
+  // Symbolized in address order: consecutive lookups then walk the tables forward (and stay in
+  // cache), and repeated addresses (samples of one hot spot) are symbolized once.
+  std::vector<std::pair<uint64_t, size_t>> order;  // (virtual address, index)
+  order.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const proto::AddressQuery& q = request.addrs[i];
+    proto::LookupResult& r = out->results[i];
+    r.addr = q.addr;
+    if (!q.error.empty()) {
+      r.error = q.error;
+      continue;
+    }
+    std::optional<uint64_t> vaddr = q.addr;
+    if (request.file_offset) vaddr = m->FileOffsetToAddress(q.addr);
+    if (vaddr) order.emplace_back(*vaddr, i);
+  }
+  std::sort(order.begin(), order.end());
+  native::NativeAnswer answer;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const auto [vaddr, i] = order[k];
+    if (k == 0 || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
+    if (answer.found) {
+      Fill(*m, answer, image, request.addrs[i].addr, vaddr, request.fields, &out->results[i]);
+    }
+  }
+  modules_.Trim();
+  return std::nullopt;
+}
+
+std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::Cached(uint32_t pid, bool refresh,
+                                                                       bool* fresh) {
+  *fresh = false;
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = processes_.find(pid);
+    if (it != processes_.end() &&
+        (!refresh || MonotonicNowNs() - it->second->read_ns < kMinRereadNs)) {
+      return it->second;
+    }
+  }
+  std::shared_ptr<ProcessTable> p;
+  if (auto identity = ingest::ReadProcessIdentity(pid)) {
+    if (auto maps = ReadProcessMaps(pid)) {
+      p = std::make_shared<ProcessTable>();
+      p->start_ticks = identity->start_ticks;
+      p->uid = identity->uid;
+      p->read_ns = MonotonicNowNs();
+      for (const Mapping& m : *maps) {
+        if (m.perms.size() < 3 || m.perms[2] != 'x' || m.path.empty() || m.path.front() != '/') {
+          continue;
+        }
+        p->maps.push_back({m.start, m.end, m.file_offset, m.inode, m.path});
+      }
+      std::sort(p->maps.begin(), p->maps.end(),
+                [](const ExecMapping& a, const ExecMapping& b) { return a.start < b.start; });
+    }
+  }
+  std::lock_guard lock(cache_mu_);
+  auto it = processes_.find(pid);
+  if (!p) return it != processes_.end() ? it->second : nullptr;  // gone: keep the last table
+  *fresh = true;
+  if (it == processes_.end() && processes_.size() >= kMaxCachedProcesses) {
+    processes_.erase(processes_.begin());
+  }
+  processes_[pid] = p;
+  return p;
+}
+
+std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, const ExecMapping& m,
+                                                              std::string* error) {
+  // The path as the process sees it; if that is another file now (replaced, or another mount
+  // namespace), the process's own view of it while it lives.
+  struct stat st {};
+  if (::stat(m.path.c_str(), &st) == 0 && st.st_ino == m.inode) {
+    return modules_.GetByPath(m.path, error);
+  }
+  const std::string root = "/proc/" + std::to_string(pid) + "/root" + m.path;
+  if (::stat(root.c_str(), &st) == 0 && st.st_ino == m.inode) {
+    return modules_.GetByPath(root, error);
+  }
+  char files[96];
+  std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
+                static_cast<unsigned long long>(m.start), static_cast<unsigned long long>(m.end));
+  if (::stat(files, &st) == 0 && st.st_ino == m.inode) return modules_.GetByPath(files, error);
+  return modules_.GetByPath(m.path, error);  // the best there is (the process may be gone)
+}
+
+void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t peer_uid,
+                                   proto::LookupResponse* out,
+                                   std::vector<std::shared_ptr<const void>>* keep) {
+  if (request.origin && *request.origin != kOrigin) return;
+  const uint32_t pid = static_cast<uint32_t>(*request.pid);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < out->results.size(); ++i) {
+    const proto::LookupResult& r = out->results[i];
+    if (!r.found && r.error.empty()) todo.push_back(i);
+  }
+  if (todo.empty()) return;
+  bool fresh = false;
+  std::shared_ptr<const ProcessTable> table = Cached(pid, false, &fresh);
+  if (table && !fresh && MonotonicNowNs() - table->read_ns >= kMinRereadNs) {
+    // The pid may belong to another process by now: then its table is read again.
+    auto identity = ingest::ReadProcessIdentity(pid);
+    if (identity && identity->start_ticks != table->start_ticks) {
+      table = Cached(pid, true, &fresh);
+    }
+  }
+  if (!table || (peer_uid != 0 && peer_uid != table->uid)) return;
+  std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
+  native::NativeAnswer answer;
+  for (int pass = 0; pass < 2 && !todo.empty(); ++pass) {
+    std::vector<size_t> misses;
+    // In address order, as for images: the tables are walked forward.
+    std::sort(todo.begin(), todo.end(),
+              [&](size_t a, size_t b) { return request.addrs[a].addr < request.addrs[b].addr; });
+    for (size_t i : todo) {
+      const uint64_t addr = request.addrs[i].addr;
+      auto next = std::upper_bound(table->maps.begin(), table->maps.end(), addr,
+                                   [](uint64_t a, const ExecMapping& m) { return a < m.start; });
+      if (next == table->maps.begin() || addr >= std::prev(next)->end) {
+        misses.push_back(i);
+        continue;
+      }
+      const ExecMapping& map = *std::prev(next);
+      auto [it, inserted] = modules.try_emplace(&map);
+      if (inserted) {
+        std::string error;
+        it->second = ModuleFor(pid, map, &error);
+        if (it->second) keep->push_back(it->second);
+      }
+      if (!it->second) continue;
+      const std::optional<uint64_t> vaddr =
+          it->second->FileOffsetToAddress(addr - map.start + map.offset);
+      if (!vaddr) continue;
+      it->second->Symbolize(*vaddr, &answer);
+      if (answer.found) {
+        Fill(*it->second, answer, map.path, addr, *vaddr, request.fields, &out->results[i]);
+      }
+    }
+    // Outside every executable mapping known: the process may have mapped more since.
+    if (misses.empty() || fresh) break;
+    std::shared_ptr<const ProcessTable> again = Cached(pid, true, &fresh);
+    if (!fresh || !again || (peer_uid != 0 && peer_uid != again->uid)) break;
+    if (again->start_ticks != table->start_ticks) break;  // another process now has this pid
+    modules.clear();
+    table = again;
+    todo.swap(misses);
+  }
+  modules_.Trim();
+}
+
+}  // namespace jitsym::query

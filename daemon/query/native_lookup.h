@@ -1,0 +1,77 @@
+// Native (ELF/DWARF) answers: "image" lookups in an ELF file (by path or build-id), and the
+// addresses of a process that fall in a file-backed executable mapping and that no JIT source
+// or ReadyToRun image answered. See docs/formats.md, "Native (ELF/DWARF)".
+//
+// Called concurrently by server threads. Per-pid mapping tables (behind cache_mu_) are kept after
+// the process exits, re-read on a miss while it lives (at most every 100 ms), and replaced when
+// the pid is reused. Modules are shared through a ModuleCache.
+#ifndef JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
+#define JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/native/module_cache.h"
+#include "daemon/query/process_maps.h"
+#include "proto/protocol.h"
+
+namespace jitsym::query {
+
+struct NativeOptions {
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};  // jitsymd --debug-dir
+  size_t cache_bytes = size_t{1} << 30;                      // jitsymd --debug-cache-mb
+};
+// Set once at startup, before the query engine exists.
+void SetNativeOptions(NativeOptions options);
+const NativeOptions& GetNativeOptions();
+
+class NativeLookup {
+ public:
+  NativeLookup();
+  explicit NativeLookup(NativeOptions options);
+
+  // Whether an "image" request is for an ELF file: it names a build-id, or its image is a path
+  // to a file that starts with the ELF magic.
+  static bool IsNativeImageRequest(const proto::LookupRequest& request);
+  // An image request; nullopt on success, else the error to send. `keep` receives what the
+  // results borrow from (the modules). The daemon may be able to read more than who asks:
+  // a file is only symbolized for a peer (uid, gid) its permission bits let read it.
+  std::optional<proto::ErrorResponse> LookupImage(const proto::LookupRequest& request,
+                                                  uint32_t peer_uid, uint32_t peer_gid,
+                                                  proto::LookupResponse* out,
+                                                  std::vector<std::shared_ptr<const void>>* keep);
+  // A pid request: answers the addresses still unanswered that fall in an executable mapping of
+  // a file. Only root and the process's owner get answers.
+  void LookupInProcess(const proto::LookupRequest& request, uint32_t peer_uid,
+                       proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep);
+
+  native::ModuleCache& modules() { return modules_; }
+
+ private:
+  struct ExecMapping {
+    uint64_t start = 0, end = 0, offset = 0, inode = 0;
+    std::string path;
+  };
+  struct ProcessTable {
+    uint64_t start_ticks = 0;
+    uint32_t uid = 0;
+    uint64_t read_ns = 0;
+    std::vector<ExecMapping> maps;  // sorted by start
+  };
+  std::shared_ptr<const ProcessTable> Cached(uint32_t pid, bool refresh, bool* fresh);
+  std::shared_ptr<native::NativeModule> ModuleFor(uint32_t pid, const ExecMapping& m,
+                                                  std::string* error);
+
+  native::ModuleCache modules_;
+  std::mutex cache_mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<const ProcessTable>> processes_;
+};
+
+}  // namespace jitsym::query
+
+#endif  // JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Native symbolization throughput, jitsymd vs llvm-symbolizer, side by side in one run.
+
+Both symbolize the same batch of addresses (random addresses inside the functions of an ELF file
+with DWARF, inlined frames included):
+  cold  the first batch: jitsymd freshly started (module not cached) + one `jitsym lookup`, vs a
+        fresh `llvm-symbolizer --inlines` process;
+  warm  the same batch again: `jitsym lookup` against the running daemon, vs the cost of one
+        more batch in the same llvm-symbolizer process (its caches are warm too), measured as
+        (time for 1+3 batches - time for 1 batch) / 3.
+CPU time (client + daemon for jitsym) is shown beside wall time: the machine may be shared.
+Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / jitsym time.
+
+  python3 tests/bench/native_bench.py --jitsymd build/jitsymd --jitsym build/jitsym \\
+      --elf build/tests/unit_tests --addresses 20000 --rounds 5
+"""
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+WARM = 3  # warm batches per round
+
+
+def sample_addresses(path, n, seed=7):
+    out = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True,
+                         check=True).stdout
+    funcs = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW" and int(parts[1], 16) > 0:
+            funcs.append((int(parts[0], 16), int(parts[1], 16)))
+    rng = random.Random(seed)
+    return [s + rng.randrange(z) for s, z in (rng.choice(funcs) for _ in range(n))]
+
+
+class Daemon:
+    def __init__(self, jitsymd, root):
+        self.socket = os.path.join(root, f"d{time.monotonic_ns()}.sock")
+        self.proc = subprocess.Popen([jitsymd, "--watch", root, "--socket", self.socket,
+                                      "--log-level", "warning"], stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(self.socket):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise SystemExit("jitsymd did not start")
+            time.sleep(0.01)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def process_cpu(pid):
+    """CPU seconds of all threads of a process (schedstat: nanoseconds on a CPU)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / 1e9
+
+
+def jitsym_batch(jitsym, daemon, elf, text):
+    """(wall seconds, CPU seconds of client + daemon) for one `jitsym lookup` of the batch."""
+    c0, d0, t0 = children_cpu(), process_cpu(daemon.proc.pid), time.perf_counter()
+    res = subprocess.run([jitsym, "--socket", daemon.socket, "lookup", "--image", elf],
+                         input=text, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    cpu = children_cpu() - c0 + process_cpu(daemon.proc.pid) - d0
+    if res.returncode != 0:
+        raise SystemExit(f"jitsym lookup failed: {res.stderr}")
+    return wall, cpu
+
+
+def llvm_run(elf, text, repeat):
+    """(wall, CPU) seconds of a fresh llvm-symbolizer symbolizing the batch `repeat` times."""
+    c0, t0 = children_cpu(), time.perf_counter()
+    res = subprocess.run(["llvm-symbolizer", "--inlines", "--obj=" + elf], input=text * repeat,
+                         capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
+    if res.returncode != 0:
+        raise SystemExit(f"llvm-symbolizer failed: {res.stderr}")
+    return wall, cpu
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--jitsymd", default="build/jitsymd")
+    p.add_argument("--jitsym", default="build/jitsym")
+    p.add_argument("--elf", default="build/tests/unit_tests")
+    p.add_argument("--addresses", type=int, default=20000)
+    p.add_argument("--rounds", type=int, default=5)
+    a = p.parse_args()
+    if not shutil.which("llvm-symbolizer"):
+        raise SystemExit("llvm-symbolizer not found (Debian package llvm)")
+    addrs = sample_addresses(a.elf, a.addresses)
+    text = "".join(f"0x{x:x}\n" for x in addrs)
+    n = len(addrs)
+    root = tempfile.mkdtemp(prefix="jitsym-native-bench-")
+    cold_j, cold_l, warm_j, warm_l = [], [], [], []  # (wall, cpu) pairs
+    elf = os.path.abspath(a.elf)
+    try:
+        for _ in range(a.rounds):
+            d = Daemon(a.jitsymd, root)
+            try:
+                cold_j.append(jitsym_batch(a.jitsym, d, elf, text))
+                warm = [jitsym_batch(a.jitsym, d, elf, text) for _ in range(WARM)]
+                warm_j.append(tuple(statistics.median(x) for x in zip(*warm)))
+            finally:
+                d.stop()
+            # llvm-symbolizer: one batch in a fresh process (cold); the cost of each further
+            # batch in one process (warm) = (time of 1 + WARM batches - time of 1) / WARM.
+            one = llvm_run(elf, text, 1)
+            more = llvm_run(elf, text, 1 + WARM)
+            cold_l.append(one)
+            warm_l.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    size = os.path.getsize(elf) / 1e6
+    print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds, medians; "
+          "CPU = client + daemon for jitsym")
+    print(f"{'':6} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
+          f"{'llvm CPU':>9} {'jitsym CPU':>11} {'ratio':>7}")
+    for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j)):
+        lw, lc = (statistics.median(x) for x in zip(*l))
+        jw, jc = (statistics.median(x) for x in zip(*j))
+        print(f"{name:6} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
+              f"{lc * 1000:6.1f} ms {jc * 1000:8.1f} ms {lc / jc:6.1f}x   "
+              f"({n / lw / 1000:.0f}k vs {n / jw / 1000:.0f}k addresses/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+#include "daemon/native/native_module.h"
+
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "daemon/native/module_cache.h"
+#include "daemon/query/process_maps.h"
+
+namespace jitsym::native {
+
+volatile int g_native_sink = 1;
+
+namespace {
+
+inline __attribute__((always_inline)) int NativeInner(int x) {
+  return x * g_native_sink + 7;  // kInnerLine
+}
+constexpr uint32_t kInnerLine = 24;
+
+__attribute__((noinline)) int NativeOuter(int x) {
+  int y = NativeInner(x);  // kCallLine
+  return y * g_native_sink + NativeInner(y + 1);
+}
+constexpr uint32_t kCallLine = 29;
+
+std::string SelfPath() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string WriteTemp(const std::string& bytes) {
+  char name[] = "/tmp/jitsym-native-test-XXXXXX";
+  const int fd = ::mkstemp(name);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+  return name;
+}
+
+// The ELF virtual address of a function of this binary (the test runs as a PIE or not).
+uint64_t VirtualAddressOf(const NativeModule& m, const void* fn) {
+  const uint64_t addr = reinterpret_cast<uint64_t>(fn);
+  const auto maps = query::ReadProcessMaps(static_cast<uint32_t>(::getpid()));
+  for (const query::Mapping& map : *maps) {
+    if (addr >= map.start && addr < map.end && map.path == m.path()) {
+      auto v = m.FileOffsetToAddress(addr - map.start + map.file_offset);
+      return v ? *v : 0;
+    }
+  }
+  return 0;
+}
+
+TEST(NativeDemangle, AsLlvmSymbolizerPrints) {
+  EXPECT_EQ(Demangle("_ZN3foo3barEv"), "foo::bar()");
+  EXPECT_EQ(Demangle("_ZN3foo3barEi.cold"), "foo::bar(int) (.cold)");
+  EXPECT_EQ(Demangle("_ZN3foo3barEi.constprop.0.cold"), "foo::bar(int) (.constprop.0.cold)");
+  EXPECT_EQ(Demangle("_ZZ4mainENKUliE0_clEi"), "main::'lambda0'(int)::operator()(int) const");
+  EXPECT_EQ(Demangle("_ZZ4mainENKUlvE_clEv"), "main::'lambda'()::operator()() const");
+  EXPECT_EQ(Demangle("main"), "main");
+  EXPECT_EQ(Demangle("_Znot-mangled"), "_Znot-mangled");
+  EXPECT_EQ(HexBuildId(std::string("\x01\xab", 2)), "01ab");
+}
+
+TEST(NativeModule, SymbolizesItselfWithInlinedFrames) {
+  std::string error;
+  auto m = NativeModule::Open(SelfPath(), DebugSearch{}, &error);
+  ASSERT_TRUE(m) << error;
+  ASSERT_TRUE(m->has_dwarf()) << "unit tests are built with -g";
+  EXPECT_FALSE(m->build_id().empty());
+  const uint64_t outer = VirtualAddressOf(*m, reinterpret_cast<const void*>(&NativeOuter));
+  ASSERT_NE(outer, 0u);
+  NativeAnswer a;
+  m->Symbolize(outer, &a);
+  ASSERT_TRUE(a.found);
+  EXPECT_EQ(a.name, "jitsym::native::(anonymous namespace)::NativeOuter(int)");
+  EXPECT_EQ(a.start, outer);
+  ASSERT_FALSE(a.frames.empty());
+  EXPECT_TRUE(a.frames.back().file.ends_with("native_module_test.cc")) << a.frames.back().file;
+  // Somewhere in NativeOuter, NativeInner is inlined: two frames, the inner one at its own line
+  // and the outer one at the call.
+  bool inlined = false;
+  for (uint64_t pc = outer; pc < outer + a.size && !inlined; ++pc) {
+    m->Symbolize(pc, &a);
+    ASSERT_TRUE(a.found);
+    EXPECT_EQ(a.name, "jitsym::native::(anonymous namespace)::NativeOuter(int)");
+    if (a.frames.size() == 2) {
+      inlined = true;
+      // GCC gives an always-inline function without an out-of-line copy no linkage name: the
+      // plain name, as llvm-symbolizer prints it.
+      EXPECT_TRUE(a.frames[0].name.ends_with("NativeInner") ||
+                  a.frames[0].name.ends_with("NativeInner(int)"))
+          << a.frames[0].name;
+      EXPECT_EQ(a.frames[0].line, kInnerLine);
+      EXPECT_EQ(a.frames[1].name, a.name);
+      EXPECT_GE(a.frames[1].line, kCallLine);
+      EXPECT_LE(a.frames[1].line, kCallLine + 1);
+      EXPECT_GT(a.frames[1].column, 0u);
+    }
+  }
+  EXPECT_TRUE(inlined);
+  m->Symbolize(0xffffffffffff0000ull, &a);
+  EXPECT_FALSE(a.found);
+  EXPECT_GT(m->Bytes(), 0u);
+}
+
+TEST(NativeModule, RejectsWhatIsNotElf) {
+  std::string error;
+  const std::string garbage = WriteTemp("this is not an ELF file at all");
+  EXPECT_FALSE(NativeModule::Open(garbage, DebugSearch{}, &error));
+  EXPECT_NE(error.find("not an ELF file"), std::string::npos) << error;
+  EXPECT_FALSE(NativeModule::Open("/nonexistent/file", DebugSearch{}, &error));
+  EXPECT_NE(error.find("/nonexistent/file"), std::string::npos) << error;
+  EXPECT_FALSE(NativeModule::Open("/tmp", DebugSearch{}, &error));
+  ::unlink(garbage.c_str());
+}
+
+TEST(NativeModule, SurvivesTruncatedAndLyingFiles) {
+  const std::string self = ReadAll(SelfPath());
+  ASSERT_GT(self.size(), 4096u);
+  std::vector<std::string> variants;
+  for (size_t n : {size_t{4}, size_t{16}, size_t{64}, size_t{100}, size_t{4096}, self.size() / 3,
+                   self.size() - 1}) {
+    variants.push_back(self.substr(0, n));
+  }
+  // Section headers that lie: sizes and offsets far beyond the file, bogus entry sizes.
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, self.data(), sizeof(eh));
+  for (int mode = 0; mode < 4; ++mode) {
+    std::string copy = self;
+    for (size_t i = 0; i < eh.e_shnum; ++i) {
+      const size_t at = eh.e_shoff + i * sizeof(Elf64_Shdr);
+      if (at + sizeof(Elf64_Shdr) > copy.size()) break;
+      Elf64_Shdr sh;
+      std::memcpy(&sh, copy.data() + at, sizeof(sh));
+      if (mode == 0) sh.sh_size = 0x7fffffffffffull;
+      if (mode == 1) sh.sh_offset = copy.size() - 8;
+      if (mode == 2) sh.sh_entsize = 3;
+      if (mode == 3 && i % 2 == 0) sh.sh_size /= 2;  // truncated DWARF sections
+      std::memcpy(copy.data() + at, &sh, sizeof(sh));
+    }
+    variants.push_back(std::move(copy));
+  }
+  for (const std::string& bytes : variants) {
+    const std::string path = WriteTemp(bytes);
+    std::string error;
+    auto m = NativeModule::Open(path, DebugSearch{}, &error);
+    if (m) {
+      NativeAnswer a;
+      for (uint64_t addr = 0; addr < (1u << 22); addr += 4099) m->Symbolize(addr, &a);
+    } else {
+      EXPECT_FALSE(error.empty());
+    }
+    ::unlink(path.c_str());
+  }
+}
+
+TEST(ModuleCache, SharesModulesAndFindsThemByBuildId) {
+  ModuleCache cache(ModuleCache::Options{{"/nonexistent"}, 1u << 30});
+  std::string error;
+  auto a = cache.GetByPath(SelfPath(), &error);
+  ASSERT_TRUE(a) << error;
+  auto b = cache.GetByPath(SelfPath(), &error);
+  EXPECT_EQ(a.get(), b.get());
+  auto c = cache.GetByBuildId(a->build_id(), &error);
+  EXPECT_EQ(a.get(), c.get()) << error;
+  EXPECT_FALSE(cache.GetByBuildId("00112233", &error));
+  EXPECT_NE(error.find("00112233"), std::string::npos);
+  EXPECT_FALSE(cache.GetByBuildId("not hex", &error));
+}
+
+TEST(ModuleCache, DropsLeastRecentlyUsedOverBudget) {
+  ModuleCache cache(ModuleCache::Options{{}, 1});  // one byte: nothing stays
+  std::string error;
+  auto a = cache.GetByPath(SelfPath(), &error);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(cache.Modules(), 1u);
+  cache.Trim();
+  EXPECT_EQ(cache.Modules(), 0u);
+  NativeAnswer answer;
+  a->Symbolize(VirtualAddressOf(*a, reinterpret_cast<const void*>(&NativeOuter)), &answer);
+  EXPECT_TRUE(answer.found);  // a query still holding the module keeps it usable
+}
+
+}  // namespace
+}  // namespace jitsym::native
