@@ -203,22 +203,28 @@ std::string WriteCpuProfileWithCallerPcsAdjusted(const CpuProfile& p) {
 }
 
 std::string WriteSymbolizedProfile(const CpuProfile& p, std::string_view binary,
-                                   const std::map<uint64_t, std::string>& names) {
+                                   const std::map<uint64_t, std::vector<std::string>>& names) {
   std::string out = "--- symbol\nbinary=";
   out.append(binary);
   out.push_back('\n');
   char buf[40];
-  for (const auto& [pc, name] : names) {
+  for (const auto& [pc, functions] : names) {
+    if (functions.empty()) continue;
     std::snprintf(buf, sizeof(buf), "0x%0*llx ", p.slot_bytes * 2,
                   static_cast<unsigned long long>(pc));
     out.append(buf);
-    // pprof separates inlined frames with "--", and ends a name at the line's end.
-    std::string clean = name;
-    for (char& c : clean) {
-      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    for (size_t k = 0; k < functions.size(); ++k) {
+      if (k > 0) out.append("--");
+      // "--" separates inlined functions and a line ends the entry: neither inside a name.
+      std::string clean = functions[k].empty() ? std::string("?") : functions[k];
+      for (char& c : clean) {
+        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+      }
+      for (size_t at; (at = clean.find("--")) != std::string::npos;) clean.replace(at, 2, "- ");
+      if (clean.back() == '-') clean.back() = ' ';
+      if (clean.front() == '-') clean.front() = ' ';
+      out.append(clean);
     }
-    for (size_t at; (at = clean.find("--")) != std::string::npos;) clean.replace(at, 2, "- ");
-    out.append(clean);
     out.push_back('\n');
   }
   out.append("---\n--- profile\n");

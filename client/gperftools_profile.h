@@ -13,7 +13,7 @@
 // decided once from the header (slot 0 is 0, slot 1 is 3) and every slot is read in host order
 // from then on.
 //
-//   symbolized := "--- symbol\n" "binary=" PATH "\n" ("0x" HEX " " NAME "\n")* "---\n"
+//   symbolized := "--- symbol\n" "binary=" PATH "\n" ("0x" HEX " " NAME ("--" NAME)* "\n")* "---\n"
 //                 "--- profile\n" profile       (caller pcs already minus 1: pprof does not
 //                                                subtract again when it reads this form)
 #ifndef JITSYM_CLIENT_GPERFTOOLS_PROFILE_H_
@@ -74,9 +74,10 @@ std::vector<ProfileMapping> ParseMapsText(std::string_view text);
 // minus 1, as the symbolized form wants, followed by the maps text.
 std::string WriteCpuProfileWithCallerPcsAdjusted(const CpuProfile& profile);
 
-// The symbolized form: symbol section (names keyed by the adjusted pcs), then the profile.
+// The symbolized form: symbol section (names keyed by the adjusted pcs; each pc's functions
+// outermost first, the inlined ones after it, joined by "--" as pprof expects), then the profile.
 std::string WriteSymbolizedProfile(const CpuProfile& profile, std::string_view binary,
-                                   const std::map<uint64_t, std::string>& names);
+                                   const std::map<uint64_t, std::vector<std::string>>& names);
 
 }  // namespace jitsym::client
 

@@ -9,10 +9,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 
@@ -84,7 +83,7 @@ class Resolver {
     for (size_t i = 0; i < addrs.size(); i += kBatch) {
       proto::Request request;
       proto::LookupRequest lookup = prototype;
-      lookup.fields = proto::kFieldName | proto::kFieldOrigin;
+      lookup.fields = proto::kFieldName | proto::kFieldOrigin | proto::kFieldFrames;
       const size_t n = std::min(kBatch, addrs.size() - i);
       for (size_t k = 0; k < n; ++k) lookup.addrs.push_back({addrs[i + k], {}, {}, {}});
       request.body = std::move(lookup);
@@ -118,6 +117,35 @@ class Resolver {
   proto::ClientConnection& connection_;
   std::set<std::string> reported_;
 };
+
+// A pc's functions, outermost first: the function, then what was inlined into it down to the
+// innermost (an answer's frames are innermost first).
+std::vector<std::string> FunctionsOf(const proto::LookupResult& r) {
+  std::vector<std::string> out;
+  for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) out.push_back(it->name);
+  if (out.empty()) out.push_back(r.name);
+  return out;
+}
+
+// pprof's ShortFunctionName: no argument types, no template arguments, no leading return type;
+// what `pprof --text` prints, so that the tables compare.
+std::string ShortFunctionName(std::string name) {
+  static const std::regex args(R"(\([^()]*\)(\s*const)?)");
+  static const std::regex templates(R"(<[^<>]*>)");
+  static const std::regex leading(R"(^.*\s+(\w+::))");
+  if (name.find('(') != std::string::npos) {
+    for (std::string next; (next = std::regex_replace(name, args, "")) != name;) name = next;
+  }
+  if (name.find('<') != std::string::npos) {
+    for (std::string next; (next = std::regex_replace(name, templates, "")) != name;) {
+      name = next;
+    }
+  }
+  if (name.find("::") != std::string::npos) {
+    name = std::regex_replace(name, leading, "$1", std::regex_constants::format_first_only);
+  }
+  return name;
+}
 
 std::string Hex(uint64_t pc) {
   char buf[24];
@@ -251,11 +279,12 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
   auto connection = ConnectOrReport(globals);
   if (!connection) return kExitError;
   Resolver resolver(*connection);
-  std::unordered_map<uint64_t, std::string> names;
+  std::unordered_map<uint64_t, std::vector<std::string>> names;
   proto::LookupRequest by_pid;
   by_pid.pid = static_cast<int64_t>(*pid);
-  if (!resolver.Ask(by_pid, jit,
-                    [&](size_t i, const proto::LookupResult& r) { names[jit[i]] = r.name; })) {
+  if (!resolver.Ask(by_pid, jit, [&](size_t i, const proto::LookupResult& r) {
+        names[jit[i]] = FunctionsOf(r);
+      })) {
     return kExitError;
   }
   for (const auto& [file, file_pcs] : files) {
@@ -268,7 +297,7 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
       offsets.push_back(pc - m->start + m->offset);
     }
     if (!resolver.Ask(by_image, offsets, [&](size_t i, const proto::LookupResult& r) {
-          names[file_pcs[i]] = r.name;
+          names[file_pcs[i]] = FunctionsOf(r);
         })) {
       return kExitError;
     }
@@ -277,7 +306,7 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
   Output output;
   std::string& out = output.buffer();
   if (symbolized) {
-    std::map<uint64_t, std::string> sorted(names.begin(), names.end());
+    std::map<uint64_t, std::vector<std::string>> sorted(names.begin(), names.end());
     std::string binary;
     for (const ProfileMapping& m : profile->mappings) {
       if (IsFileMapping(m)) {
@@ -298,13 +327,23 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     return kExitOk;
   }
   std::vector<std::vector<std::string>> stacks(profile->samples.size());
+  std::unordered_map<std::string, std::string> short_names;
   for (size_t i = 0; i < profile->samples.size(); ++i) {
     const auto& s = profile->samples[i];
     const uint64_t* p = profile->pcs_of(s);
     for (uint32_t k = 0; k < s.depth; ++k) {
       const uint64_t pc = k == 0 || p[k] == 0 ? p[k] : p[k] - 1;
       auto it = names.find(pc);
-      stacks[i].push_back(it != names.end() ? it->second : Hex(pc));
+      if (it == names.end()) {
+        stacks[i].push_back(Hex(pc));
+        continue;
+      }
+      // Leaf first: the innermost inlined function first.
+      for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {
+        auto [short_it, inserted] = short_names.try_emplace(*f);
+        if (inserted) short_it->second = ShortFunctionName(*f);
+        stacks[i].push_back(short_it->second);
+      }
     }
   }
   if (folded) {

@@ -184,10 +184,12 @@ TEST(GperftoolsProfile, SymbolizedForm) {
   CpuProfileError error;
   auto p = ParseCpuProfile(GoodProfile(8, false), &error);
   ASSERT_TRUE(p);
-  const std::string out =
-      WriteSymbolizedProfile(*p, "/usr/bin/node", {{0x7f0000000040, "JS:*hot --x\nq"}});
+  const std::string out = WriteSymbolizedProfile(
+      *p, "/usr/bin/node",
+      {{0x7f0000000040, {"JS:*hot --x\nq"}}, {0xb72010, {"outer", "inlined-", "innermost"}}});
   const std::string head =
-      "--- symbol\nbinary=/usr/bin/node\n0x00007f0000000040 JS:*hot - x q\n---\n--- profile\n";
+      "--- symbol\nbinary=/usr/bin/node\n0x0000000000b72010 outer--inlined --innermost\n"
+      "0x00007f0000000040 JS:*hot - x q\n---\n--- profile\n";
   ASSERT_EQ(out.substr(0, head.size()), head);
   auto q = ParseCpuProfile(std::string_view(out).substr(head.size()), &error);
   ASSERT_TRUE(q) << error.message;
