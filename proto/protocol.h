@@ -123,6 +123,11 @@ struct Frame {  // one inlined frame (native code), innermost first
   std::string file;
   uint32_t line = 0;
   uint32_t column = 0;
+  // Daemon side only: borrowed instead of copied, as LookupResult's *_view members.
+  std::string_view name_view, file_view;
+
+  std::string_view name_or_view() const { return name_view.data() ? name_view : name; }
+  std::string_view file_or_view() const { return file_view.data() ? file_view : file; }
 };
 
 struct LookupResult {
@@ -146,15 +151,20 @@ struct LookupResult {
   std::string build_id;
   std::vector<Frame> frames;
   // Daemon side only: name, origin, source and file borrowed from the index instead of copied
-  // (a batch of a million answers would otherwise allocate millions of strings). The encoder
+  // (a batch of a million answers would otherwise allocate millions of strings; native answers
+  // carry several frames each). The encoder
   // uses a view when it is set (non-null data) and the string otherwise; decoding fills the
   // strings. LookupResponse::keepalive owns what the views point into.
-  std::string_view name_view, origin_view, source_view, file_view;
+  std::string_view name_view, origin_view, source_view, file_view, image_view, build_id_view;
 
   std::string_view name_or_view() const { return name_view.data() ? name_view : name; }
   std::string_view origin_or_view() const { return origin_view.data() ? origin_view : origin; }
   std::string_view source_or_view() const { return source_view.data() ? source_view : source; }
   std::string_view file_or_view() const { return file_view.data() ? file_view : file; }
+  std::string_view image_or_view() const { return image_view.data() ? image_view : image; }
+  std::string_view build_id_or_view() const {
+    return build_id_view.data() ? build_id_view : build_id;
+  }
 };
 
 struct LookupResponse {

@@ -20,8 +20,8 @@ void AppendMember(std::string_view key_with_quotes_and_colon, std::string_view v
 }
 
 void EncodeFrame(const Frame& frame, std::string* out) {
-  AppendMember("{\"name\":", frame.name, out);
-  if (!frame.file.empty()) AppendMember(",\"file\":", frame.file, out);
+  AppendMember("{\"name\":", frame.name_or_view(), out);
+  if (!frame.file_or_view().empty()) AppendMember(",\"file\":", frame.file_or_view(), out);
   if (frame.line != 0) {
     out->append(",\"line\":");
     AppendUint(frame.line, out);
@@ -157,9 +157,11 @@ void EncodeLookupResult(const LookupResult& r, std::string* out, uint32_t fields
       AppendUint(r.column, out);
     }
   }
-  if ((fields & kFieldImage) && !r.image.empty()) AppendMember(",\"image\":", r.image, out);
-  if ((fields & kFieldBuildId) && !r.build_id.empty()) {
-    AppendMember(",\"build_id\":", r.build_id, out);
+  if ((fields & kFieldImage) && !r.image_or_view().empty()) {
+    AppendMember(",\"image\":", r.image_or_view(), out);
+  }
+  if ((fields & kFieldBuildId) && !r.build_id_or_view().empty()) {
+    AppendMember(",\"build_id\":", r.build_id_or_view(), out);
   }
   if ((fields & kFieldFrames) && !r.frames.empty()) {
     out->append(",\"frames\":[");

@@ -75,7 +75,7 @@ void Fill(const index::Symbol& sym, const index::SourceView& source, uint64_t ba
   r->offset = addr - r->start;
   r->origin_view = source.origin;
   r->source_view = source.path;
-  r->image = source.image;
+  r->image_view = source.image;
 }
 
 // Whether a map file may describe the images of a process owned by `uid`. Files loaded from

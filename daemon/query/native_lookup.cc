@@ -33,7 +33,8 @@ native::ModuleCache::Options CacheOptions(const NativeOptions& o) {
 
 // Fills one answer. `addr` is the address asked for and `vaddr` the ELF virtual address it
 // stands for: start is reported in the caller's address space. Name and file are borrowed from
-// the module (the response keeps it alive); frames are built only when asked for.
+// the module and `image` is borrowed too (the response keeps both alive); frames are built only
+// when asked for.
 void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const std::string& image,
           uint64_t addr, uint64_t vaddr, uint32_t fields, proto::LookupResult* r) {
   static constexpr std::string_view kUnknown = "??";
@@ -43,14 +44,18 @@ void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const st
   r->start = addr - r->offset;
   r->size = a.size;
   r->origin_view = kOrigin;
-  if (fields & proto::kFieldImage) r->image = image;
-  if (fields & proto::kFieldBuildId) r->build_id = m.build_id();
+  if (fields & proto::kFieldImage) r->image_view = image;
+  if (fields & proto::kFieldBuildId) r->build_id_view = m.build_id();
   r->frames.clear();
   if (fields & proto::kFieldFrames) {
-    r->frames.reserve(a.frames.size());
-    for (const native::NativeFrame& f : a.frames) {
-      r->frames.push_back(
-          {std::string(f.name.empty() ? kUnknown : f.name), std::string(f.file), f.line, f.column});
+    r->frames.resize(a.frames.size());
+    for (size_t k = 0; k < a.frames.size(); ++k) {
+      const native::NativeFrame& f = a.frames[k];
+      proto::Frame& out = r->frames[k];
+      out.name_view = f.name.empty() ? kUnknown : f.name;
+      out.file_view = f.file.empty() ? std::string_view() : f.file;
+      out.line = f.line;
+      out.column = f.column;
     }
   }
   if (!a.frames.empty() && !a.frames.front().file.empty()) {
@@ -126,7 +131,9 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
   keep->push_back(m);
   const size_t n = request.addrs.size();
   out->results.resize(n);
-  const std::string& image = request.image ? *request.image : m->path();
+  // Borrowed by every answer: kept with the response, since the request may not outlive it.
+  auto image = std::make_shared<const std::string>(request.image ? *request.image : m->path());
+  keep->push_back(image);
   // Symbolized in address order: consecutive lookups then walk the tables forward (and stay in
   // cache), and repeated addresses (samples of one hot spot) are symbolized once.
   std::vector<std::pair<uint64_t, size_t>> order;  // (virtual address, index)
@@ -149,7 +156,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
     const auto [vaddr, i] = order[k];
     if (k == 0 || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
     if (answer.found) {
-      Fill(*m, answer, image, request.addrs[i].addr, vaddr, request.fields, &out->results[i]);
+      Fill(*m, answer, *image, request.addrs[i].addr, vaddr, request.fields, &out->results[i]);
     }
   }
   modules_.Trim();
@@ -235,6 +242,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
     }
   }
   if (!table || (peer_uid != 0 && peer_uid != table->uid)) return;
+  keep->push_back(table);  // answers borrow the mapped files' paths
   std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
   native::NativeAnswer answer;
   for (int pass = 0; pass < 2 && !todo.empty(); ++pass) {
@@ -273,6 +281,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
     if (again->start_ticks != table->start_ticks) break;  // another process now has this pid
     modules.clear();
     table = again;
+    keep->push_back(table);
     todo.swap(misses);
   }
   modules_.Trim();

@@ -5,9 +5,11 @@ Both symbolize the same batch of addresses (random addresses inside the function
 with DWARF, inlined frames included):
   cold  the first batch: jitsymd freshly started (module not cached) + one `jitsym lookup`, vs a
         fresh `llvm-symbolizer --inlines` process;
-  warm  the same batch again: `jitsym lookup` against the running daemon, vs the cost of one
-        more batch in the same llvm-symbolizer process (its caches are warm too), measured as
-        (time for 1+3 batches - time for 1 batch) / 3.
+  warm  the same batch again, once both have the module cached: the cost of one more batch
+        in the same client process against the running daemon, vs one more batch in the same
+        llvm-symbolizer process, each measured as (time for 1+3 batches - time for 1 batch) / 3.
+jitsym is measured in text mode (one line per address; the daemon resolves the inlined chain
+all the same) and, for warm, with --json too (every frame of the chain travels and is printed).
 CPU time (client + daemon for jitsym) is shown beside wall time: the machine may be shared.
 Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / jitsym time.
 
@@ -75,11 +77,15 @@ def process_cpu(pid):
     return total / 1e9
 
 
-def jitsym_batch(jitsym, daemon, elf, text):
-    """(wall seconds, CPU seconds of client + daemon) for one `jitsym lookup` of the batch."""
+def jitsym_batch(jitsym, daemon, elf, text, repeat=1, json=False):
+    """(wall seconds, CPU seconds of client + daemon) for one `jitsym lookup` of the batch
+    `repeat` times. The daemon resolves the whole inlined chain of every address either way;
+    text output prints one line per address (outermost name, innermost position), --json
+    carries every frame (`frames`), as llvm-symbolizer --inlines prints them."""
     c0, d0, t0 = children_cpu(), process_cpu(daemon.proc.pid), time.perf_counter()
-    res = subprocess.run([jitsym, "--socket", daemon.socket, "lookup", "--image", elf],
-                         input=text, capture_output=True, text=True)
+    res = subprocess.run([jitsym, "--socket", daemon.socket, "lookup", "--image", elf] +
+                         (["--json"] if json else []),
+                         input=text * repeat, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     cpu = children_cpu() - c0 + process_cpu(daemon.proc.pid) - d0
     if res.returncode != 0:
@@ -112,15 +118,19 @@ def main():
     text = "".join(f"0x{x:x}\n" for x in addrs)
     n = len(addrs)
     root = tempfile.mkdtemp(prefix="jitsym-native-bench-")
-    cold_j, cold_l, warm_j, warm_l = [], [], [], []  # (wall, cpu) pairs
+    cold_j, cold_l, warm_j, warm_jj, warm_l = [], [], [], [], []  # (wall, cpu) pairs
     elf = os.path.abspath(a.elf)
     try:
         for _ in range(a.rounds):
             d = Daemon(a.jitsymd, root)
             try:
                 cold_j.append(jitsym_batch(a.jitsym, d, elf, text))
-                warm = [jitsym_batch(a.jitsym, d, elf, text) for _ in range(WARM)]
-                warm_j.append(tuple(statistics.median(x) for x in zip(*warm)))
+                # Warm as for llvm-symbolizer below: the cost of each further batch in one
+                # client process, (time of 1 + WARM batches - time of 1) / WARM.
+                for json, out in ((False, warm_j), (True, warm_jj)):
+                    one = jitsym_batch(a.jitsym, d, elf, text, json=json)
+                    more = jitsym_batch(a.jitsym, d, elf, text, 1 + WARM, json=json)
+                    out.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
             finally:
                 d.stop()
             # llvm-symbolizer: one batch in a fresh process (cold); the cost of each further
@@ -134,12 +144,13 @@ def main():
     size = os.path.getsize(elf) / 1e6
     print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds, medians; "
           "CPU = client + daemon for jitsym")
-    print(f"{'':6} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
+    print(f"{'':11} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
           f"{'llvm CPU':>9} {'jitsym CPU':>11} {'ratio':>7}")
-    for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j)):
+    for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j),
+                       ("warm --json", warm_l, warm_jj)):
         lw, lc = (statistics.median(x) for x in zip(*l))
         jw, jc = (statistics.median(x) for x in zip(*j))
-        print(f"{name:6} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
+        print(f"{name:11} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
               f"{lc * 1000:6.1f} ms {jc * 1000:8.1f} ms {lc / jc:6.1f}x   "
               f"({n / lw / 1000:.0f}k vs {n / jw / 1000:.0f}k addresses/s)")
 

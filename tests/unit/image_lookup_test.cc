@@ -120,7 +120,7 @@ TEST(ImageLookup, ByNamePathAndSignature) {
     EXPECT_EQ(out.results[0].name_or_view(), "Foo::Bar()");
     EXPECT_EQ(out.results[0].offset, 0x10u);
     EXPECT_EQ(out.results[0].start, 0x1000u);
-    EXPECT_EQ(out.results[0].image, "Foo");
+    EXPECT_EQ(out.results[0].image_or_view(), "Foo");
     EXPECT_EQ(out.results[0].origin_or_view(), "r2rmap");
     EXPECT_TRUE(out.results[1].found);  // the cold part of a split method
     EXPECT_EQ(out.results[1].start, 0x2000u);
@@ -178,7 +178,7 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
       EXPECT_EQ(out.results[0].name_or_view(), "Foo::Bar()");
       EXPECT_EQ(out.results[0].start, b + 0x1000);
       EXPECT_EQ(out.results[0].offset, 0x10u);
-      EXPECT_EQ(out.results[0].image, "Foo");
+      EXPECT_EQ(out.results[0].image_or_view(), "Foo");
     }
     EXPECT_FALSE(out.results[1].found);
     EXPECT_FALSE(out.results[2].found);  // past the end of the mapping
