@@ -2,12 +2,17 @@
 # Installs what is missing (Debian 12 packages), builds, and then runs the daemon or the tests.
 #
 #   ./build.sh run [jitsymd args...]   build, then run jitsymd in the foreground (watches /tmp)
-#   ./build.sh test [ctest args...]    build, then run every test (unit + integration)
+#   ./build.sh test [ctest args...]    build, then run every test (unit + integration); without
+#                                      ctest args, then the asan and fuzz stages too
+#   ./build.sh asan [ctest args...]    the whole suite built with ASan+UBSan (build-asan)
+#   ./build.sh fuzz [SECONDS]          every libFuzzer target for SECONDS (default 20) each,
+#                                      built with clang under ASan+UBSan (build-fuzz)
 #   ./build.sh build                   install what is missing and build only
 #   ./build.sh deps                    install what is missing only
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo),
-#              JOBS (default: number of cores), CTEST_JOBS (default 2).
+#              JOBS (default: number of cores), CTEST_JOBS (default 2),
+#              FUZZ_SECONDS (default 20), SANITIZER_STAGES=0 skips asan and fuzz in `test`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -22,6 +27,7 @@ PACKAGES=(
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
   default-jdk-headless
   linux-perf google-perftools libgoogle-perftools-dev
+  clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) and their sanitizers
 )
 # node runs the live integration tests. Any node already on PATH will do (Debian's 18 is fine).
 if ! command -v node >/dev/null 2>&1; then
@@ -79,8 +85,53 @@ build() {
   cmake --build "$BUILD_DIR" -j"$JOBS" "${targets[@]}"
 }
 
+# Sanitized builds: -O1 with line tables only compiles much faster than RelWithDebInfo and still
+# gives sanitizer reports with file:line stacks (asserts stay on: Debug).
+SANITIZER_FLAGS=(-DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1")
+
+# The whole test suite again, every binary built with ASan+UBSan: memory errors and undefined
+# behaviour anywhere a test reaches fail the run.
+asan_stage() {
+  local dir=${ASAN_BUILD_DIR:-build-asan}
+  log "asan: building $dir"
+  BUILD_DIR=$dir BUILD_TYPE=Debug configure_and_build -DJITSYM_SANITIZE=ON \
+    -DJITSYM_BUILD_BENCH=OFF "${SANITIZER_FLAGS[@]}"
+  log "asan: running the test suite"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+    ctest --test-dir "$dir" --output-on-failure -j"$CTEST_JOBS" "$@"
+}
+
+# Every fuzz target for a bounded time from its seed corpus (clang, libFuzzer, ASan+UBSan).
+fuzz_stage() {
+  local dir=${FUZZ_BUILD_DIR:-build-fuzz} seconds=${1:-${FUZZ_SECONDS:-20}}
+  log "fuzz: building $dir"
+  CC=clang CXX=clang++ BUILD_DIR=$dir BUILD_TYPE=Debug FUZZ_ONLY=1 configure_and_build \
+    -DJITSYM_FUZZ=ON -DJITSYM_BUILD_TESTS=OFF -DJITSYM_BUILD_BENCH=OFF \
+    -DJITSYM_FUZZ_SECONDS="$seconds" "${SANITIZER_FLAGS[@]}"
+  log "fuzz: running each target for $seconds s"
+  ctest --test-dir "$dir" --output-on-failure -j"$CTEST_JOBS" -L fuzz
+  # Executions per target, from libFuzzer's final stats in ctest's log.
+  awk '/^[0-9]+\/[0-9]+ Test: /{name=$3} /stat::number_of_executed_units/{print "build.sh: fuzz: " name ": " $2 " executions"}' \
+    "$dir/Testing/Temporary/LastTest.log" >&2
+}
+
+# configure_and_build [CMAKE ARGS...]: a build directory of its own, configured with the args.
+configure_and_build() {
+  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@"
+  else
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@" >/dev/null
+  fi
+  if [[ ${FUZZ_ONLY:-0} == 1 ]]; then  # not the daemon and client: only what the fuzz tests run
+    cmake --build "$BUILD_DIR" -j"$JOBS" --target fuzz_targets
+  else
+    cmake --build "$BUILD_DIR" -j"$JOBS"
+  fi
+}
+
 usage() {
-  sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -106,7 +157,20 @@ case $cmd in
   test)
     install_deps
     build
-    exec ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$CTEST_JOBS" "$@"
+    if (($# > 0)) || [[ ${SANITIZER_STAGES:-1} == 0 ]]; then
+      exec ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$CTEST_JOBS" "$@"
+    fi
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$CTEST_JOBS"
+    asan_stage
+    fuzz_stage
+    ;;
+  asan)
+    install_deps
+    asan_stage "$@"
+    ;;
+  fuzz)
+    install_deps
+    fuzz_stage "$@"
     ;;
   -h|--help|help)
     usage

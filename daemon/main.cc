@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -20,6 +21,8 @@
 #include "daemon/ingest/ingester.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/query_engine.h"
+#include "daemon/security/limits.h"
+#include "daemon/security/peer_access.h"
 #include "daemon/server/server.h"
 #include "daemon/service/service_manager.h"
 #include "daemon/util/log.h"
@@ -120,11 +123,26 @@ int main(int argc, char** argv) {
   ingest_options.watch_dirs = settings.watch;
   ingest_options.retention_ms = settings.retention_ms;
   ingest_options.memory_budget_bytes = settings.memory_budget_bytes;
+  ingest_options.pending_timeout_ms =
+      static_cast<int>(std::min<uint64_t>(settings.pending_timeout_ms, 24ull * 3600 * 1000));
+  security::Limits& limits = ingest_options.limits;
+  limits.file_bytes = settings.limit_file_bytes;
+  limits.file_ranges = settings.limit_file_ranges;
+  limits.user_bytes = settings.limit_user_bytes;
+  limits.user_files = settings.limit_user_files;
+  limits.total_bytes = settings.limit_total_bytes;
+  limits.total_files = settings.limit_total_files;
+  security::AccessPolicy access;
+  if (!settings.trusted_group.empty()) {
+    access.trusted_gid = security::ResolveGroup(settings.trusted_group);
+    if (!access.trusted_gid) UsageError("trusted-group: no group '" + settings.trusted_group + "'");
+  }
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;
   query::QueryEngine engine(
       cell, [&server_ptr] { return server_ptr ? server_ptr->counters() : server::Counters{}; });
+  engine.set_access_policy(access);
   server::Server server(server_io, engine);
   server_ptr = &server;
 
@@ -146,11 +164,7 @@ int main(int argc, char** argv) {
     service::Notify("STATUS=failed to start: " + service::StatusLine(e.what()));
     return 1;
   }
-  JITSYM_LOG(kInfo, "ready: serving ", serving, " with ", settings.threads,
-             " query threads (jitsymd ", JITSYM_VERSION, ")");
-  service::Notify("READY=1\nSTATUS=" + Status(cell));
   service::Watchdog watchdog(ingest_io, server_io, [&cell] { return Status(cell); });
-  watchdog.Start();
 
   // SIGHUP: read the config file again; the command line still overrides it. A bad file keeps
   // the running settings.
@@ -191,6 +205,13 @@ int main(int argc, char** argv) {
       ingest_io.stop();
     });
   });
+
+  // Ready only once the signal handlers are in place: a SIGTERM right after READY must stop
+  // the daemon cleanly, not kill it.
+  JITSYM_LOG(kInfo, "ready: serving ", serving, " with ", settings.threads,
+             " query threads (jitsymd ", JITSYM_VERSION, ")");
+  service::Notify("READY=1\nSTATUS=" + Status(cell));
+  watchdog.Start();
 
   std::thread ingest_thread([&] { ingest_io.run(); });
   std::vector<std::thread> query_threads;

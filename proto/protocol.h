@@ -201,6 +201,7 @@ struct ProcessInfo {
   int64_t pid = 0;
   uint64_t incarnation = 0;
   bool alive = false;
+  std::optional<uint32_t> uid;         // the process's owner, when known
   std::optional<uint64_t> first_time;  // first/last record timestamps (CLOCK_MONOTONIC ns)
   std::optional<uint64_t> last_time;
   uint64_t ranges = 0;
@@ -219,10 +220,14 @@ struct StatsResponse {
   uint64_t files_failed = 0;  // files stopped on a corrupt record
   uint64_t bytes_ingested = 0;
   uint64_t records_ingested = 0;
-  uint64_t queries = 0;      // requests served
-  uint64_t addresses = 0;    // addresses looked up
-  uint64_t connections = 0;  // connections accepted
-  uint64_t errors = 0;       // error responses sent
+  uint64_t files_untrusted = 0;   // ignored: owned by neither the process's owner nor root
+  uint64_t files_pending = 0;     // waiting for their process to appear (now)
+  uint64_t files_over_limit = 0;  // refused or stopped by a configured limit
+  uint64_t denied = 0;            // addresses and requests refused: permission denied
+  uint64_t queries = 0;           // requests served
+  uint64_t addresses = 0;         // addresses looked up
+  uint64_t connections = 0;       // connections accepted
+  uint64_t errors = 0;            // error responses sent
   uint64_t uptime_ns = 0;
   uint64_t processes_exited = 0;     // exited incarnations still indexed (retention)
   uint64_t evictions = 0;            // incarnations evicted since start (retention or budget)

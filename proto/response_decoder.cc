@@ -200,6 +200,7 @@ bool DecodeProcess(Decoder& d, ProcessInfo* p) {
     if (key == "pid") return d.Int(key, &p->pid);
     if (key == "incarnation") return d.Uint(key, &p->incarnation);
     if (key == "alive") return d.Bool(key, &p->alive);
+    if (key == "uid") return d.Uint(key, &p->uid.emplace());
     if (key == "first_time") return d.OptionalUint(key, &p->first_time);
     if (key == "last_time") return d.OptionalUint(key, &p->last_time);
     if (key == "ranges") return d.Uint(key, &p->ranges);
@@ -267,7 +268,10 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
     return false;
   }
   const bool parsed = d.Object("response", [&](std::string_view key) {
-    if (key == "id") return r.Copy(&response->id_json);
+    if (key == "id") {
+      response->id_json.clear();  // a repeated "id": the last one counts, as for requests
+      return r.Copy(&response->id_json);
+    }
     if (key == "ok") {
       bool v = false;
       if (!d.Bool(key, &v)) return false;

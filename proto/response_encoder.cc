@@ -184,6 +184,10 @@ void EncodeProcessInfo(const ProcessInfo& p, std::string* out) {
   AppendUint(p.incarnation, out);
   out->append(",\"alive\":");
   json::AppendBool(p.alive, out);
+  if (p.uid) {
+    out->append(",\"uid\":");
+    AppendUint(*p.uid, out);
+  }
   if (p.first_time) {
     out->append(",\"first_time\":");
     AppendUint(*p.first_time, out);

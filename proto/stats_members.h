@@ -17,6 +17,10 @@ void ForEachStat(Stats& s, F&& f) {
   f("files_failed", s.files_failed);
   f("bytes_ingested", s.bytes_ingested);
   f("records_ingested", s.records_ingested);
+  f("files_untrusted", s.files_untrusted);
+  f("files_pending", s.files_pending);
+  f("files_over_limit", s.files_over_limit);
+  f("denied", s.denied);
   f("queries", s.queries);
   f("addresses", s.addresses);
   f("connections", s.connections);

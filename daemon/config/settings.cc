@@ -54,6 +54,26 @@ const std::vector<SettingDef>& Table() {
        "index size above which exited processes are evicted, oldest exit\n"
        "first, e.g. 512M, 2G; 0 means no budget (default: 1G)",
        Apply::kReload, Size(&Settings::memory_budget_bytes)},
+      {"trusted-group", "GROUP",
+       "members of this group (name or gid) may query every process and\n"
+       "image (default: only root and each process's owner)",
+       Apply::kRestart, String(&Settings::trusted_group)},
+      {"pending-timeout", "DURATION",
+       "how long a file naming a pid that does not exist (yet), and not\n"
+       "root's, waits for that process before it is ignored (default: 5s)",
+       Apply::kRestart, DurationMs(&Settings::pending_timeout_ms)},
+      {"limit-file-bytes", "SIZE", "bytes read from one file (default: 8G)", Apply::kRestart,
+       Size(&Settings::limit_file_bytes)},
+      {"limit-file-ranges", "N", "code ranges indexed from one file (default: 64M)",
+       Apply::kRestart, Size(&Settings::limit_file_ranges)},
+      {"limit-user-bytes", "SIZE", "bytes read from the files one user owns (default: 32G)",
+       Apply::kRestart, Size(&Settings::limit_user_bytes)},
+      {"limit-user-files", "N", "files one user owns followed at once (default: 1024)",
+       Apply::kRestart, Size(&Settings::limit_user_files)},
+      {"limit-total-bytes", "SIZE", "bytes read from all files (default: 128G)", Apply::kRestart,
+       Size(&Settings::limit_total_bytes)},
+      {"limit-total-files", "N", "files followed at once (default: 8192)", Apply::kRestart,
+       Size(&Settings::limit_total_files)},
   };
   return table;
 }

@@ -28,6 +28,16 @@ struct Settings {
   std::string log_level = "info";
   uint64_t retention_ms = 15 * 60 * 1000;     // exited processes kept this long; 0: until evicted
   uint64_t memory_budget_bytes = 1ull << 30;  // 0: no budget
+  // Security (daemon/security/, docs/operations.md "Security model"); the limits' defaults are
+  // security::Limits'.
+  std::string trusted_group;               // empty: none
+  uint64_t pending_timeout_ms = 5000;      // a file for a pid not there yet waits this long
+  uint64_t limit_file_bytes = 8ull << 30;  // bytes read from one file
+  uint64_t limit_file_ranges = 64ull << 20;
+  uint64_t limit_user_bytes = 32ull << 30;
+  uint64_t limit_user_files = 1024;
+  uint64_t limit_total_bytes = 128ull << 30;
+  uint64_t limit_total_files = 8192;
 };
 
 // Fills in the host-dependent defaults (watch /tmp, the socket path, the thread count).

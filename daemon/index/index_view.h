@@ -32,6 +32,9 @@ struct ProcessView {
   uint32_t pid = 0;
   uint64_t incarnation = 0;  // unique over the daemon's life, increasing with discovery
   bool alive = false;
+  // The process's owner (real uid, from /proc while it lived); nullopt if the daemon never saw
+  // it alive (then only root-owned files describe it). Decides who may query it.
+  std::optional<uint32_t> uid;
   // Where time-qualified lookups start routing to this incarnation: the process start time
   // (CLOCK_MONOTONIC ns) when known, else its first record's time.
   std::optional<uint64_t> start_time;
@@ -47,6 +50,9 @@ struct IndexCounters {
   uint64_t records_ingested = 0;
   uint64_t ranges = 0;
   uint64_t memory_bytes = 0;
+  uint64_t files_untrusted = 0;   // ignored: owner is neither the process's owner nor root
+  uint64_t files_pending = 0;     // waiting for their process to appear (now)
+  uint64_t files_over_limit = 0;  // refused or stopped by a limit (daemon/security/limits.h)
   // Lifecycle of exited processes.
   uint64_t processes_exited = 0;  // exited incarnations still indexed (within their retention)
   uint64_t evictions = 0;         // incarnations evicted since start (retention or budget)

@@ -38,8 +38,9 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   // Times are non-decreasing unless a range was backdated (RangeSet::AddBackdated).
   run->min_time_ = run->max_time_ = ranges.front().time;
   for (const Range& r : ranges) {
-    run->min_time_ = std::min(run->min_time_, r.time);
-    run->max_time_ = std::max(run->max_time_, r.time);
+    const uint64_t time = r.time;  // Range is packed: no reference to its members
+    run->min_time_ = std::min(run->min_time_, time);
+    run->max_time_ = std::max(run->max_time_, time);
   }
 
   // Sort by (start, append order). Perf maps mostly ascend, with some lines reusing earlier
@@ -125,7 +126,8 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
     }
     // Neither the top before the pushes nor a range starting at x has ended at x.
     const Active& top = heap.front();
-    const uint64_t next = p < n ? std::min(sorted[p].start, top.end) : top.end;
+    const uint64_t next_start = p < n ? sorted[p].start : top.end;  // a copy: Range is packed
+    const uint64_t next = std::min(next_start, top.end);
     const uint32_t pos = top.pos;
     if (!pieces.empty() && pieces.back().pos == pos && pieces.back().end == x) {
       pieces.back().end = next;
@@ -191,7 +193,10 @@ std::vector<Run::Interval> Run::Pieces() const {
   for (size_t i = 0; i < keys_.size(); ++i) {
     if (keys_[i].pos == kGap) continue;
     uint64_t end = ranges_[keys_[i].pos].end();
-    if (i + 1 < keys_.size()) end = std::min(end, keys_[i + 1].key);
+    if (i + 1 < keys_.size()) {
+      const uint64_t next = keys_[i + 1].key;  // a copy: Piece is packed
+      end = std::min(end, next);
+    }
     out.push_back({keys_[i].key, end, keys_[i].pos});
   }
   return out;

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "daemon/ingest/proc.h"
+#include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -35,7 +36,12 @@ int OriginRank(std::string_view origin) {
 }  // namespace
 
 Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::ViewCell& cell)
-    : io_(io), options_(std::move(options)), cell_(cell), maintenance_(io) {
+    : io_(io),
+      options_(std::move(options)),
+      cell_(cell),
+      maintenance_(io),
+      pending_timer_(io),
+      ledger_(options_.limits) {
   event_buf_.resize(64 * 1024);
   read_buf_.resize(options_.read_chunk);
 }
@@ -61,6 +67,7 @@ void Ingester::Start() {
 void Ingester::Stop() {
   stopped_ = true;
   maintenance_.cancel();
+  pending_timer_.cancel();
   if (inotify_) inotify_->close();
   for (auto& [pid, incs] : processes_) {
     for (auto& inc : incs) {
@@ -113,6 +120,7 @@ void Ingester::ReadEvents() {
           const std::string path = dir + "/" + name;
           auto known = by_path_.find(path);
           if (ev.mask & (IN_DELETE | IN_MOVED_FROM)) {
+            pending_.erase(path);
             evicted_.erase(path);
             if (known != by_path_.end()) {
               FollowedFile& f = *known->second;
@@ -187,6 +195,13 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
       MarkDirty(old);
       return;
     }
+  }
+  if (!Admit(dir, name, path, match->pid, st)) {
+    ::close(fd);
+    return;
+  }
+  if (auto known = by_path_.find(path); known != by_path_.end()) {
+    FollowedFile& old = *known->second;
     // Replaced by another file of the same name: the old one's symbols stay.
     Finish(old, "replaced");
     Forget(old);
@@ -197,6 +212,7 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   file->path = path;
   file->dev = st.st_dev;
   file->ino = st.st_ino;
+  file->uid = st.st_uid;
   file->fd = fd;
   file->last_data_ns = MonotonicNowNs();
   file->image = match->image;
@@ -205,6 +221,15 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   context.initial_size = static_cast<uint64_t>(st.st_size);
   if (match->pid) {
     Incarnation* inc = IncarnationFor(*match->pid);
+    if (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid) {
+      // The pid was reused by another user's process since Admit looked.
+      ++files_untrusted_;
+      JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(st.st_uid), " but pid ",
+                 *match->pid, " is now owned by ", security::DescribeUid(*inc->uid), "; ignored");
+      ledger_.ReleaseFile(st.st_uid);
+      ::close(fd);
+      return;
+    }
     file->incarnation = inc;
     inc->files.push_back(file.get());
     inc->changed = true;
@@ -240,6 +265,7 @@ Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
   if (identity) {
     inc->start_ticks = identity->start_ticks;
     inc->start_time = StartTicksToMonotonicNs(identity->start_ticks);
+    inc->uid = identity->uid;
     inc->alive = true;
     WatchExit(*inc);
   }
@@ -328,12 +354,18 @@ bool Ingester::Drain(FollowedFile& file) {
   const auto size = static_cast<uint64_t>(st.st_size);
   // Rewritten in place (truncated, then written again): the file is smaller, or it has grown
   // back past our offset already and the last bytes we read are no longer there.
+  // Also when the size did not change: truncated and rewritten to the same length between two
+  // looks (two small preads per event that brought nothing new). The first bytes are compared
+  // too: a rewrite with the same tail (code bytes) differs at the start.
   bool rewritten = size < file.offset;
-  if (!rewritten && file.tail_len > 0 && size != file.checked_size) {
-    uint8_t now[sizeof(file.tail)];
-    const ssize_t n = ::pread(file.fd, now, file.tail_len, static_cast<off_t>(file.tail_offset));
+  auto changed = [&](const uint8_t* saved, size_t len, uint64_t at) {
+    uint8_t now[64];
+    const ssize_t n = ::pread(file.fd, now, len, static_cast<off_t>(at));
+    return n != static_cast<ssize_t>(len) || std::memcmp(now, saved, len) != 0;
+  };
+  if (!rewritten && file.tail_len > 0 && (size != file.checked_size || size == file.offset)) {
     rewritten =
-        n != static_cast<ssize_t>(file.tail_len) || std::memcmp(now, file.tail, file.tail_len) != 0;
+        changed(file.tail, file.tail_len, file.tail_offset) || changed(file.head, file.head_len, 0);
   }
   file.checked_size = size;
   if (rewritten) {
@@ -348,18 +380,29 @@ bool Ingester::Drain(FollowedFile& file) {
   Source& src = *file.source;
   size_t budget = options_.drain_budget;
   const uint64_t records_before = src.records();
+  std::string limit;
   while (file.offset < size && budget > 0) {
+    const uint64_t allowance = ledger_.ByteAllowance(file.uid, file.bytes_read, &limit);
+    if (allowance == 0) {
+      ++files_over_limit_;
+      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
+                 " reached; stopped reading this file, keeping the ", src.records(),
+                 " records before it");
+      Finish(file, "limit");
+      break;
+    }
     if (uint64_t skip = src.skippable(); skip > 0) {
       // Code bytes nobody needs: seek over them (they count as ingested).
-      const uint64_t n = std::min(skip, size - file.offset);
+      const uint64_t n = std::min({skip, size - file.offset, allowance});
       src.Skip(n);
       file.offset += n;
       file.bytes_read += n;
       bytes_ingested_ += n;
+      ledger_.ChargeBytes(file.uid, n);
       continue;
     }
-    const size_t want =
-        static_cast<size_t>(std::min<uint64_t>({read_buf_.size(), size - file.offset, budget}));
+    const size_t want = static_cast<size_t>(
+        std::min<uint64_t>({read_buf_.size(), size - file.offset, budget, allowance}));
     ssize_t got = ::pread(file.fd, read_buf_.data(), want, static_cast<off_t>(file.offset));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
@@ -368,10 +411,24 @@ bool Ingester::Drain(FollowedFile& file) {
     file.tail_len = std::min(sizeof(file.tail), static_cast<size_t>(got));
     file.tail_offset = file.offset + static_cast<uint64_t>(got) - file.tail_len;
     std::memcpy(file.tail, read_buf_.data() + got - file.tail_len, file.tail_len);
+    if (file.head_len == file.offset && file.head_len < sizeof(file.head)) {
+      const size_t n = std::min(sizeof(file.head) - file.head_len, static_cast<size_t>(got));
+      std::memcpy(file.head + file.head_len, read_buf_.data(), n);
+      file.head_len += n;
+    }
     file.offset += static_cast<uint64_t>(got);
     file.bytes_read += static_cast<uint64_t>(got);
     bytes_ingested_ += static_cast<uint64_t>(got);
+    ledger_.ChargeBytes(file.uid, static_cast<uint64_t>(got));
     budget -= std::min(budget, static_cast<size_t>(got));
+    if (limit = ledger_.CheckRanges(src.code().ranges().size()); !limit.empty()) {
+      ++files_over_limit_;
+      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
+                 " reached; stopped reading this file, keeping its first ", src.records(),
+                 " records");
+      Finish(file, "limit");
+      break;
+    }
     if (src.failed()) {
       ++files_failed_;
       JITSYM_LOG(kWarning, file.path, ": offset ", src.error_offset(), ": ", src.error(),
@@ -383,6 +440,20 @@ bool Ingester::Drain(FollowedFile& file) {
   // A file whose name named no process belongs to the pid its content names.
   if (!file.incarnation && !file.image) {
     if (auto pid = src.content_pid()) {
+      // The same owner check as for a pid in the file name, now that the header named it.
+      const auto identity = ReadProcessIdentity(*pid);
+      const auto verdict = security::JudgeProcessFile(
+          file.uid, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
+      if (verdict != security::FileVerdict::kTrusted) {
+        ++files_untrusted_;
+        JITSYM_LOG(kWarning, file.path, ": owned by ", security::DescribeUid(file.uid),
+                   identity ? log::Cat(" but pid ", *pid, " is owned by ",
+                                       security::DescribeUid(identity->uid))
+                            : log::Cat(" but names pid ", *pid, ", which does not exist"),
+                   "; ignored");
+        Finish(file, "untrusted");
+        return false;
+      }
       Incarnation* inc = IncarnationFor(*pid);
       file.incarnation = inc;
       inc->files.push_back(&file);
@@ -402,10 +473,125 @@ void Ingester::Finish(FollowedFile& file, const std::string& state) {
   publish_pending_ = true;
   file.changed = true;
   if (file.incarnation) file.incarnation->changed = true;
-  if (file.fd >= 0) {
-    ::close(file.fd);
-    file.fd = -1;
+  CloseFd(file);
+}
+
+void Ingester::CloseFd(FollowedFile& file) {
+  if (file.fd < 0) return;
+  ::close(file.fd);
+  file.fd = -1;
+  ledger_.ReleaseFile(file.uid);
+}
+
+bool Ingester::Admit(const std::string& dir, const std::string& name, const std::string& path,
+                     std::optional<uint32_t> pid, const struct stat& st) {
+  if (Ignored(path, st)) return false;
+  const uint32_t owner = st.st_uid;
+  if (pid) {
+    const auto identity = ReadProcessIdentity(*pid);
+    if (owner == 0 && st.st_nlink > 1 && !(identity && identity->uid == 0)) {
+      // Root's file under a second name: possibly a hard link a user made to a file it cannot
+      // read, to have it parsed and answered as its own process's symbols.
+      ++files_untrusted_;
+      publish_pending_ = true;
+      JITSYM_LOG(kWarning, path, ": owned by root with ", st.st_nlink,
+                 " hard links, for a process that is not root's; ignored");
+      Ignore(path, st);
+      return false;
+    }
+    const auto verdict = security::JudgeProcessFile(
+        owner, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
+    if (verdict == security::FileVerdict::kUntrusted) {
+      ++files_untrusted_;
+      publish_pending_ = true;
+      JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner), " but pid ", *pid,
+                 " is owned by ", security::DescribeUid(identity->uid), "; ignored");
+      pending_.erase(path);
+      Ignore(path, st);
+      return false;
+    }
+    if (verdict == security::FileVerdict::kPending) {
+      const uint64_t now = MonotonicNowNs();
+      auto it = pending_.find(path);
+      if (it == pending_.end() || it->second.dev != st.st_dev || it->second.ino != st.st_ino) {
+        if (pending_.size() >= options_.limits.total_files) {
+          ++files_over_limit_;
+          JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (",
+                     pending_.size(), ")");
+          Ignore(path, st);
+          return false;
+        }
+        const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;
+        pending_[path] = Pending{dir, name, st.st_dev, st.st_ino, now + timeout_ns};
+        publish_pending_ = true;
+        JITSYM_LOG(kInfo, path, ": pid ", *pid, " does not exist (yet); waiting up to ",
+                   options_.pending_timeout_ms, " ms for it before following a file owned by ",
+                   security::DescribeUid(owner));
+        ArmPendingTimer();
+      } else if (now >= it->second.deadline_ns) {
+        ++files_untrusted_;
+        publish_pending_ = true;
+        JITSYM_LOG(kWarning, path, ": pid ", *pid, " did not appear within ",
+                   options_.pending_timeout_ms, " ms; file owned by ", security::DescribeUid(owner),
+                   " ignored");
+        pending_.erase(it);
+        Ignore(path, st);
+      }
+      return false;
+    }
+    if (pending_.erase(path) > 0) publish_pending_ = true;
   }
+  const std::string refused = ledger_.AdmitFile(owner);
+  if (!refused.empty()) {
+    ++files_over_limit_;
+    publish_pending_ = true;
+    JITSYM_LOG(kWarning, path, ": not followed: ", refused);
+    Ignore(path, st);
+    return false;
+  }
+  return true;
+}
+
+void Ingester::RecheckPending() {
+  pending_timer_armed_ = false;
+  if (stopped_ || pending_.empty()) return;
+  std::vector<Pending> work;
+  for (const auto& [path, p] : pending_) work.push_back(p);
+  for (const Pending& p : work) {
+    const std::string path = p.dir + "/" + p.name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || st.st_dev != p.dev || st.st_ino != p.ino) {
+      pending_.erase(path);  // gone or replaced (a replacement is its own event)
+      publish_pending_ = true;
+      continue;
+    }
+    Discover(p.dir, p.name);
+  }
+  if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
+    drain_posted_ = true;
+    boost::asio::post(io_, [this] { DrainDirty(); });
+  }
+  ArmPendingTimer();
+}
+
+void Ingester::ArmPendingTimer() {
+  if (pending_timer_armed_ || pending_.empty() || stopped_) return;
+  pending_timer_armed_ = true;
+  pending_timer_.expires_after(std::chrono::milliseconds(100));
+  pending_timer_.async_wait([this](const boost::system::error_code& ec) {
+    pending_timer_armed_ = false;
+    if (!ec) RecheckPending();
+  });
+}
+
+void Ingester::Ignore(const std::string& path, const struct stat& st) {
+  if (ignored_.size() >= 65536) ignored_.clear();  // bounded; the cost is a repeated log line
+  ignored_[path] = {st.st_dev, st.st_ino};
+}
+
+bool Ingester::Ignored(const std::string& path, const struct stat& st) const {
+  auto it = ignored_.find(path);
+  return it != ignored_.end() && it->second.first == st.st_dev && it->second.second == st.st_ino;
 }
 
 void Ingester::Forget(FollowedFile& file) {
@@ -460,6 +646,7 @@ void Ingester::Publish() {
       v->pid = inc->pid;
       v->incarnation = inc->id;
       v->alive = inc->alive;
+      v->uid = inc->uid;
       v->exit_time = inc->exit_time;
       v->start_time = inc->start_time;
       // Exact timestamps first (by origin), and within an origin the newer file (a replacement).
@@ -501,7 +688,12 @@ void Ingester::Publish() {
       prev_exit = inc->exit_time;
     }
   }
-  if (!any && !lifecycle_changed_ && cell_.Get()->processes.size() == processes_.size()) return;
+  const index::IndexCounters& before = cell_.Get()->counters;
+  if (!any && !lifecycle_changed_ && cell_.Get()->processes.size() == processes_.size() &&
+      before.files_untrusted == files_untrusted_ && before.files_pending == pending_.size() &&
+      before.files_over_limit == files_over_limit_) {
+    return;
+  }
   lifecycle_changed_ = false;
   auto view = std::make_shared<index::IndexView>();
   for (auto& [pid, incs] : processes_) {
@@ -521,6 +713,9 @@ void Ingester::Publish() {
     c.memory_bytes += f->source->code().memory_bytes();
   }
   c.files_failed = files_failed_;
+  c.files_untrusted = files_untrusted_;
+  c.files_pending = pending_.size();
+  c.files_over_limit = files_over_limit_;
   c.bytes_ingested = bytes_ingested_;
   FillLifecycleCounters(c);
   cell_.Set(std::move(view));

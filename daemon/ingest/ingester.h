@@ -23,6 +23,7 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/source.h"
+#include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
 
 namespace jitsym::ingest {
@@ -32,6 +33,9 @@ struct IngesterOptions {
   size_t read_chunk = 1 << 20;      // bytes per read(2)
   size_t drain_budget = 32u << 20;  // bytes one file may ingest before others get a turn
   int idle_compact_ms = 1000;       // a source idle this long is compacted to one run
+  security::Limits limits;
+  // A file naming a pid that does not exist (and not root's) waits this long for the process.
+  int pending_timeout_ms = 5000;
   // Lifecycle of exited processes (SetLifecycle changes them at run time).
   uint64_t retention_ms = 15 * 60 * 1000;  // kept this long after the exit; 0: no time limit
   uint64_t memory_budget_bytes = 0;        // above this, oldest exits are evicted; 0: none
@@ -63,6 +67,7 @@ class Ingester {
     std::string path;
     dev_t dev = 0;
     ino_t ino = 0;
+    uint32_t uid = 0;  // the file's owner
     int fd = -1;
     uint64_t offset = 0;  // next file offset to read
     uint64_t bytes_read = 0;
@@ -71,6 +76,10 @@ class Ingester {
     size_t tail_len = 0;
     uint64_t tail_offset = 0;
     uint64_t checked_size = 0;  // file size when the tail was last checked
+    // The first bytes read: a rewrite whose tail happens to match (code bytes, padding) still
+    // differs at the start (header timestamp, first names).
+    uint8_t head[64] = {};
+    size_t head_len = 0;
     std::string state = "following";
     std::unique_ptr<Source> source;
     Incarnation* incarnation = nullptr;
@@ -86,6 +95,7 @@ class Ingester {
     std::optional<uint64_t> start_ticks;
     std::optional<uint64_t> start_time;
     std::optional<uint64_t> exit_time;
+    std::optional<uint32_t> uid;  // owner, from /proc while the process was seen alive
     bool alive = false;
     bool changed = true;
     std::vector<FollowedFile*> files;
@@ -120,6 +130,15 @@ class Ingester {
   void Forget(FollowedFile& file);
   void Publish();
   void ScheduleMaintenance();
+  // File trust and limits (daemon/security): whether a newly opened file may be followed.
+  bool Admit(const std::string& dir, const std::string& name, const std::string& path,
+             std::optional<uint32_t> pid, const struct stat& st);
+  void RecheckPending();
+  void ArmPendingTimer();
+  // Remembers a refused file so that its further modifications are not logged again.
+  void Ignore(const std::string& path, const struct stat& st);
+  bool Ignored(const std::string& path, const struct stat& st) const;
+  void CloseFd(FollowedFile& file);
   // Retention and memory budget (ingester_lifecycle.cc).
   void EvictExpired();
   void Evict(uint32_t pid, Incarnation* inc, const char* why);
@@ -145,6 +164,20 @@ class Ingester {
   boost::asio::steady_timer maintenance_;
   uint64_t bytes_ingested_ = 0;
   uint64_t files_failed_ = 0;
+  // Files waiting for their pid to appear: path -> (inode, give-up time).
+  struct Pending {
+    std::string dir, name;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    uint64_t deadline_ns = 0;
+  };
+  std::unordered_map<std::string, Pending> pending_;
+  std::unordered_map<std::string, std::pair<dev_t, ino_t>> ignored_;
+  boost::asio::steady_timer pending_timer_;
+  bool pending_timer_armed_ = false;
+  security::LimitLedger ledger_;
+  uint64_t files_untrusted_ = 0;
+  uint64_t files_over_limit_ = 0;
   std::unordered_map<std::string, EvictedFile> evicted_;  // by path
   uint64_t evictions_ = 0;
   uint64_t last_evicted_prune_ns_ = 0;

@@ -86,10 +86,8 @@ void Ingester::Evict(uint32_t pid, Incarnation* inc, const char* why) {
     if (exists && current && st.st_dev == f->dev && st.st_ino == f->ino) {
       evicted_[f->path] = EvictedFile{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
     }
-    if (f->fd >= 0) {
-      ::close(f->fd);
-      f->fd = -1;
-    }
+    CloseFd(*f);
+    ledger_.ReleaseBytes(f->uid, f->bytes_read);  // what it held is freed
     Forget(*f);
     dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), f), dirty_.end());
   }

@@ -1,7 +1,11 @@
 #include "daemon/query/query_engine.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <type_traits>
 
+#include "daemon/ingest/proc.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
@@ -40,7 +44,7 @@ QueryEngine::QueryEngine(const index::ViewCell& cell,
     : cell_(cell), server_counters_(std::move(server_counters)), started_ns_(MonotonicNowNs()) {}
 
 void QueryEngine::Lookup(const index::IndexView& view, const proto::LookupRequest& request,
-                         proto::LookupResponse* out) {
+                         proto::LookupResponse* out, const security::PeerAccess* access) {
   const size_t n = request.addrs.size();
   out->results.resize(n);
   const uint32_t pid = static_cast<uint32_t>(*request.pid);
@@ -69,6 +73,10 @@ void QueryEngine::Lookup(const index::IndexView& view, const proto::LookupReques
     i = j;
     const index::ProcessView* process = view.FindProcess(pid, time);
     if (process == nullptr || addrs.empty()) continue;
+    if (access && !access->MaySeeProcess(process->uid)) {
+      for (size_t k : where) out->results[k].error = kDenied;
+      continue;
+    }
     found.assign(addrs.size(), std::nullopt);
     std::vector<bool> filled(addrs.size(), false);
     for (const auto& source : process->sources) {
@@ -84,14 +92,17 @@ void QueryEngine::Lookup(const index::IndexView& view, const proto::LookupReques
   }
 }
 
-proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view) {
+proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
+                                                const security::PeerAccess* access) {
   proto::ProcessesResponse out;
   for (const auto& [pid, incarnations] : view.processes) {
     for (const auto& p : incarnations) {
+      if (access && !access->MaySeeProcess(p->uid)) continue;
       proto::ProcessInfo info;
       info.pid = p->pid;
       info.incarnation = p->incarnation;
       info.alive = p->alive;
+      info.uid = p->uid;
       for (const auto& s : p->sources) {
         proto::SourceInfo si;
         si.origin = s->origin;
@@ -116,9 +127,59 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view) {
   return out;
 }
 
+void QueryEngine::DenyUnknownOwner(const index::IndexView& view, uint32_t pid,
+                                   const security::PeerAccess& access,
+                                   proto::LookupResponse* lookup) {
+  // A pid the index knows was checked per incarnation; one it does not know may still be a
+  // live process of someone else (its images are answered from /proc): say so rather than miss.
+  if (access.trusted() || view.FindProcess(pid, std::nullopt) != nullptr) return;
+  const auto identity = ingest::ReadProcessIdentity(pid);
+  if (!identity || access.MaySeeProcess(identity->uid)) return;
+  for (proto::LookupResult& r : lookup->results) {
+    if (r.error.empty()) r.error = kDenied;
+  }
+}
+
+void QueryEngine::DenyUnreadableSources(const security::PeerAccess& access,
+                                        proto::LookupResponse* lookup) {
+  std::string last_allowed;  // answers of a batch mostly come from one file
+  for (proto::LookupResult& r : lookup->results) {
+    if (!r.found) continue;
+    const std::string source(r.source_or_view());
+    if (source == last_allowed) continue;
+    // An image map describes no process: believe maps of root, of this daemon's user (its
+    // --r2rmap-dir files) and of the client itself; another user's map in a shared directory
+    // may be planted, and is treated as absent.
+    struct stat st {};
+    const bool exists = ::stat(source.c_str(), &st) == 0;
+    const bool believed =
+        exists && (st.st_uid == 0 || st.st_uid == ::geteuid() || st.st_uid == access.uid());
+    const uint64_t addr = r.addr;
+    if (!believed) {
+      r = proto::LookupResult{};
+      r.addr = addr;
+      continue;
+    }
+    if (access.MayRead(source)) {
+      last_allowed = source;
+      continue;
+    }
+    r = proto::LookupResult{};
+    r.addr = addr;
+    r.error = kDenied;
+  }
+}
+
+void QueryEngine::CountDenied(const proto::LookupResponse& lookup) {
+  uint64_t n = 0;
+  for (const proto::LookupResult& r : lookup.results) n += r.error == kDenied;
+  if (n > 0) denied_.fetch_add(n, std::memory_order_relaxed);
+}
+
 proto::Response QueryEngine::Handle(const proto::Request& request,
                                     const server::PeerCredentials& peer) {
   const std::shared_ptr<const index::IndexView> view = cell_.Get();
+  const security::PeerAccess access(peer, policy_);
   return std::visit(
       [&](const auto& body) -> proto::Response {
         using T = std::decay_t<decltype(body)>;
@@ -131,24 +192,38 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             if (body.pid) {
               return Error(proto::kErrBadRequest, "lookup takes \"pid\" or \"image\", not both");
             }
+            // An image named by path: only for a client that could read the file itself.
+            if (body.image && !body.image->empty() && (*body.image)[0] == '/' &&
+                !access.MayRead(*body.image)) {
+              denied_.fetch_add(1, std::memory_order_relaxed);
+              return Error(proto::kErrPermission, "you may not read '" + *body.image + "'");
+            }
+            // The trusted group reads as root; others as themselves.
+            const uint32_t as_uid = access.trusted() ? 0 : peer.uid;
+            const uint32_t as_gid = access.trusted() ? 0 : peer.gid;
             if (NativeLookup::IsNativeImageRequest(body)) {
               // An ELF file (by path or build-id).
-              if (auto error = native_.LookupImage(body, peer.uid, peer.gid, &lookup, &keep)) {
+              if (auto error = native_.LookupImage(body, as_uid, as_gid, &lookup, &keep)) {
                 return Error(error->code, std::move(error->message));
               }
             } else if (!images_.LookupImage(*view, body, &lookup, &keep)) {
               return Error(proto::kErrNotFound, "no r2rmap known for image '" + *body.image + "'");
+            } else {
+              DenyUnreadableSources(access, &lookup);  // r2rmaps; native checked its own
             }
           } else {
             if (!body.pid) return Error(proto::kErrBadRequest, "lookup needs \"pid\"");
             if (*body.pid <= 0 || *body.pid > 0x7fffffff) {
               return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
             }
-            Lookup(*view, body, &lookup);
+            Lookup(*view, body, &lookup, &access);
+            DenyUnknownOwner(*view, static_cast<uint32_t>(*body.pid), access, &lookup);
             // JIT sources first; ReadyToRun images answer what they do not know.
-            images_.LookupInProcess(*view, body, peer.uid, &lookup, &keep);
+            // (As root for the trusted group: it may see every process's images.)
+            const uint32_t as_uid = access.trusted() ? 0 : peer.uid;
+            images_.LookupInProcess(*view, body, as_uid, &lookup, &keep);
             // What is left and lies in a file-backed executable mapping: ELF symbols.
-            native_.LookupInProcess(body, peer.uid, &lookup, &keep);
+            native_.LookupInProcess(body, as_uid, &lookup, &keep);
           }
           if (keep.empty()) {
             lookup.keepalive = view;
@@ -158,11 +233,12 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
                 std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(keep));
           }
           lookup.fields = body.fields;
+          CountDenied(lookup);
           response.body = std::move(lookup);
         } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {
           return ListSymbols(*view, body, peer.uid, images_);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
-          response.body = Processes(*view);
+          response.body = Processes(*view, &access);
         } else if constexpr (std::is_same_v<T, proto::StatsRequest>) {
           proto::StatsResponse s;
           for (const auto& [pid, incs] : view->processes) s.processes += incs.size();
@@ -172,6 +248,10 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           s.files_failed = view->counters.files_failed;
           s.bytes_ingested = view->counters.bytes_ingested;
           s.records_ingested = view->counters.records_ingested;
+          s.files_untrusted = view->counters.files_untrusted;
+          s.files_pending = view->counters.files_pending;
+          s.files_over_limit = view->counters.files_over_limit;
+          s.denied = denied_.load(std::memory_order_relaxed);
           s.processes_exited = view->counters.processes_exited;
           s.evictions = view->counters.evictions;
           s.memory_budget_bytes = view->counters.memory_budget_bytes;

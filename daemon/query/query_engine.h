@@ -3,11 +3,13 @@
 #ifndef JITSYM_DAEMON_QUERY_QUERY_ENGINE_H_
 #define JITSYM_DAEMON_QUERY_QUERY_ENGINE_H_
 
+#include <atomic>
 #include <functional>
 
 #include "daemon/index/index_view.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/native_lookup.h"
+#include "daemon/security/peer_access.h"
 #include "daemon/server/server.h"
 #include "proto/protocol.h"
 
@@ -20,14 +22,29 @@ class QueryEngine : public server::RequestHandler {
   proto::Response Handle(const proto::Request& request,
                          const server::PeerCredentials& peer) override;
 
-  // The lookup itself, for in-process use and benchmarks.
+  // Who may ask about what (jitsymd --trusted-group); set before serving.
+  void set_access_policy(security::AccessPolicy policy) { policy_ = policy; }
+
+  // The lookup itself, for in-process use and benchmarks. With `access`, addresses that would
+  // be answered by a process the peer may not see get the per-address error kDenied.
   static void Lookup(const index::IndexView& view, const proto::LookupRequest& request,
-                     proto::LookupResponse* out);
-  static proto::ProcessesResponse Processes(const index::IndexView& view);
+                     proto::LookupResponse* out, const security::PeerAccess* access = nullptr);
+  // With `access`, only the processes the peer may see.
+  static proto::ProcessesResponse Processes(const index::IndexView& view,
+                                            const security::PeerAccess* access = nullptr);
+  // The per-address error for a process or image the client may not query.
+  static constexpr std::string_view kDenied = "permission denied";
 
  private:
+  void DenyUnknownOwner(const index::IndexView& view, uint32_t pid,
+                        const security::PeerAccess& access, proto::LookupResponse* lookup);
+  void DenyUnreadableSources(const security::PeerAccess& access, proto::LookupResponse* lookup);
+  void CountDenied(const proto::LookupResponse& lookup);
+
   const index::ViewCell& cell_;
   std::function<server::Counters()> server_counters_;
+  security::AccessPolicy policy_;
+  std::atomic<uint64_t> denied_{0};  // addresses and requests refused by the access rules
   uint64_t started_ns_;
   // Image sources (r2rmap): "image" requests, and the addresses of a pid no JIT source knows.
   ImageLookup images_;

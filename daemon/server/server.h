@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proto/protocol.h"
 
@@ -30,6 +31,8 @@ struct PeerCredentials {
   int pid = 0;
   unsigned uid = 0;
   unsigned gid = 0;
+  // Supplementary groups at connect time (SO_PEERGROUPS); empty when the kernel cannot tell.
+  std::vector<unsigned> groups;
 };
 
 // Implemented by the daemon's query engine.
@@ -50,6 +53,10 @@ struct ServerOptions {
   // Answers to pipelined requests are collected up to this size before being written; no more
   // requests are read from a connection until its pending output is written.
   size_t output_high_water = 1 << 20;
+  // Input buffered beyond 64 KiB per connection (long request lines), summed over connections:
+  // a connection whose line would take more is answered "busy" and closed, so that many
+  // connections each sending a line just under max_request_bytes cannot exhaust memory.
+  size_t max_buffered_request_bytes = 512u << 20;
 };
 
 // Monotonic totals since the server was created (connections_open is current).

@@ -56,6 +56,7 @@ Session::Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredenti
 }
 
 Session::~Session() {
+  state_->buffered_request_bytes.fetch_sub(charged_, std::memory_order_relaxed);
   {
     std::lock_guard lock(state_->mutex);
     state_->sessions.erase(this);
@@ -84,14 +85,35 @@ void Session::ReadMore() {
   // Drop consumed input, then make sure a whole chunk fits.
   if (begin_ == end_) {
     begin_ = end_ = scanned_ = 0;
-    if (in_.size() > kIdleInputBytes) std::vector<char>(kIdleInputBytes).swap(in_);
+    if (in_.size() > kIdleInputBytes) {
+      std::vector<char>(kIdleInputBytes).swap(in_);
+      state_->buffered_request_bytes.fetch_sub(charged_, std::memory_order_relaxed);
+      charged_ = 0;
+    }
   } else if (begin_ > 0) {
     std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
     end_ -= begin_;
     scanned_ -= begin_;
     begin_ = 0;
   }
-  if (in_.size() - end_ < kReadChunk) in_.resize(std::max(in_.size() * 2, end_ + kReadChunk));
+  if (in_.size() - end_ < kReadChunk) {
+    // Double, but never much past the longest line accepted.
+    const size_t limit = state_->options.max_request_bytes + kReadChunk;
+    const size_t size = std::max(std::min(in_.size() * 2, limit), end_ + kReadChunk);
+    const size_t charge = size - kIdleInputBytes - charged_;
+    const uint64_t total =
+        state_->buffered_request_bytes.fetch_add(charge, std::memory_order_relaxed) + charge;
+    if (total > state_->options.max_buffered_request_bytes) {
+      state_->buffered_request_bytes.fetch_sub(charge, std::memory_order_relaxed);
+      Answer(proto::MakeErrorResponse("", proto::kErrBusy,
+                                      "too many long requests being received; retry later"));
+      close_after_write_ = true;
+      Continue();
+      return;
+    }
+    charged_ += charge;
+    in_.resize(size);
+  }
   socket_.async_read_some(
       boost::asio::buffer(in_.data() + end_, in_.size() - end_),
       boost::asio::bind_executor(socket_.get_executor(),

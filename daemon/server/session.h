@@ -35,6 +35,7 @@ struct ServerState {
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> bytes_received{0};
   std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> buffered_request_bytes{0};  // see ServerOptions::max_buffered_request_bytes
 
   std::mutex mutex;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mutex
@@ -67,7 +68,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Socket socket_;
   PeerCredentials peer_;
   std::vector<char> in_;
-  size_t begin_ = 0;  // unconsumed input is in_[begin_, end_)
+  size_t charged_ = 0;  // in_.size() beyond the idle size, counted in buffered_request_bytes
+  size_t begin_ = 0;    // unconsumed input is in_[begin_, end_)
   size_t end_ = 0;
   size_t scanned_ = 0;  // in_[begin_, scanned_) holds no '\n'
   std::string out_;

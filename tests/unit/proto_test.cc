@@ -568,6 +568,7 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
   p.pid = 1234;
   p.incarnation = 1;
   p.alive = true;
+  p.uid = 1000;
   p.first_time = 5;
   p.ranges = 10;
   p.sources.push_back({"jitdump", "/tmp/jit-1234.dump", "following", 10, 4096, ""});
@@ -579,6 +580,8 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].pid, 1234);
   EXPECT_EQ(got[0].first_time, 5u);
+  EXPECT_EQ(got[0].uid, 1000u);
+  EXPECT_FALSE(got[1].uid);
   EXPECT_FALSE(got[0].last_time);
   EXPECT_EQ(got[0].sources[1].error, "bad line 3");
 }
@@ -597,12 +600,34 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   stats.connections = 10;
   stats.errors = 11;
   stats.uptime_ns = UINT64_MAX;
+  stats.files_untrusted = 12;
+  stats.files_pending = 13;
+  stats.files_over_limit = 14;
+  stats.denied = 15;
   const Response decoded = ResponseRoundTrip({"", stats});
-  EXPECT_EQ(std::get<StatsResponse>(decoded.body).uptime_ns, UINT64_MAX);
+  const auto& got = std::get<StatsResponse>(decoded.body);
+  EXPECT_EQ(got.uptime_ns, UINT64_MAX);
+  EXPECT_EQ(got.files_untrusted, 12u);
+  EXPECT_EQ(got.files_pending, 13u);
+  EXPECT_EQ(got.files_over_limit, 14u);
+  EXPECT_EQ(got.denied, 15u);
   const auto j = nlohmann::json::parse(Encoded({"", stats}));
-  EXPECT_EQ(j["stats"].size(), 15u);
+  EXPECT_EQ(j["stats"].size(), 19u);
   EXPECT_EQ(j["stats"]["records_ingested"], 7);
-  EXPECT_EQ(StatsMembers(stats).size(), 15u);
+  EXPECT_EQ(j["stats"]["denied"], 15);
+  EXPECT_EQ(StatsMembers(stats).size(), 19u);
+}
+
+TEST(ResponseCodecTest, RepeatedIdKeepsTheLastOne) {
+  // Found by response_fuzz: the ids were concatenated into invalid JSON.
+  std::string error;
+  const auto r = DecodeResponse(R"({"v":1,"id":"a","ok":true,"id":{"b":[1]},"pong":true})", &error);
+  ASSERT_TRUE(r) << error;
+  EXPECT_EQ(r->id_json, R"({"b":[1]})");
+  std::string encoded;
+  EncodeResponse(*r, &encoded);
+  encoded.pop_back();
+  EXPECT_TRUE(DecodeResponse(encoded, &error)) << error << ": " << encoded;
 }
 
 TEST(ResponseCodecTest, OtherBodiesRoundTrip) {

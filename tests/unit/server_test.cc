@@ -260,6 +260,36 @@ TEST_F(ServerTest, OversizeLineIsRefusedAndTheConnectionClosed) {
   EXPECT_TRUE(c->Call(Lookup({1, 2, 3}), &error)) << error;
 }
 
+TEST_F(ServerTest, LongLinesOnManyConnectionsShareOneBudget) {
+  ServerOptions options;
+  options.max_request_bytes = 4 << 20;
+  options.max_buffered_request_bytes = 3 << 20;  // not enough for two 2 MiB buffers
+  StartServer(options);
+  // Two connections send most of a long line each, without its end.
+  auto a = Connect();
+  auto b = Connect();
+  std::string error;
+  const std::string part((1 << 20) - 100, 'x');  // a 2 MiB buffer each
+  ASSERT_TRUE(a->Send(part, &error)) << error;
+  ASSERT_TRUE(Eventually([&] { return server_->counters().bytes_received >= part.size(); }));
+  // The second one does not fit beside the first: "busy", then closed.
+  b->Send(part, &error);  // may fail once the server has closed it
+  proto::Response response;
+  ASSERT_TRUE(b->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(ErrorCode(response), proto::kErrBusy);
+  std::string_view rest;
+  EXPECT_FALSE(b->ReadLine(&rest, &error));
+  // The first finishes its line (a bad request, but answered) and the budget is released.
+  ASSERT_TRUE(a->Send("\n", &error)) << error;
+  ASSERT_TRUE(a->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(ErrorCode(response), proto::kErrBadRequest);
+  auto c = Connect();
+  ASSERT_TRUE(c->Send(part, &error)) << error;
+  ASSERT_TRUE(c->Send("\n", &error)) << error;
+  ASSERT_TRUE(c->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(ErrorCode(response), proto::kErrBadRequest);
+}
+
 TEST_F(ServerTest, ClientVanishingMidStreamOnlyEndsItsSession) {
   StartServer();
   std::vector<uint64_t> many(100000);

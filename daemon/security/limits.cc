@@ -1,0 +1,62 @@
+#include "daemon/security/limits.h"
+
+#include <algorithm>
+
+#include "daemon/util/log.h"
+
+namespace jitsym::security {
+
+std::string LimitLedger::AdmitFile(uint32_t uid) {
+  if (total_files_ >= limits_.total_files) {
+    return log::Cat("total files limit (", limits_.total_files, ")");
+  }
+  User& u = users_[uid];
+  if (u.files >= limits_.user_files) {
+    return log::Cat("per-user files limit (", limits_.user_files, " for uid ", uid, ")");
+  }
+  ++u.files;
+  ++total_files_;
+  return {};
+}
+
+void LimitLedger::ReleaseFile(uint32_t uid) {
+  User& u = users_[uid];
+  if (u.files > 0) --u.files;
+  if (total_files_ > 0) --total_files_;
+}
+
+uint64_t LimitLedger::ByteAllowance(uint32_t uid, uint64_t file_bytes, std::string* which) const {
+  auto left = [](uint64_t used, uint64_t limit) { return used >= limit ? 0 : limit - used; };
+  uint64_t allowance = left(file_bytes, limits_.file_bytes);
+  *which = log::Cat("per-file bytes limit (", limits_.file_bytes, ")");
+  auto it = users_.find(uid);
+  const uint64_t user = left(it == users_.end() ? 0 : it->second.bytes, limits_.user_bytes);
+  if (user < allowance) {
+    allowance = user;
+    *which = log::Cat("per-user bytes limit (", limits_.user_bytes, " for uid ", uid, ")");
+  }
+  const uint64_t total = left(total_bytes_, limits_.total_bytes);
+  if (total < allowance) {
+    allowance = total;
+    *which = log::Cat("total bytes limit (", limits_.total_bytes, ")");
+  }
+  return allowance;
+}
+
+void LimitLedger::ChargeBytes(uint32_t uid, uint64_t n) {
+  users_[uid].bytes += n;
+  total_bytes_ += n;
+}
+
+void LimitLedger::ReleaseBytes(uint32_t uid, uint64_t n) {
+  User& u = users_[uid];
+  u.bytes -= std::min(u.bytes, n);
+  total_bytes_ -= std::min(total_bytes_, n);
+}
+
+std::string LimitLedger::CheckRanges(uint64_t ranges) const {
+  if (ranges <= limits_.file_ranges) return {};
+  return log::Cat("per-file ranges limit (", limits_.file_ranges, ")");
+}
+
+}  // namespace jitsym::security

@@ -1,0 +1,120 @@
+#include "daemon/security/peer_access.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+namespace jitsym::security {
+
+std::optional<uint32_t> ResolveGroup(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  std::vector<char> buf(16384);
+  group gr{};
+  group* result = nullptr;
+  if (::getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &result) == 0 && result) {
+    return static_cast<uint32_t>(result->gr_gid);
+  }
+  uint32_t gid = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), gid);
+  if (ec == std::errc() && end == name.data() + name.size()) return gid;
+  return std::nullopt;
+}
+
+std::vector<uint32_t> GroupsOfUser(uint32_t uid, uint32_t gid) {
+  std::vector<uint32_t> out{gid};
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* result = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &result) != 0 || result == nullptr) {
+    return out;
+  }
+  std::vector<gid_t> groups(64);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int n = static_cast<int>(groups.size());
+    if (::getgrouplist(result->pw_name, gid, groups.data(), &n) >= 0) {
+      out.assign(groups.begin(), groups.begin() + n);
+      return out;
+    }
+    groups.resize(static_cast<size_t>(n) + 1);
+  }
+  return out;
+}
+
+namespace {
+
+// The group database is read at most every few seconds per user: requests come by the thousand.
+std::vector<uint32_t> CachedGroupsOfUser(uint32_t uid, uint32_t gid) {
+  struct Entry {
+    std::vector<uint32_t> groups;
+    std::chrono::steady_clock::time_point read;
+  };
+  static std::mutex mu;
+  static std::unordered_map<uint64_t, Entry> cache;
+  const uint64_t key = (uint64_t{uid} << 32) | gid;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end() && now - it->second.read < std::chrono::seconds(5)) {
+      return it->second.groups;
+    }
+  }
+  std::vector<uint32_t> groups = GroupsOfUser(uid, gid);
+  std::lock_guard lock(mu);
+  if (cache.size() >= 4096) cache.clear();  // bounded
+  cache[key] = Entry{groups, now};
+  return groups;
+}
+
+}  // namespace
+
+PeerAccess::PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& policy)
+    : uid_(peer.uid), gid_(peer.gid) {
+  groups_.assign(peer.groups.begin(), peer.groups.end());
+  std::sort(groups_.begin(), groups_.end());
+  trusted_ = uid_ == 0 || (policy.trusted_gid && InGroup(*policy.trusted_gid));
+  if (!trusted_ && policy.trusted_gid) {
+    // Members by the group database count too (a user added to the group since logging in;
+    // a kernel that did not report the peer's groups).
+    const std::vector<uint32_t> db = CachedGroupsOfUser(uid_, gid_);
+    trusted_ = std::find(db.begin(), db.end(), *policy.trusted_gid) != db.end();
+  }
+}
+
+bool PeerAccess::InGroup(uint32_t gid) const {
+  return gid == gid_ || std::binary_search(groups_.begin(), groups_.end(), gid);
+}
+
+bool PeerAccess::MaySeeProcess(std::optional<uint32_t> owner) const {
+  if (trusted_) return true;
+  return owner && *owner == uid_;
+}
+
+bool PeerAccess::MayRead(const std::string& path) const {
+  if (trusted_) return true;
+  if (path.empty() || path[0] != '/') return false;
+  auto allows = [&](const struct stat& st, mode_t user, mode_t grp, mode_t other) {
+    if (st.st_uid == uid_) return (st.st_mode & user) != 0;
+    if (InGroup(st.st_gid)) return (st.st_mode & grp) != 0;
+    return (st.st_mode & other) != 0;
+  };
+  // Every directory above the file must be searchable.
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    struct stat dir {};
+    if (::stat(path.substr(0, slash).c_str(), &dir) != 0) return false;
+    if (!allows(dir, S_IXUSR, S_IXGRP, S_IXOTH)) return false;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  return allows(st, S_IRUSR, S_IRGRP, S_IROTH);
+}
+
+}  // namespace jitsym::security

@@ -1,0 +1,58 @@
+// Who may ask about what. A client may query a process only if it could inspect that process
+// itself: root, the process's owner, or a member of the configured trusted group (operators).
+// Image lookups are allowed for files the client could read itself. docs/operations.md
+// ("Security model") describes the rules.
+#ifndef JITSYM_DAEMON_SECURITY_PEER_ACCESS_H_
+#define JITSYM_DAEMON_SECURITY_PEER_ACCESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/server/server.h"
+
+namespace jitsym::security {
+
+struct AccessPolicy {
+  // Members of this group (primary or supplementary, as the peer was when it connected) may
+  // query every process and read every image: `jitsymd --trusted-group NAME`.
+  std::optional<uint32_t> trusted_gid;
+};
+
+// The gid of a group name (or a decimal gid); nullopt if there is no such group.
+std::optional<uint32_t> ResolveGroup(const std::string& name);
+
+// The supplementary groups of `uid` from the group database (getgrouplist), including `gid`.
+// Used when the kernel did not report the peer's groups.
+std::vector<uint32_t> GroupsOfUser(uint32_t uid, uint32_t gid);
+
+// The rights of one connected client, decided once per request.
+class PeerAccess {
+ public:
+  PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& policy);
+
+  bool root() const { return uid_ == 0; }
+  bool trusted() const { return trusted_; }  // root or a trusted-group member
+  uint32_t uid() const { return uid_; }
+  bool InGroup(uint32_t gid) const;
+
+  // A process owned by `owner`; an unknown owner (a process never seen alive whose files were
+  // root's) is visible to root and the trusted group only.
+  bool MaySeeProcess(std::optional<uint32_t> owner) const;
+  // Whether the peer could open `path` for reading: read permission on the file and search
+  // permission on every directory above it, by the owner/group/other mode bits (no ACLs).
+  bool MayRead(const std::string& path) const;
+
+ private:
+  uint32_t uid_ = 0;
+  uint32_t gid_ = 0;
+  std::vector<uint32_t> groups_;  // supplementary, sorted
+  bool trusted_ = false;
+};
+
+}  // namespace jitsym::security
+
+#endif  // JITSYM_DAEMON_SECURITY_PEER_ACCESS_H_

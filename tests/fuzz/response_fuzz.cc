@@ -1,0 +1,24 @@
+// Protocol response lines (what the client reads). A response that decodes must encode and
+// decode again.
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "proto/protocol.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view line(reinterpret_cast<const char*>(data), size);
+  std::string error;
+  std::optional<jitsym::proto::Response> r = jitsym::proto::DecodeResponse(line, &error);
+  if (r) {
+    std::string encoded;
+    jitsym::proto::EncodeResponse(*r, &encoded);
+    encoded.pop_back();
+    if (!jitsym::proto::DecodeResponse(encoded, &error)) std::abort();
+  }
+  // The decoder that reuses storage, fed the same line twice.
+  jitsym::proto::Response reused;
+  jitsym::proto::DecodeResponseInto(line, &reused, &error);
+  jitsym::proto::DecodeResponseInto(line, &reused, &error);
+  return 0;
+}
