@@ -27,6 +27,7 @@ PACKAGES=(
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
   default-jdk-headless
   systemd dpkg-dev man-db  # service tests: systemd-analyze, systemd-socket-activate; cpack -G DEB
+  linux-perf google-perftools libgoogle-perftools-dev  # annotate, perfmap, pprof tests
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) and their sanitizers
 )
 # node runs the live integration tests. Any node already on PATH will do (Debian's 18 is fine).

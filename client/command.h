@@ -29,6 +29,9 @@ int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& a
 int RunStats(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunPing(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunVersion(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args);
 
 }  // namespace jitsym::client
 

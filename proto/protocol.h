@@ -2,7 +2,8 @@
 // docs/protocol.md is the specification; this header is its only implementation, shared by the
 // daemon and the client. Nothing else formats or parses protocol JSON.
 //
-//   request  := {"v":1, "id":ANY?, "op":"lookup"|"processes"|"stats"|"ping"|"version", ...}
+//   request  := {"v":1, "id":ANY?, "op":"lookup"|"symbols"|"processes"|"stats"|"ping"|"version",
+//                ...}
 //   response := {"v":1, "id":ANY?, "ok":true, ...} | {"v":1, "id":ANY?, "ok":false,
 //                "error":{"code":STRING, "message":STRING}}
 //
@@ -97,13 +98,18 @@ struct LookupRequest {
   uint32_t fields = kAllFields;  // "fields": which members found results carry
 };
 
+// Every range the daemon knows for a process as of now (what a perf map of it would hold).
+struct SymbolsRequest {
+  int64_t pid = 0;
+};
+
 struct ProcessesRequest {};
 struct StatsRequest {};
 struct PingRequest {};
 struct VersionRequest {};
 
-using RequestBody =
-    std::variant<LookupRequest, ProcessesRequest, StatsRequest, PingRequest, VersionRequest>;
+using RequestBody = std::variant<LookupRequest, ProcessesRequest, StatsRequest, PingRequest,
+                                 VersionRequest, SymbolsRequest>;
 
 struct Request {
   std::string id_json;  // the request's "id" re-serialized as JSON, echoed verbatim; empty if none
@@ -167,6 +173,21 @@ struct LookupResponse {
   uint32_t fields = kAllFields;           // members to encode (from the request)
 };
 
+// One range of a symbols answer: code at [start, start + size) is `name` now.
+struct SymbolEntry {
+  uint64_t start = 0;  // absolute address (image ranges with the image base applied)
+  uint64_t size = 0;
+  std::string name;
+  std::string origin;  // "jitdump", "perfmap", "mlpd", "r2rmap"
+  std::string image;   // r2rmap answers: the image name
+};
+
+struct SymbolsResponse {
+  int64_t pid = 0;
+  uint64_t incarnation = 0;
+  std::vector<SymbolEntry> symbols;  // sorted by start, not overlapping
+};
+
 struct SourceInfo {
   std::string origin;
   std::string path;
@@ -225,7 +246,7 @@ struct ErrorResponse {
 };
 
 using ResponseBody = std::variant<LookupResponse, ProcessesResponse, StatsResponse, PingResponse,
-                                  VersionResponse, ErrorResponse>;
+                                  VersionResponse, ErrorResponse, SymbolsResponse>;
 
 struct Response {
   std::string id_json;  // echoed from the request

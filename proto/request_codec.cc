@@ -323,6 +323,14 @@ DecodeRequestResult DecodeRequest(std::string_view line) {
                    "more than " + std::to_string(kMaxBatch) + " addresses in one request");
     }
     request.body = std::move(f.lookup);
+  } else if (f.op == "symbols") {
+    // "pid" is read by the lookup member parser; its errors apply here too.
+    if (!f.lookup_error.empty() || !f.lookup.pid) {
+      result.request.reset();
+      return Error(f, kErrBadRequest,
+                   f.lookup_error.empty() ? "symbols needs member 'pid'" : f.lookup_error);
+    }
+    request.body = SymbolsRequest{*f.lookup.pid};
   } else if (f.op == "processes") {
     request.body = ProcessesRequest{};
   } else if (f.op == "stats") {
@@ -400,6 +408,10 @@ void EncodeRequest(const Request& request, std::string* out) {
         }
       }
       out->push_back(']');
+    }
+    void operator()(const SymbolsRequest& symbols) const {
+      out->append("\"symbols\",\"pid\":");
+      json::AppendInt(symbols.pid, out);
     }
     void operator()(const ProcessesRequest&) const { out->append("\"processes\""); }
     void operator()(const StatsRequest&) const { out->append("\"stats\""); }

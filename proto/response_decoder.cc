@@ -211,6 +211,17 @@ bool DecodeProcess(Decoder& d, ProcessInfo* p) {
   });
 }
 
+bool DecodeSymbol(Decoder& d, SymbolEntry* s) {
+  return d.Object("symbols", [&](std::string_view key) {
+    if (key == "start") return d.Address(key, &s->start);
+    if (key == "size") return d.Uint(key, &s->size);
+    if (key == "name") return d.String(key, &s->name);
+    if (key == "origin") return d.String(key, &s->origin);
+    if (key == "image") return d.String(key, &s->image);
+    return d.reader().Skip();
+  });
+}
+
 bool DecodeStats(Decoder& d, StatsResponse* s) {
   return d.Object("stats", [&](std::string_view key) {
     bool matched = false;
@@ -235,7 +246,16 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
   ErrorResponse err;
   bool have_error = false;
   // Which body the members named; the lookup results decode straight into the reused vector.
-  enum class Body { kNone, kLookup, kProcesses, kStats, kPing, kVersion } body = Body::kNone;
+  enum class Body {
+    kNone,
+    kLookup,
+    kProcesses,
+    kStats,
+    kPing,
+    kVersion,
+    kSymbols
+  } body = Body::kNone;
+  SymbolsResponse symbols;
   LookupResponse* lookup = std::get_if<LookupResponse>(&response->body);
   size_t n_results = 0;
   ProcessesResponse processes;
@@ -270,6 +290,12 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
       body = Body::kProcesses;
       return d.Array(key, [&] { return DecodeProcess(d, &processes.processes.emplace_back()); });
     }
+    if (key == "symbols") {
+      body = Body::kSymbols;
+      return d.Array(key, [&] { return DecodeSymbol(d, &symbols.symbols.emplace_back()); });
+    }
+    if (key == "pid") return d.Int(key, &symbols.pid);
+    if (key == "incarnation") return d.Uint(key, &symbols.incarnation);
     if (key == "stats") {
       body = Body::kStats;
       return DecodeStats(d, &stats);
@@ -328,6 +354,9 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
       return true;
     case Body::kStats:
       response->body = stats;
+      return true;
+    case Body::kSymbols:
+      response->body = std::move(symbols);
       return true;
     case Body::kPing:
       response->body = PingResponse{};

@@ -67,6 +67,27 @@ struct BodyEncoder {
     }
     out->push_back(']');
   }
+  void operator()(const SymbolsResponse& symbols) const {
+    out->append(",\"ok\":true,\"pid\":");
+    json::AppendInt(symbols.pid, out);
+    out->append(",\"incarnation\":");
+    AppendUint(symbols.incarnation, out);
+    out->append(",\"symbols\":[");
+    bool first = true;
+    for (const SymbolEntry& s : symbols.symbols) {
+      if (!first) out->push_back(',');
+      first = false;
+      out->append("{\"start\":");
+      AppendHexString(s.start, out);
+      out->append(",\"size\":");
+      AppendUint(s.size, out);
+      AppendMember(",\"name\":", s.name, out);
+      AppendMember(",\"origin\":", s.origin, out);
+      if (!s.image.empty()) AppendMember(",\"image\":", s.image, out);
+      out->push_back('}');
+    }
+    out->push_back(']');
+  }
   void operator()(const StatsResponse& stats) const {
     out->append(",\"ok\":true,\"stats\":");
     EncodeStats(stats, out);

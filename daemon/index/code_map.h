@@ -59,6 +59,8 @@ class CodeMapSnapshot {
   void FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time,
                  std::optional<Symbol>* out) const;
   const RangeSetSnapshot& ranges() const { return *ranges_; }
+  // The name of a range of this map (a LatestPiece's range, for instance).
+  std::string_view name(const Range& range) const { return storage_->names.Get(range.payload); }
 
  private:
   Symbol MakeSymbol(const Found& found, uint64_t addr) const;

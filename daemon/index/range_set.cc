@@ -430,6 +430,40 @@ void RangeSetSnapshot::FindBatch(const uint64_t* addrs, size_t n, std::optional<
   }
 }
 
+std::vector<LatestPiece> Run::LatestPieces() const {
+  std::vector<LatestPiece> out;
+  for (const Interval& iv : Pieces()) out.push_back({iv.start, iv.end, &ranges_[iv.pos]});
+  return out;
+}
+
+std::vector<LatestPiece> RangeSetSnapshot::Latest() const {
+  // Overlay each newer run's pieces on what the older runs left, as Run::Merge does.
+  std::vector<LatestPiece> acc;
+  for (const auto& run : runs_) {
+    std::vector<LatestPiece> newer = run->LatestPieces();
+    if (acc.empty()) {
+      acc = std::move(newer);
+      continue;
+    }
+    std::vector<LatestPiece> out;
+    out.reserve(acc.size() + newer.size());
+    size_t j = 0;
+    for (const LatestPiece& n : newer) {
+      while (j < acc.size() && acc[j].end <= n.start) out.push_back(acc[j++]);
+      if (j < acc.size() && acc[j].start < n.start)
+        out.push_back({acc[j].start, n.start, acc[j].range});
+      out.push_back(n);
+      while (j < acc.size() && acc[j].end <= n.end) ++j;
+      if (j < acc.size() && acc[j].start < n.end) acc[j].start = n.end;
+    }
+    while (j < acc.size()) out.push_back(acc[j++]);
+    acc = std::move(out);
+  }
+  std::erase_if(
+      acc, [](const LatestPiece& p) { return p.range->payload == kTombstone || p.start >= p.end; });
+  return acc;
+}
+
 std::optional<uint64_t> RangeSetSnapshot::first_time() const {
   if (size_ == 0) return std::nullopt;
   return first_time_;

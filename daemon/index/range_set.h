@@ -51,6 +51,13 @@ struct Range {
 #pragma pack(pop)
 static_assert(sizeof(Range) == 28);
 
+// A part of the address space and the range that answers for it (RangeSetSnapshot::Latest).
+struct LatestPiece {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  const Range* range = nullptr;
+};
+
 // A lookup's answer: the range and its append index (kNoRange and null when nothing covers).
 struct Found {
   uint32_t seq = kNoRange;
@@ -81,6 +88,10 @@ class Run {
   // of up to kBatchGroup lookups.
   void FindLatestBatch(const uint64_t* addrs, size_t n, Found* out) const;
   static constexpr size_t kBatchGroup = 16;
+
+  // The flattened map as of the run's last range: disjoint pieces sorted by start (tombstones
+  // included).
+  std::vector<LatestPiece> LatestPieces() const;
 
   // Checks the structure's invariants; for tests.
   bool CheckInvariants() const;
@@ -139,6 +150,10 @@ class RangeSetSnapshot {
   Found Find(uint64_t addr, std::optional<uint64_t> time) const;
   // Find for every addrs[i] whose out[i] is still empty (non-empty entries are left alone).
   void FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time, Found* out) const;
+  // What a lookup without a time answers, for every address at once: the disjoint pieces of the
+  // address space and the range answering each, sorted by start. Tombstones are left out. A
+  // range partly covered by later ones appears as the pieces still its own.
+  std::vector<LatestPiece> Latest() const;
   uint32_t size() const { return size_; }
   size_t runs() const { return runs_.size(); }
   std::optional<uint64_t> first_time() const;

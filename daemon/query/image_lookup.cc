@@ -303,6 +303,25 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t p
   return p;
 }
 
+std::vector<ImageLookup::MappedImage> ImageLookup::MappedImages(const index::IndexView& view,
+                                                                uint32_t pid,
+                                                                std::optional<uint32_t>* owner) {
+  std::vector<MappedImage> out;
+  bool fresh = false;
+  std::shared_ptr<const ProcessImages> images = Cached(pid, true, &fresh);
+  if (!images) return out;
+  *owner = images->uid;
+  for (const Placed& img : images->images) {
+    if (img.name.empty()) continue;
+    for (const auto& src : FindByName(view, img.name)) {
+      if (!TrustedFor(*src, images->uid)) continue;
+      out.push_back({src, img.base, img.end});
+      break;  // newest first: the one a lookup would use
+    }
+  }
+  return out;
+}
+
 void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
                                   uint32_t peer_uid, proto::LookupResponse* out,
                                   std::vector<std::shared_ptr<const void>>* keep) {

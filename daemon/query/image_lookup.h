@@ -67,6 +67,17 @@ class ImageLookup {
                        uint32_t peer_uid, proto::LookupResponse* out,
                        std::vector<std::shared_ptr<const void>>* keep);
 
+  // The image sources (r2rmaps) of the images pid maps, each with its base and end (0: unknown),
+  // re-reading the process's maps; the same trust rules as LookupInProcess. `owner` receives
+  // the process's uid when it is known.
+  struct MappedImage {
+    std::shared_ptr<const index::SourceView> source;
+    uint64_t base = 0;
+    uint64_t end = 0;
+  };
+  std::vector<MappedImage> MappedImages(const index::IndexView& view, uint32_t pid,
+                                        std::optional<uint32_t>* owner);
+
  private:
   using Sources = std::vector<std::shared_ptr<const index::SourceView>>;
   struct Placed {      // a file mapped in a process

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "daemon/ingest/proc.h"
+#include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
 namespace jitsym::query {
@@ -234,6 +235,8 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           lookup.fields = body.fields;
           CountDenied(lookup);
           response.body = std::move(lookup);
+        } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {
+          return ListSymbols(*view, body, peer.uid, images_);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
           response.body = Processes(*view, &access);
         } else if constexpr (std::is_same_v<T, proto::StatsRequest>) {

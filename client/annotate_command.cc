@@ -1,0 +1,503 @@
+// jitsym annotate: a filter for `perf script` output that fills in the names of JIT frames.
+//
+// Every line passes through byte for byte, except that a frame perf could not name (or named
+// from a JIT side file) gets `NAME+0xOFF (ORIGIN:IMAGE)` in place of its symbol and dso, asked
+// of jitsymd by pid and sample time. Lines are read in batches; a writer thread parses a batch,
+// sends one lookup request per pid in it, and queues it; the calling thread reads the answers
+// and writes the batch out. A fixed pool of batches bounds memory whatever the input size.
+// With --folded the output is collapsed stacks instead (comm;outer;...;leaf COUNT).
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "client/args.h"
+#include "client/blocking_queue.h"
+#include "client/command.h"
+#include "client/daemon_call.h"
+#include "client/line_reader.h"
+#include "client/output.h"
+#include "client/perf_script_parser.h"
+#include "proto/client_connection.h"
+#include "proto/protocol.h"
+
+namespace jitsym::client {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: perf script [OPTIONS] | jitsym annotate [--folded] [--native] [--batch N]\n"
+    "\n"
+    "Reads `perf script` output on stdin and writes it to stdout unchanged, except that\n"
+    "frames perf could not name ([unknown], //anon, /memfd:..., perf-<pid>.map,\n"
+    "jit-<pid>.dump) are named by jitsymd as `NAME+0xOFF (ORIGIN:IMAGE)`, asked by pid and\n"
+    "sample time. Record with `perf record -k mono` so that sample times are CLOCK_MONOTONIC,\n"
+    "the clock of jitdump files; without a time field the latest code at an address answers.\n"
+    "The perf script fields must include pid (or tid) and ip. Lines longer than 64 KiB are\n"
+    "cut.\n"
+    "\n"
+    "  --folded    print collapsed stacks (comm;outer;...;leaf COUNT) for flame graph tools\n"
+    "  --native    also ask jitsymd about frames perf named in files (ELF images), and use\n"
+    "              its names where it has them: callchain entries (which perf prints as\n"
+    "              offsets in their file) by file, a sample line's ip by pid\n"
+    "  --batch N   frames per request (default 8192)\n";
+
+constexpr size_t kDefaultBatch = 8192;
+constexpr size_t kBatchesInFlight = 4;
+constexpr size_t kMaxBatchText = 1 << 20;  // input bytes per batch
+constexpr size_t kMaxBatchLines = 1 << 16;
+
+// One input line of a batch.
+struct LineRec {
+  uint32_t begin = 0;  // into Batch::text; the line ends before the next one's begin
+  uint32_t len = 0;
+  int32_t query = -1;  // index into Batch::queries, -1: nothing asked
+  PerfScriptLine kind = PerfScriptLine::kOther;
+  // Relative to the line: the symbol and dso perf printed, [repl_begin, repl_end), replaced by
+  // an answer; when they are empty, the answer is inserted after the ip (ip_end).
+  uint32_t repl_begin = 0, repl_end = 0, ip_end = 0;
+  // For --folded: the symbol as printed, and the comm of a sample line.
+  uint32_t sym_begin = 0, sym_len = 0;
+  uint32_t comm_begin = 0, comm_len = 0;
+  bool has_frame = false;
+};
+
+// Who answers a query: a pid, or an image (path) with file offsets or ELF addresses.
+struct Target {
+  int64_t pid = 0;
+  std::string image;
+  bool file_offset = false;
+  bool operator==(const Target& o) const {
+    return pid == o.pid && file_offset == o.file_offset && image == o.image;
+  }
+};
+
+struct Batch {
+  std::string text;
+  std::vector<LineRec> lines;
+  std::vector<Target> targets;           // one request per target, in this order
+  std::vector<proto::Request> requests;  // parallel to targets (reused storage)
+  size_t used_requests = 0;
+  size_t last_target = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> queries;  // (request, index in its addrs)
+  std::vector<proto::Response> responses;
+
+  void Clear() {
+    text.clear();
+    lines.clear();
+    targets.clear();
+    for (size_t i = 0; i < used_requests; ++i) {
+      std::get<proto::LookupRequest>(requests[i].body).addrs.clear();
+    }
+    used_requests = 0;
+    queries.clear();
+  }
+};
+
+void AppendHex(uint64_t value, std::string* out) {
+  char buf[18];
+  char* p = buf + sizeof(buf);
+  do {
+    *--p = "0123456789abcdef"[value & 0xF];
+    value >>= 4;
+  } while (value != 0);
+  out->append("0x");
+  out->append(p, buf + sizeof(buf) - p);
+}
+
+// Names are JIT-controlled: no control characters (a newline would break the line format).
+void AppendClean(std::string_view text, std::string* out) {
+  const size_t start = out->size();
+  out->append(text);
+  for (size_t i = start; i < out->size(); ++i) {
+    if (static_cast<unsigned char>((*out)[i]) < 0x20) (*out)[i] = ' ';
+  }
+}
+
+// NAME+0xOFF (ORIGIN:IMAGE)
+void AppendAnswer(const proto::LookupResult& r, std::string* out) {
+  AppendClean(r.name, out);
+  out->push_back('+');
+  AppendHex(r.offset, out);
+  out->append(" (");
+  AppendClean(r.origin, out);
+  out->push_back(':');
+  AppendClean(!r.image.empty() ? r.image : r.source, out);
+  out->push_back(')');
+}
+
+struct Options {
+  bool folded = false;
+  bool native = false;
+  size_t batch_size = kDefaultBatch;
+};
+
+class AnnotatePipeline {
+ public:
+  AnnotatePipeline(proto::ClientConnection& connection, const Options& options)
+      : connection_(connection), options_(options), reader_(STDIN_FILENO) {
+    for (auto& batch : batches_) {
+      batch.text.reserve(kMaxBatchText + LineReader::kMaxLineBytes + 1);
+      free_.Push(&batch);
+    }
+  }
+
+  int Run() {
+    std::thread writer([this] { WriterLoop(); });
+    std::string reader_error;
+    const int status = ReaderLoop(&reader_error);
+    if (status != kExitOk) {
+      free_.Close();
+      connection_.Shutdown();
+      reader_.Wake();
+    }
+    writer.join();
+    if (status != kExitOk) {
+      if (!reader_error.empty()) std::fprintf(stderr, "jitsym: %s\n", reader_error.c_str());
+      return status;
+    }
+    if (!writer_error_.empty()) {
+      std::fprintf(stderr, "jitsym: %s\n", writer_error_.c_str());
+      return kExitError;
+    }
+    return kExitOk;
+  }
+
+ private:
+  // ---- writer side: parse lines, build requests ----
+
+  void Ask(Batch* batch, LineRec* rec, const Target& target, uint64_t addr,
+           std::optional<uint64_t> time) {
+    // Consecutive frames mostly share their target (one sample's stack): try the last one first.
+    size_t t = batch->last_target;
+    if (t >= batch->targets.size() || !(batch->targets[t] == target)) {
+      t = 0;
+      while (t < batch->targets.size() && !(batch->targets[t] == target)) ++t;
+    }
+    batch->last_target = t;
+    if (t == batch->targets.size()) {
+      batch->targets.push_back(target);
+      if (batch->requests.size() < batch->targets.size()) batch->requests.emplace_back();
+      proto::Request& req = batch->requests[t];
+      proto::LookupRequest lookup;
+      if (target.image.empty()) {
+        lookup.pid = target.pid;
+      } else {
+        lookup.image = target.image;
+        lookup.file_offset = target.file_offset;
+      }
+      lookup.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
+                      proto::kFieldSource | proto::kFieldImage;
+      if (auto* old = std::get_if<proto::LookupRequest>(&req.body)) {
+        lookup.addrs = std::move(old->addrs);  // keep its capacity
+        lookup.addrs.clear();
+      }
+      req.body = std::move(lookup);
+      batch->used_requests = batch->targets.size();
+    }
+    auto& addrs = std::get<proto::LookupRequest>(batch->requests[t].body).addrs;
+    proto::AddressQuery& q = addrs.emplace_back();
+    q.addr = addr;
+    q.time = time;
+    rec->query = static_cast<int32_t>(batch->queries.size());
+    batch->queries.emplace_back(static_cast<uint32_t>(t), static_cast<uint32_t>(addrs.size() - 1));
+  }
+
+  // Decides whether a frame is asked about, and records where its answer goes.
+  void AddFrame(Batch* batch, LineRec* rec, const PerfScriptFrame& f) {
+    rec->has_frame = true;
+    rec->ip_end = static_cast<uint32_t>(f.ip_end);
+    rec->repl_begin = static_cast<uint32_t>(f.sym_begin);
+    rec->repl_end = static_cast<uint32_t>(f.tail_begin);
+    const char* line = batch->text.data() + rec->begin;
+    rec->sym_begin = f.sym.empty() ? 0 : static_cast<uint32_t>(f.sym.data() - line);
+    rec->sym_len = static_cast<uint32_t>(f.sym.size());
+    if (pid_ <= 0) return;  // idle, or no pid field: nobody to ask
+    if (NeedsJitName(f)) {
+      Ask(batch, rec, Target{pid_, {}, false}, f.ip, time_);
+    } else if (options_.native && f.has_dso && !f.dso.empty() && f.dso[0] == '/') {
+      // perf prints callchain entries as offsets in their file (dso offsets), and the ip of a
+      // sample line as the absolute address.
+      if (rec->kind == PerfScriptLine::kFrame) {
+        Ask(batch, rec, Target{0, std::string(f.dso), true}, f.ip, std::nullopt);
+      } else {
+        Ask(batch, rec, Target{pid_, {}, false}, f.ip, time_);
+      }
+    }
+  }
+
+  void AddLine(std::string_view line, Batch* batch) {
+    LineRec& rec = batch->lines.emplace_back();
+    rec.begin = static_cast<uint32_t>(batch->text.size());
+    rec.len = static_cast<uint32_t>(line.size());
+    batch->text.append(line);
+    batch->text.push_back('\n');
+    const std::string_view stored(batch->text.data() + rec.begin, line.size());
+    PerfScriptSample sample;
+    PerfScriptFrame frame;
+    rec.kind = ParsePerfScriptLine(stored, &sample, &frame);
+    if (rec.kind == PerfScriptLine::kSample) {
+      pid_ = sample.tid < 0 ? ProcessOf(sample.pid) : sample.pid;
+      time_ = sample.time_ns;
+      if (!sample.comm.empty()) {
+        rec.comm_begin = static_cast<uint32_t>(sample.comm.data() - stored.data());
+        rec.comm_len = static_cast<uint32_t>(sample.comm.size());
+      }
+      if (sample.frame) AddFrame(batch, &rec, *sample.frame);
+    } else if (rec.kind == PerfScriptLine::kFrame) {
+      AddFrame(batch, &rec, frame);
+    }
+  }
+
+  // A lone number is the pid with -F pid, the thread id with -F tid: a thread of a live process
+  // belongs to its thread group (Tgid in /proc/N/status). Cached; bounded.
+  int64_t ProcessOf(int64_t id) {
+    if (id <= 0) return id;
+    auto it = tgid_.find(id);
+    if (it != tgid_.end()) return it->second;
+    int64_t tgid = id;
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%lld/status", static_cast<long long>(id));
+    if (std::FILE* f = std::fopen(path, "r")) {
+      char line[256];
+      while (std::fgets(line, sizeof(line), f) != nullptr) {
+        long long v = 0;
+        if (std::sscanf(line, "Tgid: %lld", &v) == 1) {
+          if (v > 0) tgid = v;
+          break;
+        }
+      }
+      std::fclose(f);
+    }
+    if (tgid_.size() >= 65536) tgid_.clear();
+    tgid_.emplace(id, tgid);
+    return tgid;
+  }
+
+  bool Fill(Batch* batch) {
+    std::string_view line;
+    while (batch->queries.size() < options_.batch_size && batch->text.size() < kMaxBatchText &&
+           batch->lines.size() < kMaxBatchLines) {
+      if (!batch->lines.empty() && !reader_.Ready()) return true;  // interactive: send now
+      if (!reader_.Next(&line)) return false;
+      AddLine(line, batch);
+    }
+    return true;
+  }
+
+  void WriterLoop() {
+    std::string encoded;
+    for (;;) {
+      std::optional<Batch*> next = free_.Pop();
+      if (!next) break;
+      Batch* batch = *next;
+      const bool more = Fill(batch);
+      if (!more && !reader_.error().empty()) writer_error_ = reader_.error();
+      if (batch->lines.empty()) break;
+      encoded.clear();
+      for (size_t i = 0; i < batch->targets.size(); ++i) {
+        proto::EncodeRequest(batch->requests[i], &encoded);
+      }
+      in_flight_.Push(batch);
+      std::string error;
+      if (!encoded.empty() && !connection_.Send(encoded, &error)) {
+        if (writer_error_.empty()) writer_error_ = error;
+        connection_.Shutdown();
+        break;
+      }
+      if (!more) break;
+    }
+    in_flight_.Close();
+  }
+
+  // ---- reader side: answers in, lines out ----
+
+  const proto::LookupResult* Answer(const Batch& batch, const LineRec& rec) {
+    if (rec.query < 0) return nullptr;
+    const auto [req, idx] = batch.queries[static_cast<size_t>(rec.query)];
+    const auto* lookup = std::get_if<proto::LookupResponse>(&batch.responses[req].body);
+    if (lookup == nullptr || idx >= lookup->results.size()) return nullptr;
+    const proto::LookupResult& r = lookup->results[idx];
+    return r.found ? &r : nullptr;
+  }
+
+  void WriteLines(const Batch& batch, std::string* out) {
+    for (const LineRec& rec : batch.lines) {
+      const char* line = batch.text.data() + rec.begin;
+      const proto::LookupResult* r = Answer(batch, rec);
+      if (r == nullptr) {
+        out->append(line, rec.len + 1);  // with its newline
+        continue;
+      }
+      if (rec.repl_begin == rec.repl_end) {  // nothing after the ip: insert
+        out->append(line, rec.ip_end);
+        out->push_back(' ');
+        AppendAnswer(*r, out);
+        out->append(line + rec.ip_end, rec.len + 1 - rec.ip_end);
+      } else {
+        out->append(line, rec.repl_begin);
+        AppendAnswer(*r, out);
+        out->append(line + rec.repl_end, rec.len + 1 - rec.repl_end);
+      }
+    }
+  }
+
+  void EndStack() {
+    if (!in_sample_) return;
+    in_sample_ = false;
+    std::string key = stack_comm_;
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) {
+      key.push_back(';');
+      key.append(*it);
+    }
+    ++folded_[key];
+    stack_.clear();
+  }
+
+  static std::string FoldName(std::string_view name) {
+    std::string s(name);
+    for (char& c : s) {
+      if (c == ';') c = ':';
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    }
+    return s;
+  }
+
+  void FoldFrame(const Batch& batch, const LineRec& rec) {
+    const char* line = batch.text.data() + rec.begin;
+    if (const proto::LookupResult* r = Answer(batch, rec)) {
+      stack_.push_back(FoldName(r->name));
+      return;
+    }
+    std::string_view sym(line + rec.sym_begin, rec.sym_len);
+    sym = StripSymbolOffset(sym);
+    stack_.push_back(FoldName(sym.empty() ? std::string_view("[unknown]") : sym));
+  }
+
+  void FoldLines(const Batch& batch) {
+    for (size_t i = 0; i < batch.lines.size(); ++i) {
+      const LineRec& rec = batch.lines[i];
+      const char* line = batch.text.data() + rec.begin;
+      if (rec.kind == PerfScriptLine::kSample) {
+        EndStack();
+        in_sample_ = true;
+        stack_comm_ =
+            FoldName(rec.comm_len == 0 ? std::string_view("[unknown]")
+                                       : std::string_view(line + rec.comm_begin, rec.comm_len));
+        if (rec.has_frame) FoldFrame(batch, rec);
+      } else if (rec.kind == PerfScriptLine::kFrame && in_sample_) {
+        FoldFrame(batch, rec);
+      } else if (rec.kind == PerfScriptLine::kBlank) {
+        EndStack();
+      }
+    }
+  }
+
+  int ReaderLoop(std::string* error) {
+    Output output;
+    for (;;) {
+      if (in_flight_.Empty()) output.Flush();  // waiting: show what we have (interactive use)
+      std::optional<Batch*> next = in_flight_.Pop();
+      if (!next) break;
+      Batch* batch = *next;
+      batch->responses.resize(std::max(batch->responses.size(), batch->targets.size()));
+      for (size_t i = 0; i < batch->targets.size(); ++i) {
+        proto::Response& response = batch->responses[i];
+        if (!connection_.ReadResponse(&response, error)) {
+          output.Flush();
+          return kExitError;
+        }
+        const auto& asked = std::get<proto::LookupRequest>(batch->requests[i].body).addrs;
+        if (const auto* err = std::get_if<proto::ErrorResponse>(&response.body)) {
+          // One pid we may not ask about, an image the daemon does not know: the frames stay
+          // as perf printed them; say so once per kind of error.
+          if (reported_.insert(err->code).second) ReportErrorResponse(*err);
+        } else if (const auto* lookup = std::get_if<proto::LookupResponse>(&response.body);
+                   lookup == nullptr || lookup->results.size() != asked.size()) {
+          output.Flush();
+          *error = "jitsymd answered " + std::to_string(asked.size()) + " addresses with " +
+                   std::to_string(lookup == nullptr ? 0 : lookup->results.size()) + " results";
+          return kExitError;
+        }
+      }
+      if (options_.folded) {
+        FoldLines(*batch);
+      } else {
+        WriteLines(*batch, &output.buffer());
+      }
+      batch->Clear();
+      free_.Push(batch);
+      output.MaybeFlush();
+    }
+    if (options_.folded) {
+      EndStack();
+      std::vector<std::pair<std::string, uint64_t>> stacks(folded_.begin(), folded_.end());
+      std::sort(stacks.begin(), stacks.end());
+      std::string& out = output.buffer();
+      for (const auto& [stack, count] : stacks) {
+        out.append(stack);
+        out.push_back(' ');
+        out.append(std::to_string(count));
+        out.push_back('\n');
+        output.MaybeFlush();
+      }
+    }
+    if (!output.Flush()) {
+      *error = "cannot write output";
+      return kExitError;
+    }
+    return kExitOk;
+  }
+
+  proto::ClientConnection& connection_;
+  const Options options_;
+  LineReader reader_;
+  Batch batches_[kBatchesInFlight];
+  BlockingQueue<Batch*> free_;
+  BlockingQueue<Batch*> in_flight_;
+  std::string writer_error_;
+  // Writer state: the current sample's pid and time (frames follow their sample line).
+  int64_t pid_ = -1;
+  std::optional<uint64_t> time_;
+  std::unordered_map<int64_t, int64_t> tgid_;  // thread id -> process id
+  // Reader state.
+  std::set<std::string> reported_;
+  bool in_sample_ = false;
+  std::string stack_comm_;
+  std::vector<std::string> stack_;
+  std::unordered_map<std::string, uint64_t> folded_;
+};
+
+}  // namespace
+
+int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& args) {
+  Options options;
+  std::optional<std::string> batch_text;
+  ArgParser parser("annotate", kUsage);
+  parser.AddFlag("--folded", &options.folded);
+  parser.AddFlag("--native", &options.native);
+  parser.AddValue("--batch", &batch_text);
+  std::vector<std::string> positional;
+  if (auto status = parser.Parse(args, &positional)) return *status;
+  if (!positional.empty()) {
+    return parser.UsageError("unexpected argument '" + positional[0] + "' (input is stdin)");
+  }
+  if (batch_text) {
+    const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);
+    if (!n || *n == 0 || *n > proto::kMaxBatch) {
+      return parser.UsageError("invalid --batch '" + *batch_text + "'");
+    }
+    options.batch_size = *n;
+  }
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return kExitError;
+  AnnotatePipeline pipeline(*connection, options);
+  return pipeline.Run();
+}
+
+}  // namespace jitsym::client

@@ -1,0 +1,357 @@
+// jitsym pprof: names the pcs of a gperftools CPU profile through jitsymd.
+//
+// Every pc is resolved once (callers' return addresses minus 1, as pprof does): pcs in a file
+// the profile's own mapping list names are native code, asked of jitsymd as (file, file offset)
+// ELF image lookups; the rest (anonymous memory: JIT code) is asked by pid, as of the latest
+// code (the format has no sample times). Then a flat table (--text), collapsed stacks
+// (--folded) or a symbolized profile that google-pprof reads (--symbolized OUT).
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "client/args.h"
+#include "client/command.h"
+#include "client/daemon_call.h"
+#include "client/gperftools_profile.h"
+#include "client/output.h"
+#include "proto/client_connection.h"
+#include "proto/protocol.h"
+
+namespace jitsym::client {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: jitsym pprof PROFILE --pid PID [--text | --folded | --symbolized OUT]\n"
+    "\n"
+    "Resolves the pcs of a gperftools CPU profile (CPUPROFILE=PROFILE with libprofiler.so)\n"
+    "through jitsymd: JIT code by PID (the latest code at each address: the format has no\n"
+    "sample times), native code through the profile's mapping list as ELF image lookups.\n"
+    "\n"
+    "  --pid PID         the profiled process\n"
+    "  --text            flat and cumulative samples per function, as pprof --text (default)\n"
+    "  --folded          collapsed stacks (outer;...;leaf COUNT) for flame graph tools\n"
+    "  --symbolized OUT  write a symbolized profile that google-pprof reads:\n"
+    "                    google-pprof --text OUT\n";
+
+constexpr size_t kBatch = 8192;
+constexpr size_t kMaxProfileBytes = size_t{4} << 30;
+
+bool ReadWholeFile(const std::string& path, std::string* out, std::string* error) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+    out->append(buf, n);
+    if (out->size() > kMaxProfileBytes) {
+      std::fclose(f);
+      *error = "larger than 4 GiB";
+      return false;
+    }
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) *error = "read error";
+  return !failed;
+}
+
+// Mappings of files that hold native code (not JIT memory: anonymous, memfd, or pseudo files).
+bool IsFileMapping(const ProfileMapping& m) {
+  return !m.path.empty() && m.path[0] == '/' && m.path.rfind("/memfd:", 0) != 0 &&
+         m.path.rfind("/dev/", 0) != 0;
+}
+
+// Resolves pcs with batched requests on one connection; per-request errors leave pcs unnamed
+// (an ELF image the daemon cannot read must not stop the JIT names).
+class Resolver {
+ public:
+  explicit Resolver(proto::ClientConnection& connection) : connection_(connection) {}
+
+  // Asks `prototype` (pid or image) about `addrs`; for each found answer calls
+  // done(index, result). False when the connection fails.
+  template <typename Done>
+  bool Ask(const proto::LookupRequest& prototype, const std::vector<uint64_t>& addrs, Done done) {
+    for (size_t i = 0; i < addrs.size(); i += kBatch) {
+      proto::Request request;
+      proto::LookupRequest lookup = prototype;
+      lookup.fields = proto::kFieldName | proto::kFieldOrigin | proto::kFieldFrames;
+      const size_t n = std::min(kBatch, addrs.size() - i);
+      for (size_t k = 0; k < n; ++k) lookup.addrs.push_back({addrs[i + k], {}, {}, {}});
+      request.body = std::move(lookup);
+      std::string error;
+      std::optional<proto::Response> response = connection_.Call(request, &error);
+      if (!response) {
+        std::fprintf(stderr, "jitsym: %s\n", error.c_str());
+        return false;
+      }
+      if (const auto* err = std::get_if<proto::ErrorResponse>(&response->body)) {
+        if (reported_.insert(err->code + (prototype.image ? " " + *prototype.image : "")).second &&
+            !(prototype.image && err->code == proto::kErrNotFound)) {
+          ReportErrorResponse(*err);
+        }
+        continue;
+      }
+      const auto* results = std::get_if<proto::LookupResponse>(&response->body);
+      if (results == nullptr || results->results.size() != n) {
+        std::fprintf(stderr, "jitsym: jitsymd answered %zu addresses with %zu results\n", n,
+                     results == nullptr ? size_t{0} : results->results.size());
+        return false;
+      }
+      for (size_t k = 0; k < n; ++k) {
+        if (results->results[k].found) done(i + k, results->results[k]);
+      }
+    }
+    return true;
+  }
+
+ private:
+  proto::ClientConnection& connection_;
+  std::set<std::string> reported_;
+};
+
+// A pc's functions, outermost first: the function, then what was inlined into it down to the
+// innermost (an answer's frames are innermost first).
+std::vector<std::string> FunctionsOf(const proto::LookupResult& r) {
+  std::vector<std::string> out;
+  for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) out.push_back(it->name);
+  if (out.empty()) out.push_back(r.name);
+  return out;
+}
+
+// pprof's ShortFunctionName: no argument types, no template arguments, no leading return type;
+// what `pprof --text` prints, so that the tables compare.
+std::string ShortFunctionName(std::string name) {
+  static const std::regex args(R"(\([^()]*\)(\s*const)?)");
+  static const std::regex templates(R"(<[^<>]*>)");
+  static const std::regex leading(R"(^.*\s+(\w+::))");
+  if (name.find('(') != std::string::npos) {
+    for (std::string next; (next = std::regex_replace(name, args, "")) != name;) name = next;
+  }
+  if (name.find('<') != std::string::npos) {
+    for (std::string next; (next = std::regex_replace(name, templates, "")) != name;) {
+      name = next;
+    }
+  }
+  if (name.find("::") != std::string::npos) {
+    name = std::regex_replace(name, leading, "$1", std::regex_constants::format_first_only);
+  }
+  return name;
+}
+
+std::string Hex(uint64_t pc) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(pc));
+  return buf;
+}
+
+void PrintText(const CpuProfile& profile, const std::vector<std::vector<std::string>>& stacks,
+               std::string* out) {
+  uint64_t total = 0;
+  std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> by_name;  // flat, cum
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < profile.samples.size(); ++i) {
+    const uint64_t count = profile.samples[i].count;
+    total += count;
+    const auto& names = stacks[i];
+    if (names.empty()) continue;
+    by_name[names[0]].first += count;
+    seen.clear();
+    for (const std::string& n : names) {
+      if (seen.insert(n).second) by_name[n].second += count;
+    }
+  }
+  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> rows(by_name.begin(),
+                                                                          by_name.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    if (a.second.first != b.second.first) return a.second.first > b.second.first;
+    if (a.second.second != b.second.second) return a.second.second > b.second.second;
+    return a.first < b.first;
+  });
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "Total: %llu samples\n", static_cast<unsigned long long>(total));
+  out->append(buf);
+  const double t = total == 0 ? 1.0 : static_cast<double>(total);
+  uint64_t sum = 0;
+  for (const auto& [name, fc] : rows) {
+    sum += fc.first;
+    std::snprintf(buf, sizeof(buf), "%8llu %5.1f%% %5.1f%% %8llu %5.1f%% ",
+                  static_cast<unsigned long long>(fc.first), 100.0 * fc.first / t, 100.0 * sum / t,
+                  static_cast<unsigned long long>(fc.second), 100.0 * fc.second / t);
+    out->append(buf);
+    out->append(name);
+    out->push_back('\n');
+  }
+}
+
+void PrintFolded(const CpuProfile& profile, const std::vector<std::vector<std::string>>& stacks,
+                 std::string* out) {
+  std::map<std::string, uint64_t> folded;
+  for (size_t i = 0; i < profile.samples.size(); ++i) {
+    std::string key;
+    for (auto it = stacks[i].rbegin(); it != stacks[i].rend(); ++it) {
+      if (!key.empty()) key.push_back(';');
+      for (char c : *it) key.push_back(c == ';' ? ':' : c);
+    }
+    folded[key] += profile.samples[i].count;
+  }
+  for (const auto& [stack, count] : folded) {
+    out->append(stack);
+    out->push_back(' ');
+    out->append(std::to_string(count));
+    out->push_back('\n');
+  }
+}
+
+}  // namespace
+
+int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args) {
+  std::optional<std::string> pid_text, symbolized;
+  bool text = false, folded = false;
+  ArgParser parser("pprof", kUsage);
+  parser.AddValue("--pid", &pid_text);
+  parser.AddFlag("--text", &text);
+  parser.AddFlag("--folded", &folded);
+  parser.AddValue("--symbolized", &symbolized);
+  std::vector<std::string> positional;
+  if (auto status = parser.Parse(args, &positional)) return *status;
+  if (positional.size() != 1) return parser.UsageError("one PROFILE is required");
+  if (!pid_text) return parser.UsageError("--pid is required");
+  const std::optional<uint64_t> pid = proto::ParseDecimal(*pid_text);
+  if (!pid || *pid == 0 || *pid > 0x7fffffff) {
+    return parser.UsageError("invalid PID '" + *pid_text + "'");
+  }
+  if (int(text) + int(folded) + int(symbolized.has_value()) > 1) {
+    return parser.UsageError("--text, --folded and --symbolized exclude each other");
+  }
+  const std::string& path = positional[0];
+  std::string bytes, error;
+  if (!ReadWholeFile(path, &bytes, &error)) {
+    std::fprintf(stderr, "jitsym: cannot read %s: %s\n", path.c_str(), error.c_str());
+    return kExitError;
+  }
+  CpuProfileError perror;
+  std::optional<CpuProfile> profile = ParseCpuProfile(bytes, &perror);
+  if (!profile) {
+    std::fprintf(stderr, "jitsym: %s: %s%s (offset %zu)\n", path.c_str(),
+                 perror.not_a_profile ? "" : "corrupt profile: ", perror.message.c_str(),
+                 perror.offset);
+    return kExitError;
+  }
+
+  // Every distinct pc, callers minus 1, and where it is asked.
+  std::vector<uint64_t> pcs;
+  for (const auto& s : profile->samples) {
+    const uint64_t* p = profile->pcs_of(s);
+    for (uint32_t k = 0; k < s.depth; ++k) pcs.push_back(k == 0 || p[k] == 0 ? p[k] : p[k] - 1);
+  }
+  std::sort(pcs.begin(), pcs.end());
+  pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
+  std::vector<ProfileMapping> maps = profile->mappings;
+  std::sort(maps.begin(), maps.end(),
+            [](const ProfileMapping& a, const ProfileMapping& b) { return a.start < b.start; });
+  auto mapping_of = [&](uint64_t pc) -> const ProfileMapping* {
+    auto it = std::upper_bound(maps.begin(), maps.end(), pc,
+                               [](uint64_t a, const ProfileMapping& m) { return a < m.start; });
+    if (it == maps.begin()) return nullptr;
+    --it;
+    return pc < it->end ? &*it : nullptr;
+  };
+  std::vector<uint64_t> jit;                           // by pid
+  std::map<std::string, std::vector<uint64_t>> files;  // by file: pcs
+  for (uint64_t pc : pcs) {
+    const ProfileMapping* m = mapping_of(pc);
+    if (m != nullptr && IsFileMapping(*m)) {
+      files[m->path].push_back(pc);
+    } else {
+      jit.push_back(pc);
+    }
+  }
+
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return kExitError;
+  Resolver resolver(*connection);
+  std::unordered_map<uint64_t, std::vector<std::string>> names;
+  proto::LookupRequest by_pid;
+  by_pid.pid = static_cast<int64_t>(*pid);
+  if (!resolver.Ask(by_pid, jit, [&](size_t i, const proto::LookupResult& r) {
+        names[jit[i]] = FunctionsOf(r);
+      })) {
+    return kExitError;
+  }
+  for (const auto& [file, file_pcs] : files) {
+    proto::LookupRequest by_image;
+    by_image.image = file;
+    by_image.file_offset = true;
+    std::vector<uint64_t> offsets;
+    for (uint64_t pc : file_pcs) {
+      const ProfileMapping* m = mapping_of(pc);
+      offsets.push_back(pc - m->start + m->offset);
+    }
+    if (!resolver.Ask(by_image, offsets, [&](size_t i, const proto::LookupResult& r) {
+          names[file_pcs[i]] = FunctionsOf(r);
+        })) {
+      return kExitError;
+    }
+  }
+
+  Output output;
+  std::string& out = output.buffer();
+  if (symbolized) {
+    std::map<uint64_t, std::vector<std::string>> sorted(names.begin(), names.end());
+    std::string binary;
+    for (const ProfileMapping& m : profile->mappings) {
+      if (IsFileMapping(m)) {
+        binary = m.path;  // the executable comes first in /proc/self/maps
+        break;
+      }
+    }
+    const std::string data = WriteSymbolizedProfile(*profile, binary, sorted);
+    std::FILE* f = std::fopen(symbolized->c_str(), "wb");
+    if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size() ||
+        std::fclose(f) != 0) {
+      std::fprintf(stderr, "jitsym: cannot write %s: %s\n", symbolized->c_str(),
+                   std::strerror(errno));
+      return kExitError;
+    }
+    std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
+                 names.size(), pcs.size(), symbolized->c_str(), symbolized->c_str());
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> stacks(profile->samples.size());
+  std::unordered_map<std::string, std::string> short_names;
+  for (size_t i = 0; i < profile->samples.size(); ++i) {
+    const auto& s = profile->samples[i];
+    const uint64_t* p = profile->pcs_of(s);
+    for (uint32_t k = 0; k < s.depth; ++k) {
+      const uint64_t pc = k == 0 || p[k] == 0 ? p[k] : p[k] - 1;
+      auto it = names.find(pc);
+      if (it == names.end()) {
+        stacks[i].push_back(Hex(pc));
+        continue;
+      }
+      // Leaf first: the innermost inlined function first.
+      for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {
+        auto [short_it, inserted] = short_names.try_emplace(*f);
+        if (inserted) short_it->second = ShortFunctionName(*f);
+        stacks[i].push_back(short_it->second);
+      }
+    }
+  }
+  if (folded) {
+    PrintFolded(*profile, stacks, &out);
+  } else {
+    PrintText(*profile, stacks, &out);
+  }
+  return output.Flush() ? kExitOk : kExitError;
+}
+
+}  // namespace jitsym::client
