@@ -196,7 +196,8 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
       return;
     }
   }
-  if (!Admit(dir, name, path, match->pid, st)) {
+  bool exited = false;
+  if (!Admit(dir, name, path, match->pid, st, &exited)) {
     ::close(fd);
     return;
   }
@@ -220,7 +221,8 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   context.discovered_ns = file->last_data_ns;
   context.initial_size = static_cast<uint64_t>(st.st_size);
   if (match->pid) {
-    Incarnation* inc = IncarnationFor(*match->pid);
+    Incarnation* inc =
+        exited ? ExitedIncarnationFor(*match->pid, st.st_uid) : IncarnationFor(*match->pid);
     if (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid) {
       // The pid was reused by another user's process since Admit looked.
       ++files_untrusted_;
@@ -483,63 +485,100 @@ void Ingester::CloseFd(FollowedFile& file) {
   ledger_.ReleaseFile(file.uid);
 }
 
+bool Ingester::FromExitedProcess(const struct stat& st,
+                                 const std::optional<ProcessIdentity>& identity) const {
+  const uint64_t mtime_ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+                            static_cast<uint64_t>(st.st_mtim.tv_nsec);
+  if (mtime_ns >= started_realtime_ns_) return false;
+  if (!identity) return true;
+  const uint64_t mono_now = MonotonicNowNs();
+  const uint64_t start_mono = std::min(StartTicksToMonotonicNs(identity->start_ticks), mono_now);
+  const uint64_t start_real = NowNs(CLOCK_REALTIME) - (mono_now - start_mono);
+  return mtime_ns < start_real;
+}
+
+Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid, uint32_t uid) {
+  auto& incs = processes_[pid];
+  for (auto& inc : incs) {
+    if (inc->restored && inc->uid == uid) return inc.get();  // its jitdump and perf map
+  }
+  auto inc = std::make_unique<Incarnation>();
+  inc->pid = pid;
+  inc->id = next_incarnation_++;
+  inc->uid = uid;
+  inc->restored = true;
+  // Oldest first: it ended before anything the daemon has seen of this pid.
+  return incs.insert(incs.begin(), std::move(inc))->get();
+}
+
 bool Ingester::Admit(const std::string& dir, const std::string& name, const std::string& path,
-                     std::optional<uint32_t> pid, const struct stat& st) {
+                     std::optional<uint32_t> pid, const struct stat& st, bool* exited) {
+  *exited = false;
   if (Ignored(path, st)) return false;
   const uint32_t owner = st.st_uid;
   if (pid) {
     const auto identity = ReadProcessIdentity(*pid);
-    if (owner == 0 && st.st_nlink > 1 && !(identity && identity->uid == 0)) {
-      // Root's file under a second name: possibly a hard link a user made to a file it cannot
-      // read, to have it parsed and answered as its own process's symbols.
-      ++files_untrusted_;
-      publish_pending_ = true;
-      JITSYM_LOG(kWarning, path, ": owned by root with ", st.st_nlink,
-                 " hard links, for a process that is not root's; ignored");
-      Ignore(path, st);
-      return false;
-    }
-    const auto verdict = security::JudgeProcessFile(
-        owner, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
-    if (verdict == security::FileVerdict::kUntrusted) {
-      ++files_untrusted_;
-      publish_pending_ = true;
-      JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner), " but pid ", *pid,
-                 " is owned by ", security::DescribeUid(identity->uid), "; ignored");
-      pending_.erase(path);
-      Ignore(path, st);
-      return false;
-    }
-    if (verdict == security::FileVerdict::kPending) {
-      const uint64_t now = MonotonicNowNs();
-      auto it = pending_.find(path);
-      if (it == pending_.end() || it->second.dev != st.st_dev || it->second.ino != st.st_ino) {
-        if (pending_.size() >= options_.limits.total_files) {
-          ++files_over_limit_;
-          JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (",
-                     pending_.size(), ")");
-          Ignore(path, st);
-          return false;
-        }
-        const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;
-        pending_[path] = Pending{dir, name, st.st_dev, st.st_ino, now + timeout_ns};
-        publish_pending_ = true;
-        JITSYM_LOG(kInfo, path, ": pid ", *pid, " does not exist (yet); waiting up to ",
-                   options_.pending_timeout_ms, " ms for it before following a file owned by ",
-                   security::DescribeUid(owner));
-        ArmPendingTimer();
-      } else if (now >= it->second.deadline_ns) {
+    if (owner != 0 && (!identity || identity->uid != owner) && FromExitedProcess(st, identity)) {
+      // Written before the daemon started by a process that is gone: believed as that
+      // process, owned by the file's owner, so only its owner (and root, and the trusted group)
+      // is answered from it, and it never speaks for a live process with this pid.
+      JITSYM_LOG(kInfo, path, ": last written before jitsymd started, and pid ", *pid,
+                 identity ? " now belongs to a later process" : " has exited",
+                 "; kept as an exited process of ", security::DescribeUid(owner));
+      *exited = true;
+    } else {
+      if (owner == 0 && st.st_nlink > 1 && !(identity && identity->uid == 0)) {
+        // Root's file under a second name: possibly a hard link a user made to a file it cannot
+        // read, to have it parsed and answered as its own process's symbols.
         ++files_untrusted_;
         publish_pending_ = true;
-        JITSYM_LOG(kWarning, path, ": pid ", *pid, " did not appear within ",
-                   options_.pending_timeout_ms, " ms; file owned by ", security::DescribeUid(owner),
-                   " ignored");
-        pending_.erase(it);
+        JITSYM_LOG(kWarning, path, ": owned by root with ", st.st_nlink,
+                   " hard links, for a process that is not root's; ignored");
         Ignore(path, st);
+        return false;
       }
-      return false;
+      const auto verdict = security::JudgeProcessFile(
+          owner, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
+      if (verdict == security::FileVerdict::kUntrusted) {
+        ++files_untrusted_;
+        publish_pending_ = true;
+        JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner), " but pid ", *pid,
+                   " is owned by ", security::DescribeUid(identity->uid), "; ignored");
+        pending_.erase(path);
+        Ignore(path, st);
+        return false;
+      }
+      if (verdict == security::FileVerdict::kPending) {
+        const uint64_t now = MonotonicNowNs();
+        auto it = pending_.find(path);
+        if (it == pending_.end() || it->second.dev != st.st_dev || it->second.ino != st.st_ino) {
+          if (pending_.size() >= options_.limits.total_files) {
+            ++files_over_limit_;
+            JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (",
+                       pending_.size(), ")");
+            Ignore(path, st);
+            return false;
+          }
+          const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;
+          pending_[path] = Pending{dir, name, st.st_dev, st.st_ino, now + timeout_ns};
+          publish_pending_ = true;
+          JITSYM_LOG(kInfo, path, ": pid ", *pid, " does not exist (yet); waiting up to ",
+                     options_.pending_timeout_ms, " ms for it before following a file owned by ",
+                     security::DescribeUid(owner));
+          ArmPendingTimer();
+        } else if (now >= it->second.deadline_ns) {
+          ++files_untrusted_;
+          publish_pending_ = true;
+          JITSYM_LOG(kWarning, path, ": pid ", *pid, " did not appear within ",
+                     options_.pending_timeout_ms, " ms; file owned by ",
+                     security::DescribeUid(owner), " ignored");
+          pending_.erase(it);
+          Ignore(path, st);
+        }
+        return false;
+      }
+      if (pending_.erase(path) > 0) publish_pending_ = true;
     }
-    if (pending_.erase(path) > 0) publish_pending_ = true;
   }
   const std::string refused = ledger_.AdmitFile(owner);
   if (!refused.empty()) {

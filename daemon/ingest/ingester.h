@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
+#include "daemon/ingest/proc.h"
 #include "daemon/ingest/source.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
@@ -108,6 +109,7 @@ class Ingester {
     // When the daemon created it: the retention of a process that had already exited when its
     // files were found (e.g. after a restart) runs from here.
     uint64_t created_ns = MonotonicNowNs();
+    bool restored = false;  // made by ExitedIncarnationFor
   };
   // A file whose process was evicted, as it was then: the same file is not read again by a
   // rescan, but one rewritten since (a new process with the same pid) is.
@@ -135,8 +137,17 @@ class Ingester {
   void Publish();
   void ScheduleMaintenance();
   // File trust and limits (daemon/security): whether a newly opened file may be followed.
+  // Sets *exited when the file is believed as the side file of a process that exited while
+  // the daemon was not running (see FromExitedProcess).
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
-             std::optional<uint32_t> pid, const struct stat& st);
+             std::optional<uint32_t> pid, const struct stat& st, bool* exited);
+  // A file last written before the daemon started, for a pid that no process has now, or that
+  // a process started after that last write has: it belongs to a process that exited while the
+  // daemon was not running (typically across a restart).
+  bool FromExitedProcess(const struct stat& st,
+                         const std::optional<ProcessIdentity>& identity) const;
+  // The incarnation for such files: exited, owned by the files' owner, never the live process.
+  Incarnation* ExitedIncarnationFor(uint32_t pid, uint32_t uid);
   void RecheckPending();
   void ArmPendingTimer();
   // Remembers a refused file so that its further modifications are not logged again.
@@ -164,6 +175,7 @@ class Ingester {
   bool drain_posted_ = false;
   bool publish_pending_ = false;
   bool stopped_ = false;
+  const uint64_t started_realtime_ns_ = NowNs(CLOCK_REALTIME);
   std::vector<uint8_t> read_buf_;
   boost::asio::steady_timer maintenance_;
   uint64_t bytes_ingested_ = 0;

@@ -5,7 +5,8 @@ both owners); a symlink named jit-<pid>.dump (not followed); a non-owner queries
 (per-address "permission denied", not listed by `processes`); a member of --trusted-group may;
 an image whose map the client cannot read is refused; a file for a pid that does not exist yet
 waits, is followed once that pid appears with the file's owner, and is dropped after the timeout;
-per-user file and per-file byte limits are enforced and counted in `stats`."""
+per-user file and per-file byte limits are enforced and counted in `stats`; after a restart, the
+files of another user's exited process are kept as that user's."""
 
 import json
 import os
@@ -78,8 +79,10 @@ def start_daemon():
     S["client"] = os.path.join(h.root, "jitsym")
     shutil.copy(h.jitsym, S["client"])
     os.chmod(S["client"], 0o755)
-    h.start_daemon(["--trusted-group", "adm", "--pending-timeout", f"{PENDING_MS}ms",
-                    "--limit-user-files", str(USER_FILES), "--limit-file-bytes", str(FILE_BYTES)])
+    S["daemon_args"] = ["--trusted-group", "adm", "--pending-timeout", f"{PENDING_MS}ms",
+                        "--limit-user-files", str(USER_FILES), "--limit-file-bytes",
+                        str(FILE_BYTES)]
+    h.start_daemon(S["daemon_args"])
     # Root's process with root's jitdump: the reference.
     S["root_pid"] = h.sleeper()
     h.write_file(h.dump_path(S["root_pid"]), jitdump_bytes(S["root_pid"], 0x4000_0000, "root_fn"))
@@ -91,6 +94,37 @@ def start_daemon():
     write_as_nobody(h.dump_path(S["nobody_pid"]),
                     jitdump_bytes(S["nobody_pid"], 0x5000_0000, "nobody_fn"))
     h.wait_resolves(S["nobody_pid"], 0x5000_0000, "nobody_fn")
+
+
+@h.case
+def after_a_restart_an_exited_users_files_are_kept_as_that_users_process():
+    # nobody's process writes its jitdump and exits; the daemon restarts afterwards. The pid
+    # exists no more, so the owner cannot be checked against it: the file is kept as an exited
+    # process of the file's owner (answered to it and to root, to no one else), not held
+    # pending and dropped, which would lose symbols a restart must keep.
+    proc = h.spawn(as_nobody(["sleep", "600"]), stdin=subprocess.DEVNULL)
+    pid = proc.pid
+    wait_until(lambda: os.stat(f"/proc/{pid}").st_uid == NOBODY.pw_uid, 5, "nobody's sleeper")
+    write_as_nobody(h.dump_path(pid), jitdump_bytes(pid, 0x6000_0000, "exited_fn"))
+    h.wait_resolves(pid, 0x6000_0000, "exited_fn")
+    proc.kill()
+    proc.wait()
+    h.daemon.stop()
+    time.sleep(0.05)  # the file's last write is now well before the next start
+    h.start_daemon(S["daemon_args"])
+    h.wait_resolves(pid, 0x6000_0000, "exited_fn")
+    res = client_as_nobody("lookup", "--pid", pid, "--json", hexaddr(0x6000_0010))
+    docs = json_lines(res.stdout)
+    check(docs and docs[0].get("name") == "exited_fn" and docs[0].get("offset") == 0x10,
+          f"the owner after the restart: {res.stdout!r} {res.stderr!r}")
+    res = h.client("processes", "--json")
+    mine = [p for p in json_lines(res.stdout) if p["pid"] == pid]
+    check(len(mine) == 1 and mine[0].get("uid") == NOBODY.pw_uid and not mine[0]["alive"],
+          f"the process after the restart: {mine}")
+    check(warned(h.dump_path(pid), "kept as an exited process"), "no log line for it")
+    # nobody's live process from the setup is its own, live, process again.
+    check(h.lookup_one(S["nobody_pid"], 0x5000_0000).get("name") == "nobody_fn",
+          "the live process's file after the restart")
 
 
 @h.case
