@@ -287,9 +287,10 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
       })) {
     return kExitError;
   }
-  for (const auto& [file, file_pcs] : files) {
+  for (const auto& entry : files) {
+    const auto& file_pcs = entry.second;  // a plain reference: lambdas below capture it
     proto::LookupRequest by_image;
-    by_image.image = file;
+    by_image.image = entry.first;
     by_image.file_offset = true;
     std::vector<uint64_t> offsets;
     for (uint64_t pc : file_pcs) {

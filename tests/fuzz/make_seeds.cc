@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,34 @@ Bytes MlpdSeed() {
 
 }  // namespace
 
+// A legacy gperftools CPU profile with 64-bit slots in host (little-endian) order: header
+// (0, 3, 0, period, 0), two samples, the trailer (0, 1, 0), then the mapped-objects text.
+Bytes CpuProfileSeed() {
+  const std::vector<uint64_t> slots = {0,
+                                       3,
+                                       0,
+                                       10000,
+                                       0,  // header
+                                       2,
+                                       3,
+                                       0x401000,
+                                       0x401100,
+                                       0x7f0000001000,  // sample
+                                       1,
+                                       1,
+                                       0x7f0000002000,  // sample
+                                       0,
+                                       1,
+                                       0};  // trailer
+  Bytes out(slots.size() * 8);
+  std::memcpy(out.data(), slots.data(), out.size());
+  const std::string maps =
+      "00400000-00402000 r-xp 00000000 08:01 42 /usr/bin/node\n"
+      "7f0000000000-7f0000010000 r-xp 00000000 00:00 0 \n";
+  out.insert(out.end(), maps.begin(), maps.end());
+  return out;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_seeds DIR\n");
@@ -101,5 +130,13 @@ int main(int argc, char** argv) {
                     R"("state":"following","ranges":3,"bytes_read":9}]}]})"),
          FromString(R"({"v":1,"ok":true,"stats":{"processes":1,"denied":2}})"),
          FromString(R"({"v":1,"id":"a","ok":false,"error":{"code":"busy","message":"m"}})")});
+  Write(dir, "perf_script_fuzz",
+        {FromString("node 4242/4243 219.895069:     250000 cpu-clock:pppH: \n"
+                    "\t    7f3a1c0042c0 [unknown] (/tmp/perf-4242.map)\n"
+                    "\t    55d0a1b2c3d4 uv_run+0x1a4 (/usr/bin/node)\n\n"),
+         FromString("node  4242 [001] 219.895069: 250000 cpu-clock:pppH:  7f3a1c0042c0 "
+                    "LazyCompile:*f (/tmp/jit-4242.dump)\n"),
+         FromString("4243 7f3a1c0042c0 [unknown] (//anon)\n")});
+  Write(dir, "gperftools_profile_fuzz", {CpuProfileSeed()});
   return 0;
 }
