@@ -236,7 +236,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           CountDenied(lookup);
           response.body = std::move(lookup);
         } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {
-          return ListSymbols(*view, body, peer.uid, images_);
+          return ListSymbols(*view, body, access, images_);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
           response.body = Processes(*view, &access);
         } else if constexpr (std::is_same_v<T, proto::StatsRequest>) {

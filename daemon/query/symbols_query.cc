@@ -37,7 +37,7 @@ std::vector<std::pair<uint64_t, uint64_t>> Uncovered(
 }  // namespace
 
 proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRequest& request,
-                            uint32_t peer_uid, ImageLookup& images) {
+                            const security::PeerAccess& access, ImageLookup& images) {
   if (request.pid <= 0 || request.pid > 0x7fffffff) {
     return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
   }
@@ -48,8 +48,9 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
   if (process == nullptr && mapped.empty()) {
     return Error(proto::kErrNotFound, "no symbols known for pid " + std::to_string(pid));
   }
+  if (!owner && process != nullptr) owner = process->uid;  // recorded while it lived
   if (!owner && process != nullptr) {
-    // The process is gone: its side files were written by it, so their owner is its owner.
+    // Never seen alive: its side files were written by it, so their owner is its owner.
     for (const auto& source : process->sources) {
       struct stat st {};
       if (::stat(source->path.c_str(), &st) == 0) {
@@ -58,9 +59,9 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
       }
     }
   }
-  if (peer_uid != 0 && (!owner || *owner != peer_uid)) {
-    return Error(proto::kErrPermission,
-                 "only root and the owner of pid " + std::to_string(pid) + " may list its symbols");
+  if (!access.MaySeeProcess(owner)) {
+    return Error(proto::kErrPermission, "only root, the trusted group and the owner of pid " +
+                                            std::to_string(pid) + " may list its symbols");
   }
 
   proto::SymbolsResponse out;

@@ -10,14 +10,15 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/query/image_lookup.h"
+#include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
 namespace jitsym::query {
 
-// Answers a symbols request for a peer with uid `peer_uid`: root and the process's owner only
-// (the list reveals where the process's code is). not_found for an unknown pid.
+// Answers a symbols request: for root, the trusted group and the process's owner only (the list
+// reveals where the process's code is). not_found for an unknown pid.
 proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRequest& request,
-                            uint32_t peer_uid, ImageLookup& images);
+                            const security::PeerAccess& access, ImageLookup& images);
 
 }  // namespace jitsym::query
 
