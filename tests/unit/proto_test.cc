@@ -492,7 +492,12 @@ LookupResult FullResult() {
   r.column = 7;
   r.image = "/usr/lib/libjs.so";
   r.build_id = "0123abcd";
-  r.frames = {{"inlined", "a.js", 3, 4}, {"outer", "", 0, 0}};
+  r.frames.resize(2);
+  r.frames[0].name = "inlined";
+  r.frames[0].file = "a.js";
+  r.frames[0].line = 3;
+  r.frames[0].column = 4;
+  r.frames[1].name = "outer";
   return r;
 }
 

@@ -263,7 +263,7 @@ TEST(R2rmapParser, NonZeroLengthOnEachPseudoEntry) {
 
 TEST(R2rmapParser, HeaderValuesMustBeDecimal) {
   for (int i = 1; i < kHeaderEntries; ++i) {
-    for (const std::string& bad : {"0x2", "-1", "", "4294967296", "2 3", "two"}) {
+    for (const char* bad : {"0x2", "-1", "", "4294967296", "2 3", "two"}) {
       R2rmapBuilder b;
       b.Header(1, i);
       const size_t at = b.str().size();
