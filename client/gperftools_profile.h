@@ -63,7 +63,8 @@ struct CpuProfileError {
 };
 
 // Parses a whole profile. Limits: at most `max_pcs` pcs in all (memory bound), stack depth at
-// most 2^16 (as pprof). On failure returns nullopt and fills *error.
+// most 2^16 (as pprof). On failure returns nullopt and fills *error. The profile points into
+// `bytes` (maps_text), which must outlive it.
 std::optional<CpuProfile> ParseCpuProfile(std::string_view bytes, CpuProfileError* error,
                                           size_t max_pcs = size_t{1} << 28);
 

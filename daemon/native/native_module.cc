@@ -429,6 +429,7 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
     m->LoadMiniDebugInfo(m->elf_);
   }
   m->OpenDwarf(m->elf_, search);
+  m->SynthesizePltSymbols(m->elf_);
   m->FinishSymbols();
   size_t bytes = sizeof(NativeModule) + m->symbols_.capacity() * sizeof(Symbol) +
                  m->symbol_names_.capacity() + m->minidebug_.capacity() +
@@ -506,6 +507,56 @@ bool NativeModule::LoadSymbols(Elf* elf, bool dynamic) {
     }
   }
   return any;
+}
+
+void NativeModule::SynthesizePltSymbols(Elf* elf) {
+  // x86: the PLT has no symbols; entry i (after the 16-byte header of .plt, or from the start
+  // of .plt.sec where IBT splits it) jumps through relocation i of .rela.plt. perf and pprof
+  // name such an address "function@plt"; so do we.
+  GElf_Ehdr eh;
+  if (gelf_getehdr(elf, &eh) == nullptr || (eh.e_machine != EM_X86_64 && eh.e_machine != EM_386)) {
+    return;
+  }
+  GElf_Shdr rel_hdr, plt_hdr, sec_hdr, dynsym_hdr;
+  Elf_Scn* rel = FindSection(elf, ".rela.plt", &rel_hdr);
+  if (rel == nullptr) rel = FindSection(elf, ".rel.plt", &rel_hdr);
+  Elf_Scn* plt = FindSection(elf, ".plt", &plt_hdr);
+  Elf_Scn* sec = FindSection(elf, ".plt.sec", &sec_hdr);
+  if (rel == nullptr || plt == nullptr || rel_hdr.sh_entsize == 0) return;
+  Elf_Scn* dynsym = elf_getscn(elf, rel_hdr.sh_link);
+  if (dynsym == nullptr || gelf_getshdr(dynsym, &dynsym_hdr) == nullptr) return;
+  Elf_Data* rel_data = SectionData(rel);
+  Elf_Data* sym_data = SectionData(dynsym);
+  if (rel_data == nullptr || sym_data == nullptr) return;
+  const uint64_t entry = 16;
+  const uint64_t first = sec != nullptr ? sec_hdr.sh_addr : plt_hdr.sh_addr + entry;
+  const uint64_t end =
+      sec != nullptr ? sec_hdr.sh_addr + sec_hdr.sh_size : plt_hdr.sh_addr + plt_hdr.sh_size;
+  const size_t count = std::min<size_t>(rel_hdr.sh_size / rel_hdr.sh_entsize, 1u << 20);
+  for (size_t i = 0; i < count && first + (i + 1) * entry <= end; ++i) {
+    size_t sym_index = 0;
+    if (rel_hdr.sh_type == SHT_RELA) {
+      GElf_Rela r;
+      if (gelf_getrela(rel_data, static_cast<int>(i), &r) == nullptr) break;
+      sym_index = GELF_R_SYM(r.r_info);  // gelf converts 32-bit r_info
+    } else {
+      GElf_Rel r;
+      if (gelf_getrel(rel_data, static_cast<int>(i), &r) == nullptr) break;
+      sym_index = GELF_R_SYM(r.r_info);  // gelf converts 32-bit r_info
+    }
+    GElf_Sym sym;
+    if (sym_index == 0 || gelf_getsym(sym_data, static_cast<int>(sym_index), &sym) == nullptr) {
+      continue;
+    }
+    const char* name = elf_strptr(elf, dynsym_hdr.sh_link, sym.st_name);
+    if (name == nullptr || name[0] == '\0') continue;
+    const std::string full = Demangle(name) + "@plt";
+    if (symbol_names_.size() + full.size() + 1 > 0xffffffffu) return;
+    symbols_.push_back({first + i * entry, entry, static_cast<uint32_t>(symbol_names_.size()),
+                        kNoFile, static_cast<uint32_t>(full.size()), 0});
+    symbol_names_.append(full);
+    symbol_names_.push_back('\0');
+  }
 }
 
 void NativeModule::LoadMiniDebugInfo(Elf* elf) {

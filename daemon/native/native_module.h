@@ -143,6 +143,8 @@ class NativeModule {
   NativeModule() = default;
   bool LoadSymbols(Elf* elf, bool dynamic_ok);
   void LoadMiniDebugInfo(Elf* elf);
+  // "function@plt" for the PLT entries of x86 objects, which have no symbols.
+  void SynthesizePltSymbols(Elf* elf);
   void FinishSymbols();
   bool OpenDwarf(Elf* main, const DebugSearch& search);
   void IndexCus();

@@ -9,6 +9,7 @@ test_native_llvm.py."""
 import http.server
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -271,6 +272,22 @@ def stripped_with_debuglink():
     a = lookup("--image", FIX["linked"], addrs=[worker + 1])[0]
     check_worker(a, FIX["linked"])
     check("build_id" not in a, f"no build id expected: {a}")
+
+
+@h.case
+def plt_entries_named_as_objdump_names_them():
+    # PLT entries have no symbols; objdump (the oracle) and perf name them "function@plt".
+    entries = {}
+    for line in run("objdump", "-d", "-j", ".plt", "-j", ".plt.sec", FIX["full"]).splitlines():
+        m = re.match(r"^([0-9a-f]+) <(.+@plt)>:$", line)
+        if m:
+            entries[int(m.group(1), 16)] = m.group(2)
+    check(entries, "objdump shows no @plt entries in the test program")
+    addrs = sorted(entries)
+    answers = lookup("--image", FIX["full"], addrs=[a + 4 for a in addrs])
+    for addr, a in zip(addrs, answers):
+        check(a.get("found") and a.get("name") == entries[addr] and a.get("offset") == 4,
+              f"{hexaddr(addr)}: objdump says {entries[addr]}, jitsym {a}")
 
 
 @h.case

@@ -98,7 +98,8 @@ TEST_P(ByLayout, EveryTruncationIsAnErrorWithAnOffset) {
 TEST_P(ByLayout, WriterSubtractsOneFromCallersOnly) {
   const auto [bytes, be] = GetParam();
   CpuProfileError error;
-  auto p = ParseCpuProfile(GoodProfile(bytes, be), &error);
+  const std::string profile = GoodProfile(bytes, be);  // the parsed profile points into it
+  auto p = ParseCpuProfile(profile, &error);
   ASSERT_TRUE(p);
   const std::string again = WriteCpuProfileWithCallerPcsAdjusted(*p);
   auto q = ParseCpuProfile(again, &error);
@@ -123,7 +124,8 @@ TEST(GperftoolsProfile, NotAProfile) {
   EXPECT_TRUE(error.not_a_profile);
   EXPECT_FALSE(ParseCpuProfile("--- symbol\nbinary=/x\n", &error));
   EXPECT_TRUE(error.not_a_profile);
-  EXPECT_FALSE(ParseCpuProfile(std::string(64, '\xff'), &error));
+  const std::string ones(64, '\xff');
+  EXPECT_FALSE(ParseCpuProfile(ones, &error));
   EXPECT_TRUE(error.not_a_profile);
 }
 
@@ -182,7 +184,8 @@ TEST(GperftoolsProfile, RandomMutationsNeverCrash) {
 
 TEST(GperftoolsProfile, SymbolizedForm) {
   CpuProfileError error;
-  auto p = ParseCpuProfile(GoodProfile(8, false), &error);
+  const std::string profile = GoodProfile(8, false);  // the parsed profile points into it
+  auto p = ParseCpuProfile(profile, &error);
   ASSERT_TRUE(p);
   const std::string out = WriteSymbolizedProfile(
       *p, "/usr/bin/node",
