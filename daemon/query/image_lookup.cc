@@ -17,10 +17,6 @@ namespace jitsym::query {
 namespace {
 
 constexpr uint64_t kRetryLoadNs = 1000000000ull;  // a missing r2rmap is looked for again after 1 s
-constexpr size_t kMaxCachedProcesses = 4096;
-// Addresses outside every known image (native libraries, anonymous JIT code) are common: re-read
-// a process's maps for them at most this often.
-constexpr uint64_t kMinRereadNs = 100000000ull;
 constexpr size_t kMaxFileBytes = 1ull << 30;
 // The state of sources loaded from --r2rmap-dir (the ingester never uses it).
 constexpr std::string_view kLoadedState = "loaded";
@@ -278,29 +274,8 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint3
 
 std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t pid, bool refresh,
                                                                       bool* fresh) {
-  *fresh = false;
-  {
-    std::lock_guard lock(cache_mu_);
-    auto it = processes_.find(pid);
-    if (it != processes_.end() &&
-        (!refresh || MonotonicNowNs() - it->second->read_ns < kMinRereadNs)) {
-      return it->second;
-    }
-  }
-  // Read outside the lock; a concurrent reader of the same pid does the same work, harmlessly.
-  std::shared_ptr<const ProcessImages> p = ReadProcess(pid);
-  std::lock_guard lock(cache_mu_);
-  auto it = processes_.find(pid);
-  if (!p) {
-    // Gone (or unreadable): keep the last table read, its samples still need answers.
-    return it != processes_.end() ? it->second : nullptr;
-  }
-  *fresh = true;
-  if (it == processes_.end() && processes_.size() >= kMaxCachedProcesses) {
-    processes_.erase(processes_.begin());  // bounded; an arbitrary victim is fine
-  }
-  processes_[pid] = p;
-  return p;
+  return processes_.Get(pid, refresh, fresh, MonotonicNowNs(),
+                        [this](uint32_t p) { return ReadProcess(p); });
 }
 
 std::vector<ImageLookup::MappedImage> ImageLookup::MappedImages(const index::IndexView& view,

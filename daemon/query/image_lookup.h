@@ -3,7 +3,8 @@
 // image (/proc/<pid>/maps, /tmp/perfinfo-<pid>.map).
 //
 // Called concurrently by server threads. Shared state is small and behind mutexes:
-// - per-pid tables of mapped images (cache_mu_): kept after the process exits (samples outlive
+// - per-pid tables of mapped images (ProcessTableCache): kept after the process exits (samples
+// outlive
 //   it), re-read on a miss while the process lives (at most every 100 ms), replaced when the pid
 //   is reused;
 // - r2rmaps loaded on demand from --r2rmap-dir directories (load_mu_): a query that needs an
@@ -103,8 +104,7 @@ class ImageLookup {
   std::shared_ptr<const ProcessImages> Cached(uint32_t pid, bool refresh, bool* fresh);
 
   Options options_;
-  std::mutex cache_mu_;
-  std::unordered_map<uint32_t, std::shared_ptr<const ProcessImages>> processes_;
+  ProcessTableCache<ProcessImages> processes_;
   std::mutex load_mu_;
   std::map<std::string, Loaded> loaded_;
 };

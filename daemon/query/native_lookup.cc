@@ -16,8 +16,6 @@ namespace jitsym::query {
 namespace {
 
 constexpr std::string_view kOrigin = "elf";
-constexpr uint64_t kMinRereadNs = 100000000ull;
-constexpr size_t kMaxCachedProcesses = 4096;
 
 NativeOptions& Options() {
   static NativeOptions options;
@@ -165,15 +163,10 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
 
 std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::Cached(uint32_t pid, bool refresh,
                                                                        bool* fresh) {
-  *fresh = false;
-  {
-    std::lock_guard lock(cache_mu_);
-    auto it = processes_.find(pid);
-    if (it != processes_.end() &&
-        (!refresh || MonotonicNowNs() - it->second->read_ns < kMinRereadNs)) {
-      return it->second;
-    }
-  }
+  return processes_.Get(pid, refresh, fresh, MonotonicNowNs(), &ReadProcessTable);
+}
+
+std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::ReadProcessTable(uint32_t pid) {
   std::shared_ptr<ProcessTable> p;
   if (auto identity = ingest::ReadProcessIdentity(pid)) {
     if (auto maps = ReadProcessMaps(pid)) {
@@ -191,14 +184,6 @@ std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::Cached(uint32_t 
                 [](const ExecMapping& a, const ExecMapping& b) { return a.start < b.start; });
     }
   }
-  std::lock_guard lock(cache_mu_);
-  auto it = processes_.find(pid);
-  if (!p) return it != processes_.end() ? it->second : nullptr;  // gone: keep the last table
-  *fresh = true;
-  if (it == processes_.end() && processes_.size() >= kMaxCachedProcesses) {
-    processes_.erase(processes_.begin());
-  }
-  processes_[pid] = p;
   return p;
 }
 
@@ -234,7 +219,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
   if (todo.empty()) return;
   bool fresh = false;
   std::shared_ptr<const ProcessTable> table = Cached(pid, false, &fresh);
-  if (table && !fresh && MonotonicNowNs() - table->read_ns >= kMinRereadNs) {
+  if (table && !fresh && MonotonicNowNs() - table->read_ns >= decltype(processes_)::kMinRereadNs) {
     // The pid may belong to another process by now: then its table is read again.
     auto identity = ingest::ReadProcessIdentity(pid);
     if (identity && identity->start_ticks != table->start_ticks) {

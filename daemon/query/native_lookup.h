@@ -2,9 +2,9 @@
 // addresses of a process that fall in a file-backed executable mapping and that no JIT source
 // or ReadyToRun image answered. See docs/formats.md, "Native (ELF/DWARF)".
 //
-// Called concurrently by server threads. Per-pid mapping tables (behind cache_mu_) are kept after
-// the process exits, re-read on a miss while it lives (at most every 100 ms), and replaced when
-// the pid is reused. Modules are shared through a ModuleCache.
+// Called concurrently by server threads. Per-pid mapping tables (a ProcessTableCache) are kept
+// after the process exits, re-read on a miss while it lives (at most every 100 ms), and replaced
+// when the pid is reused. Modules are shared through a ModuleCache.
 #ifndef JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
 #define JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
 
@@ -64,12 +64,12 @@ class NativeLookup {
     std::vector<ExecMapping> maps;  // sorted by start
   };
   std::shared_ptr<const ProcessTable> Cached(uint32_t pid, bool refresh, bool* fresh);
+  static std::shared_ptr<const ProcessTable> ReadProcessTable(uint32_t pid);
   std::shared_ptr<native::NativeModule> ModuleFor(uint32_t pid, const ExecMapping& m,
                                                   std::string* error);
 
   native::ModuleCache modules_;
-  std::mutex cache_mu_;
-  std::unordered_map<uint32_t, std::shared_ptr<const ProcessTable>> processes_;
+  ProcessTableCache<ProcessTable> processes_;
 };
 
 }  // namespace jitsym::query
