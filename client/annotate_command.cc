@@ -24,6 +24,7 @@
 #include "client/line_reader.h"
 #include "client/output.h"
 #include "client/perf_script_parser.h"
+#include "client/pipeline.h"
 #include "proto/client_connection.h"
 #include "proto/protocol.h"
 
@@ -148,24 +149,13 @@ class AnnotatePipeline {
   }
 
   int Run() {
-    std::thread writer([this] { WriterLoop(); });
-    std::string reader_error;
-    const int status = ReaderLoop(&reader_error);
-    if (status != kExitOk) {
-      free_.Close();
-      connection_.Shutdown();
-      reader_.Wake();
-    }
-    writer.join();
-    if (status != kExitOk) {
-      if (!reader_error.empty()) std::fprintf(stderr, "jitsym: %s\n", reader_error.c_str());
-      return status;
-    }
-    if (!writer_error_.empty()) {
-      std::fprintf(stderr, "jitsym: %s\n", writer_error_.c_str());
-      return kExitError;
-    }
-    return kExitOk;
+    return RunPipeline([this] { WriterLoop(); }, [this](std::string* e) { return ReaderLoop(e); },
+                       [this] {
+                         free_.Close();
+                         connection_.Shutdown();
+                         reader_.Wake();
+                       },
+                       &writer_error_);
   }
 
  private:

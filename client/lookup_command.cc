@@ -21,6 +21,7 @@
 #include "client/daemon_call.h"
 #include "client/line_reader.h"
 #include "client/output.h"
+#include "client/pipeline.h"
 #include "proto/client_connection.h"
 #include "proto/protocol.h"
 
@@ -218,27 +219,13 @@ class LookupPipeline {
   }
 
   int Run() {
-    std::thread writer([this] { WriterLoop(); });
-    std::string reader_error;
-    const int status = ReaderLoop(&reader_error);
-    if (status != kExitOk) {
-      // Unblock the writer wherever it waits: for a free batch, on the socket, on stdin.
-      free_.Close();
-      connection_.Shutdown();
-      source_.Wake();
-    }
-    writer.join();
-    if (status != kExitOk) {
-      // The reader's view (an error response, a closed connection) is the useful one; the
-      // writer's failure to send, if any, is a consequence.
-      if (!reader_error.empty()) std::fprintf(stderr, "jitsym: %s\n", reader_error.c_str());
-      return status;
-    }
-    if (!writer_error_.empty()) {
-      std::fprintf(stderr, "jitsym: %s\n", writer_error_.c_str());
-      return kExitError;
-    }
-    return kExitOk;
+    return RunPipeline([this] { WriterLoop(); }, [this](std::string* e) { return ReaderLoop(e); },
+                       [this] {
+                         free_.Close();
+                         connection_.Shutdown();
+                         source_.Wake();
+                       },
+                       &writer_error_);
   }
 
  private:
