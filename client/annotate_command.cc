@@ -14,7 +14,6 @@
 #include <map>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 
 #include "client/args.h"

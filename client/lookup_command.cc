@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "client/args.h"
 #include "client/blocking_queue.h"
