@@ -149,6 +149,30 @@ bool JsonReader::ReadNumber(std::string_view* text) {
   return true;
 }
 
+bool JsonReader::TryReadUint(uint64_t* value) {
+  if (!ok()) return false;
+  SkipWhitespace();
+  const size_t n = text_.size();
+  size_t p = pos_;
+  if (p >= n || !IsDigit(text_[p])) return false;
+  uint64_t v = 0;
+  if (text_[p] == '0') {
+    ++p;
+  } else {
+    for (; p < n && IsDigit(text_[p]); ++p) {
+      const auto digit = static_cast<uint64_t>(text_[p] - '0');
+      if (v > (UINT64_MAX - digit) / 10) return false;
+      v = v * 10 + digit;
+    }
+  }
+  if (p < n && (IsDigit(text_[p]) || text_[p] == '.' || text_[p] == 'e' || text_[p] == 'E')) {
+    return false;
+  }
+  pos_ = p;
+  *value = v;
+  return true;
+}
+
 bool JsonReader::ReadString(std::string_view* value) {
   if (Peek() != Kind::kString) return Fail("expected a string");
   return ReadStringInto(value, &value_scratch_);

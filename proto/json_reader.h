@@ -17,6 +17,7 @@
 #define JITSYM_PROTO_JSON_READER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,10 @@ class JsonReader {
   bool ReadBool(bool* value);
   // The number's text, checked against the JSON grammar ("-0.5e3"); conversion is the caller's.
   bool ReadNumber(std::string_view* text);
+  // The common case in one pass: when the next value is a non-negative integer without fraction
+  // or exponent that fits in 64 bits, reads it into *value. Otherwise returns false, consuming
+  // nothing and setting no error (ReadNumber then tells what it is).
+  bool TryReadUint(uint64_t* value);
   // The decoded string. Points into the input when the string has no escapes, else into a
   // buffer valid until the next ReadString.
   bool ReadString(std::string_view* value);

@@ -96,6 +96,11 @@ struct LookupRequest {
   std::optional<uint64_t> time;       // batch time; absent = now / last known
   std::vector<AddressQuery> addrs;
   uint32_t fields = kAllFields;  // "fields": which members found results carry
+  // "strings": true asks for the compact answer form: each distinct string of the response
+  // (names, file names, origins, image paths, build ids) is sent once, in a "strings" array
+  // before "results", and results refer to it by index. Large batches repeat the same few
+  // thousand strings many times; this sends a fraction of the bytes.
+  bool strings = false;
 };
 
 // Every range the daemon knows for a process as of now (what a perf map of it would hold).
@@ -123,7 +128,7 @@ struct Frame {  // one inlined frame (native code), innermost first
   std::string file;
   uint32_t line = 0;
   uint32_t column = 0;
-  // Daemon side only: borrowed instead of copied, as LookupResult's *_view members.
+  // Set instead of the strings when borrowed, as LookupResult's *_view members.
   std::string_view name_view, file_view;
 
   std::string_view name_or_view() const { return name_view.data() ? name_view : name; }
@@ -150,11 +155,12 @@ struct LookupResult {
   std::optional<uint64_t> incarnation;  // which incarnation of the pid answered
   std::string build_id;
   std::vector<Frame> frames;
-  // Daemon side only: name, origin, source and file borrowed from the index instead of copied
-  // (a batch of a million answers would otherwise allocate millions of strings; native answers
-  // carry several frames each). The encoder
-  // uses a view when it is set (non-null data) and the string otherwise; decoding fills the
-  // strings. LookupResponse::keepalive owns what the views point into.
+  // String members borrowed instead of copied (a batch of a million answers would otherwise
+  // allocate millions of strings; native answers carry several frames each). The daemon borrows
+  // from the index and the modules (LookupResponse::keepalive owns those); decoding a compact
+  // response borrows from its string table (LookupResponse::string_table), decoding the plain
+  // form fills the strings. A view is set when its data() is non-null: read members through
+  // the *_or_view() accessors, which work either way.
   std::string_view name_view, origin_view, source_view, file_view, image_view, build_id_view;
 
   std::string_view name_or_view() const { return name_view.data() ? name_view : name; }
@@ -171,6 +177,10 @@ struct LookupResponse {
   std::vector<LookupResult> results;      // in request order, one per address
   std::shared_ptr<const void> keepalive;  // owns what results' *_view members point into
   uint32_t fields = kAllFields;           // members to encode (from the request)
+  bool strings = false;                   // encode the compact form (LookupRequest::strings)
+  // Decoding a compact response: the string table's bytes. The results' *_view members point
+  // into it (their strings stay empty); copies of the response share it.
+  std::shared_ptr<std::string> string_table;
 };
 
 // One range of a symbols answer: code at [start, start + size) is `name` now.

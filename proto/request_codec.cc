@@ -240,6 +240,14 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     }
     return r.ReadBool(&f->lookup.file_offset);
   }
+  if (key == "strings") {
+    if (r.Peek() == Kind::kNull) return r.ReadNull();
+    if (r.Peek() != Kind::kBool) {
+      SetOnce(&f->lookup_error, "member 'strings' must be true or false");
+      return r.Skip();
+    }
+    return r.ReadBool(&f->lookup.strings);
+  }
   if (key == "addrs") return ReadAddrs(r, line, f);
   if (key == "fields") {
     if (r.Peek() == Kind::kNull) return r.ReadNull();
@@ -388,6 +396,7 @@ void EncodeRequest(const Request& request, std::string* out) {
         }
         out->push_back(']');
       }
+      if (lookup.strings) out->append(",\"strings\":true");
       out->append(",\"addrs\":[");
       bool first = true;
       for (const AddressQuery& q : lookup.addrs) {

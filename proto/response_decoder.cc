@@ -1,7 +1,9 @@
 // Responses, decoding side: the client's hot path for lookups.
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "proto/json_reader.h"
 #include "proto/protocol.h"
@@ -36,8 +38,49 @@ class Decoder {
     out->assign(text);
     return true;
   }
+  // A string member of a result: the string itself, or in the compact form the index of a
+  // string in the response's table (then *view points into the table and *out stays empty).
+  bool StringOrIndex(std::string_view member, std::string* out, std::string_view* view) {
+    if (r_.Peek() != Kind::kNumber) return String(member, out);
+    size_t index = 0;
+    if (!Uint(member, &index)) return false;
+    if (index >= table_.size()) return Fail(member, "refers to no entry of 'strings'");
+    *view = table_[index];
+    return true;
+  }
+  // The compact form's "strings" array, into *storage (reused when nobody else holds it).
+  bool StringTable(std::shared_ptr<std::string>* storage) {
+    if (r_.Peek() != Kind::kArray) return Fail("strings", "must be an array of strings");
+    if (*storage == nullptr || storage->use_count() != 1) {
+      *storage = std::make_shared<std::string>();
+    }
+    std::string& bytes = **storage;
+    bytes.clear();
+    ends_.clear();
+    if (!r_.BeginArray()) return false;
+    while (r_.NextElement()) {
+      std::string_view text;
+      if (r_.Peek() != Kind::kString) return Fail("strings", "must be an array of strings");
+      if (!r_.ReadString(&text)) return false;
+      bytes.append(text);
+      ends_.push_back(bytes.size());
+    }
+    if (!r_.ok()) return false;
+    table_.clear();
+    size_t begin = 0;
+    for (size_t end : ends_) {  // views only now: appending may have moved the bytes
+      table_.emplace_back(bytes.data() + begin, end - begin);
+      begin = end;
+    }
+    return true;
+  }
   template <typename T>
   bool Uint(std::string_view member, T* out) {
+    if (uint64_t v = 0; r_.TryReadUint(&v)) {
+      if (v > std::numeric_limits<T>::max()) return Fail(member, "is out of range");
+      *out = static_cast<T>(v);
+      return true;
+    }
     std::string_view text;
     if (r_.Peek() != Kind::kNumber) return Fail(member, "must be a non-negative integer");
     if (!r_.ReadNumber(&text)) return false;
@@ -107,6 +150,8 @@ class Decoder {
  private:
   JsonReader r_;
   std::string error_;
+  std::vector<size_t> ends_;
+  std::vector<std::string_view> table_;  // the compact form's strings
 };
 
 void ResetResult(LookupResult* r) {
@@ -125,12 +170,32 @@ void ResetResult(LookupResult* r) {
   r->incarnation.reset();
   r->build_id.clear();
   r->frames.clear();
+  r->name_view = r->origin_view = r->source_view = r->file_view = r->image_view =
+      r->build_id_view = {};
 }
 
 bool DecodeFrame(Decoder& d, Frame* frame) {
+  if (d.reader().Peek() == Kind::kArray) {  // compact form: [name, file, line, column]
+    int i = 0;
+    const bool ok = d.Array("frames", [&] {
+      switch (i++) {
+        case 0:
+          return d.StringOrIndex("frames", &frame->name, &frame->name_view);
+        case 1:
+          return d.StringOrIndex("frames", &frame->file, &frame->file_view);
+        case 2:
+          return d.Uint("frames", &frame->line);
+        case 3:
+          return d.Uint("frames", &frame->column);
+        default:
+          return d.reader().Skip();  // later additions
+      }
+    });
+    return ok && (i >= 4 || d.Fail("frames", "must have name, file, line and column"));
+  }
   return d.Object("frames", [&](std::string_view key) {
-    if (key == "name") return d.String(key, &frame->name);
-    if (key == "file") return d.String(key, &frame->file);
+    if (key == "name") return d.StringOrIndex(key, &frame->name, &frame->name_view);
+    if (key == "file") return d.StringOrIndex(key, &frame->file, &frame->file_view);
     if (key == "line") return d.Uint(key, &frame->line);
     if (key == "column") return d.Uint(key, &frame->column);
     return d.reader().Skip();
@@ -157,20 +222,20 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
       return true;
     }
     if (key == "found") return d.Bool(key, &r->found);
-    if (key == "name") return d.String(key, &r->name);
+    if (key == "name") return d.StringOrIndex(key, &r->name, &r->name_view);
     if (key == "offset") return d.Uint(key, &r->offset);
     if (key == "start") return d.Address(key, &r->start);
     if (key == "size") return d.Uint(key, &r->size);
-    if (key == "origin") return d.String(key, &r->origin);
-    if (key == "source") return d.String(key, &r->source);
+    if (key == "origin") return d.StringOrIndex(key, &r->origin, &r->origin_view);
+    if (key == "source") return d.StringOrIndex(key, &r->source, &r->source_view);
     if (key == "error") return d.String(key, &r->error);
     if (key == "loaded_at") return d.OptionalUint(key, &r->loaded_at);
     if (key == "incarnation") return d.OptionalUint(key, &r->incarnation);
-    if (key == "file") return d.String(key, &r->file);
+    if (key == "file") return d.StringOrIndex(key, &r->file, &r->file_view);
     if (key == "line") return d.Uint(key, &r->line);
     if (key == "column") return d.Uint(key, &r->column);
-    if (key == "image") return d.String(key, &r->image);
-    if (key == "build_id") return d.String(key, &r->build_id);
+    if (key == "image") return d.StringOrIndex(key, &r->image, &r->image_view);
+    if (key == "build_id") return d.StringOrIndex(key, &r->build_id, &r->build_id_view);
     if (key == "frames") {
       return d.Array(key, [&] { return DecodeFrame(d, &r->frames.emplace_back()); });
     }
@@ -277,6 +342,10 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
       if (!d.Bool(key, &v)) return false;
       ok = v;
       return true;
+    }
+    if (key == "strings") {
+      if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
+      return d.StringTable(&lookup->string_table);
     }
     if (key == "results") {
       body = Body::kLookup;

@@ -1,6 +1,8 @@
 // Responses, encoding side: the daemon's hot path for lookups.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "proto/json_writer.h"
 #include "proto/protocol.h"
@@ -19,9 +21,105 @@ void AppendMember(std::string_view key_with_quotes_and_colon, std::string_view v
   AppendString(value, out);
 }
 
-void EncodeFrame(const Frame& frame, std::string* out) {
-  AppendMember("{\"name\":", frame.name_or_view(), out);
-  if (!frame.file_or_view().empty()) AppendMember(",\"file\":", frame.file_or_view(), out);
+// The strings of one compact lookup response (LookupRequest::strings), each sent once.
+//
+// Keyed by where the bytes are (data pointer and size), not by content: answers borrow their
+// names, file names and paths from the index and the native modules, so a string that repeats
+// across answers is the same bytes each time, and interning costs a hash of two words instead
+// of a pass over the text. A string owned by one result gets its own entry; equal strings at
+// different addresses (a header's name in two compilation units) are sent twice, which is
+// correct, merely not minimal.
+class StringTable {
+ public:
+  uint32_t Intern(std::string_view s) {
+    if (2 * (strings_.size() + 1) > slots_.size()) Grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = Hash(s) & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.index == kEmpty) {
+        slot = {s.data(), s.size(), static_cast<uint32_t>(strings_.size())};
+        strings_.push_back(s);
+        return slot.index;
+      }
+      if (slot.data == s.data() && slot.size == s.size()) return slot.index;
+    }
+  }
+  void Encode(std::string* out) const {
+    out->append("\"strings\":[");
+    for (size_t i = 0; i < strings_.size(); ++i) {
+      if (i != 0) out->push_back(',');
+      AppendString(strings_[i], out);
+    }
+    out->append("],");
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  struct Slot {
+    const char* data = nullptr;
+    size_t size = 0;
+    uint32_t index = kEmpty;
+  };
+  static size_t Hash(std::string_view s) {
+    const uint64_t h =
+        (reinterpret_cast<uintptr_t>(s.data()) ^ (s.size() << 48)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(1024, 2 * old.size()), Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& slot : old) {
+      if (slot.index == kEmpty) continue;
+      size_t i = Hash({slot.data, slot.size}) & mask;
+      while (slots_[i].index != kEmpty) i = (i + 1) & mask;
+      slots_[i] = slot;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<std::string_view> strings_;
+};
+
+// Writes a string member's value: the string itself, or its index in the compact form.
+class StringWriter {
+ public:
+  explicit StringWriter(StringTable* table) : table_(table) {}
+  bool compact() const { return table_ != nullptr; }
+  void Member(std::string_view key_with_quotes_and_colon, std::string_view value,
+              std::string* out) const {
+    out->append(key_with_quotes_and_colon);
+    Value(value, out);
+  }
+  void Value(char separator, std::string_view value, std::string* out) const {
+    out->push_back(separator);
+    Value(value, out);
+  }
+  void Value(std::string_view value, std::string* out) const {
+    if (table_ != nullptr) {
+      AppendUint(table_->Intern(value), out);
+    } else {
+      AppendString(value, out);
+    }
+  }
+
+ private:
+  StringTable* table_;
+};
+
+void EncodeFrame(const Frame& frame, const StringWriter& strings, std::string* out) {
+  if (strings.compact()) {  // [name, file, line, column]: no member names to send and parse
+    strings.Value('[', frame.name_or_view(), out);
+    strings.Value(',', frame.file_or_view(), out);
+    out->push_back(',');
+    AppendUint(frame.line, out);
+    out->push_back(',');
+    AppendUint(frame.column, out);
+    out->push_back(']');
+    return;
+  }
+  strings.Member("{\"name\":", frame.name_or_view(), out);
+  if (!frame.file_or_view().empty()) strings.Member(",\"file\":", frame.file_or_view(), out);
   if (frame.line != 0) {
     out->append(",\"line\":");
     AppendUint(frame.line, out);
@@ -30,6 +128,77 @@ void EncodeFrame(const Frame& frame, std::string* out) {
     out->append(",\"column\":");
     AppendUint(frame.column, out);
   }
+  out->push_back('}');
+}
+
+void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& strings,
+                  std::string* out) {
+  out->append("{\"addr\":");
+  if (!r.error.empty() && !r.raw.empty()) {
+    AppendString(r.raw, out);
+  } else {
+    AppendHexString(r.addr, out);
+  }
+  if (!r.found) {
+    out->append(",\"found\":false");
+    if (!r.error.empty()) AppendMember(",\"error\":", r.error, out);
+    out->push_back('}');
+    return;
+  }
+  out->append(",\"found\":true");
+  if (fields & kFieldName) strings.Member(",\"name\":", r.name_or_view(), out);
+  if (fields & kFieldOffset) {
+    out->append(",\"offset\":");
+    AppendUint(r.offset, out);
+  }
+  if (fields & kFieldStart) {
+    out->append(",\"start\":");
+    AppendHexString(r.start, out);
+  }
+  if (fields & kFieldSize) {
+    out->append(",\"size\":");
+    AppendUint(r.size, out);
+  }
+  if (fields & kFieldOrigin) strings.Member(",\"origin\":", r.origin_or_view(), out);
+  if ((fields & kFieldSource) && !r.source_or_view().empty()) {
+    strings.Member(",\"source\":", r.source_or_view(), out);
+  }
+  if ((fields & kFieldLoadedAt) && r.loaded_at) {
+    out->append(",\"loaded_at\":");
+    AppendUint(*r.loaded_at, out);
+  }
+  if ((fields & kFieldIncarnation) && r.incarnation) {
+    out->append(",\"incarnation\":");
+    AppendUint(*r.incarnation, out);
+  }
+  if (fields & kFieldPosition) {
+    if (!r.file_or_view().empty()) strings.Member(",\"file\":", r.file_or_view(), out);
+    if (r.line != 0) {
+      out->append(",\"line\":");
+      AppendUint(r.line, out);
+    }
+    if (r.column != 0) {
+      out->append(",\"column\":");
+      AppendUint(r.column, out);
+    }
+  }
+  if ((fields & kFieldImage) && !r.image_or_view().empty()) {
+    strings.Member(",\"image\":", r.image_or_view(), out);
+  }
+  if ((fields & kFieldBuildId) && !r.build_id_or_view().empty()) {
+    strings.Member(",\"build_id\":", r.build_id_or_view(), out);
+  }
+  if ((fields & kFieldFrames) && !r.frames.empty()) {
+    out->append(",\"frames\":[");
+    bool first = true;
+    for (const Frame& frame : r.frames) {
+      if (!first) out->push_back(',');
+      first = false;
+      EncodeFrame(frame, strings, out);
+    }
+    out->push_back(']');
+  }
+  if (!r.error.empty()) AppendMember(",\"error\":", r.error, out);
   out->push_back('}');
 }
 
@@ -48,12 +217,27 @@ void EncodeSource(const SourceInfo& source, std::string* out) {
 struct BodyEncoder {
   std::string* out;
   void operator()(const LookupResponse& lookup) const {
-    out->append(",\"ok\":true,\"results\":[");
+    out->append(",\"ok\":true,");
+    if (!lookup.strings) {
+      EncodeResults(lookup, StringWriter(nullptr), out);
+      return;
+    }
+    // Compact form: the table goes first, so the results are written aside while it fills.
+    StringTable table;
+    std::string results;
+    results.reserve(lookup.results.size() * 128);
+    EncodeResults(lookup, StringWriter(&table), &results);
+    table.Encode(out);
+    out->append(results);
+  }
+  static void EncodeResults(const LookupResponse& lookup, const StringWriter& strings,
+                            std::string* out) {
+    out->append("\"results\":[");
     bool first = true;
     for (const LookupResult& result : lookup.results) {
       if (!first) out->push_back(',');
       first = false;
-      EncodeLookupResult(result, out, lookup.fields);
+      EncodeResult(result, lookup.fields, strings, out);
     }
     out->push_back(']');
   }
@@ -108,73 +292,7 @@ struct BodyEncoder {
 }  // namespace
 
 void EncodeLookupResult(const LookupResult& r, std::string* out, uint32_t fields) {
-  out->append("{\"addr\":");
-  if (!r.error.empty() && !r.raw.empty()) {
-    AppendString(r.raw, out);
-  } else {
-    AppendHexString(r.addr, out);
-  }
-  if (!r.found) {
-    out->append(",\"found\":false");
-    if (!r.error.empty()) AppendMember(",\"error\":", r.error, out);
-    out->push_back('}');
-    return;
-  }
-  out->append(",\"found\":true");
-  if (fields & kFieldName) AppendMember(",\"name\":", r.name_or_view(), out);
-  if (fields & kFieldOffset) {
-    out->append(",\"offset\":");
-    AppendUint(r.offset, out);
-  }
-  if (fields & kFieldStart) {
-    out->append(",\"start\":");
-    AppendHexString(r.start, out);
-  }
-  if (fields & kFieldSize) {
-    out->append(",\"size\":");
-    AppendUint(r.size, out);
-  }
-  if (fields & kFieldOrigin) AppendMember(",\"origin\":", r.origin_or_view(), out);
-  if ((fields & kFieldSource) && !r.source_or_view().empty()) {
-    AppendMember(",\"source\":", r.source_or_view(), out);
-  }
-  if ((fields & kFieldLoadedAt) && r.loaded_at) {
-    out->append(",\"loaded_at\":");
-    AppendUint(*r.loaded_at, out);
-  }
-  if ((fields & kFieldIncarnation) && r.incarnation) {
-    out->append(",\"incarnation\":");
-    AppendUint(*r.incarnation, out);
-  }
-  if (fields & kFieldPosition) {
-    if (!r.file_or_view().empty()) AppendMember(",\"file\":", r.file_or_view(), out);
-    if (r.line != 0) {
-      out->append(",\"line\":");
-      AppendUint(r.line, out);
-    }
-    if (r.column != 0) {
-      out->append(",\"column\":");
-      AppendUint(r.column, out);
-    }
-  }
-  if ((fields & kFieldImage) && !r.image_or_view().empty()) {
-    AppendMember(",\"image\":", r.image_or_view(), out);
-  }
-  if ((fields & kFieldBuildId) && !r.build_id_or_view().empty()) {
-    AppendMember(",\"build_id\":", r.build_id_or_view(), out);
-  }
-  if ((fields & kFieldFrames) && !r.frames.empty()) {
-    out->append(",\"frames\":[");
-    bool first = true;
-    for (const Frame& frame : r.frames) {
-      if (!first) out->push_back(',');
-      first = false;
-      EncodeFrame(frame, out);
-    }
-    out->push_back(']');
-  }
-  if (!r.error.empty()) AppendMember(",\"error\":", r.error, out);
-  out->push_back('}');
+  EncodeResult(r, fields, StringWriter(nullptr), out);
 }
 
 void EncodeProcessInfo(const ProcessInfo& p, std::string* out) {

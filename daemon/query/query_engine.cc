@@ -233,6 +233,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
                 std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(keep));
           }
           lookup.fields = body.fields;
+          lookup.strings = body.strings;
           CountDenied(lookup);
           response.body = std::move(lookup);
         } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {

@@ -128,6 +128,10 @@ int main(int argc, char** argv) {
          FromString(R"({"v":1,"ok":true,"processes":[{"pid":1,"incarnation":2,"alive":true,)"
                     R"("ranges":3,"sources":[{"origin":"perfmap","path":"/tmp/perf-1.map",)"
                     R"("state":"following","ranges":3,"bytes_read":9}]}]})"),
+         FromString(R"({"v":1,"ok":true,"strings":["f","elf","/bin/x","a\u0041.c"],)"
+                    R"("results":[{"addr":"0x1000","found":true,"name":0,"offset":0,)"
+                    R"("origin":1,"image":2,"file":3,"line":4,"frames":[[0,3,4,5],[0,3,9,0]]},)"
+                    R"({"addr":"0x2000","found":false}]})"),
          FromString(R"({"v":1,"ok":true,"stats":{"processes":1,"denied":2}})"),
          FromString(R"({"v":1,"id":"a","ok":false,"error":{"code":"busy","message":"m"}})")});
   Write(dir, "perf_script_fuzz",

@@ -1,8 +1,9 @@
 // Protocol response lines (what the client reads). A response that decodes must encode and
-// decode again.
+// decode again, in both forms for lookups (plain, and compact with a string table).
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "proto/protocol.h"
 
@@ -15,6 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     jitsym::proto::EncodeResponse(*r, &encoded);
     encoded.pop_back();
     if (!jitsym::proto::DecodeResponse(encoded, &error)) std::abort();
+    if (auto* lookup = std::get_if<jitsym::proto::LookupResponse>(&r->body)) {
+      lookup->strings = !lookup->strings;
+      encoded.clear();
+      jitsym::proto::EncodeResponse(*r, &encoded);
+      encoded.pop_back();
+      if (!jitsym::proto::DecodeResponse(encoded, &error)) std::abort();
+    }
   }
   // The decoder that reuses storage, fed the same line twice.
   jitsym::proto::Response reused;

@@ -1,6 +1,7 @@
 // The wire protocol codec: scalars, requests, responses, hostile input.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -783,6 +784,215 @@ TEST(ProtoFieldsTest, BorrowedViewsAreEncodedInsteadOfStrings) {
   std::string out;
   EncodeLookupResult(r, &out, kFieldName);
   EXPECT_EQ(out, R"({"addr":"0x1","found":true,"name":"borrowed"})");
+}
+
+}  // namespace
+}  // namespace jitsym::proto
+
+namespace jitsym::proto {
+namespace {
+
+// What a client sees of a result, whichever form it was decoded from.
+std::string Describe(const LookupResult& r) {
+  std::string s = FormatAddress(r.addr) + (r.found ? " found " : " - ") +
+                  std::string(r.name_or_view()) + "|" + std::string(r.origin_or_view()) + "|" +
+                  std::string(r.source_or_view()) + "|" + std::string(r.file_or_view()) + ":" +
+                  std::to_string(r.line) + ":" + std::to_string(r.column) + "|" +
+                  std::string(r.image_or_view()) + "|" + std::string(r.build_id_or_view()) + "|" +
+                  r.error + "|" + r.raw + "|" + std::to_string(r.offset) + "|" +
+                  std::to_string(r.start) + "|" + std::to_string(r.size);
+  for (const Frame& f : r.frames) {
+    s += " [" + std::string(f.name_or_view()) + "@" + std::string(f.file_or_view()) + ":" +
+         std::to_string(f.line) + ":" + std::to_string(f.column) + "]";
+  }
+  return s;
+}
+
+LookupResponse CompactTestResponse() {
+  LookupResponse lookup;
+  lookup.results.push_back(FullResult());
+  lookup.results.push_back(FullResult());  // owned strings: each result's get their own entry
+  // Borrowed strings, as the daemon answers: one string, many answers.
+  static const std::string kName = "Interp\"reter\t::Run";
+  static const std::string kFile = "/src/a b.cc";
+  static const std::string kEmpty;
+  for (int i = 0; i < 3; ++i) {
+    LookupResult& r = lookup.results.emplace_back();
+    r.addr = 0x100 + i;
+    r.found = true;
+    r.name_view = kName;
+    r.origin_view = "elf";
+    r.file_view = kFile;
+    r.line = 7;
+    r.image_view = kFile;
+    r.build_id_view = "abcd";
+    Frame& inner = r.frames.emplace_back();
+    inner.name_view = "inlined";
+    inner.file_view = kFile;
+    inner.line = 3;
+    Frame& outer = r.frames.emplace_back();
+    outer.name_view = kName;
+    outer.file_view = kEmpty;  // no position known
+  }
+  LookupResult bad;
+  bad.error = "invalid address";
+  bad.raw = "zz";
+  lookup.results.push_back(bad);
+  LookupResult not_found;
+  not_found.addr = 0x10;
+  lookup.results.push_back(not_found);
+  return lookup;
+}
+
+TEST(CompactFormTest, DecodesToWhatThePlainFormGives) {
+  LookupResponse lookup = CompactTestResponse();
+  std::string plain_line = Encoded({"1", lookup});
+  lookup.strings = true;
+  std::string compact_line = Encoded({"1", lookup});
+  EXPECT_LT(compact_line.size(), plain_line.size());
+  std::string error;
+  auto plain = DecodeResponse(plain_line, &error);
+  ASSERT_TRUE(plain) << error;
+  auto compact = DecodeResponse(compact_line, &error);
+  ASSERT_TRUE(compact) << error << "\n" << compact_line;
+  const auto& p = std::get<LookupResponse>(plain->body).results;
+  const auto& c = std::get<LookupResponse>(compact->body).results;
+  ASSERT_EQ(p.size(), c.size());
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(Describe(c[i]), Describe(p[i])) << i;
+  // And a client printing the answers (jitsym --json) prints the plain form, byte for byte.
+  for (size_t i = 0; i < p.size(); ++i) {
+    std::string from_plain, from_compact;
+    EncodeLookupResult(p[i], &from_plain);
+    EncodeLookupResult(c[i], &from_compact);
+    EXPECT_EQ(from_compact, from_plain);
+  }
+  // Copies share the table: the views stay valid when the original goes.
+  Response copy = *compact;
+  compact.reset();
+  EXPECT_EQ(std::get<LookupResponse>(copy.body).results[2].name_or_view(), "Interp\"reter\t::Run");
+}
+
+TEST(CompactFormTest, WireShape) {
+  LookupResponse lookup = CompactTestResponse();
+  lookup.strings = true;
+  lookup.fields = kFieldName | kFieldPosition | kFieldFrames;
+  const std::string line = Encoded({"", lookup});
+  const auto j = nlohmann::json::parse(line);
+  ASSERT_TRUE(j["strings"].is_array());
+  // The table precedes the results, so a reader can resolve indices as it goes.
+  EXPECT_LT(line.find("\"strings\""), line.find("\"results\""));
+  const auto& strings = j["strings"];
+  // Each borrowed string once, however many answers name it.
+  std::map<std::string, int> seen;
+  for (const auto& s : strings) ++seen[s.get<std::string>()];
+  EXPECT_EQ(seen["Interp\"reter\t::Run"], 1);
+  EXPECT_EQ(seen["/src/a b.cc"], 1);
+  const auto& r = j["results"][2];
+  EXPECT_EQ(strings[r["name"].get<size_t>()], "Interp\"reter\t::Run");
+  EXPECT_EQ(strings[r["file"].get<size_t>()], "/src/a b.cc");
+  EXPECT_FALSE(r.contains("image"));  // fields still apply
+  // Frames are [name, file, line, column].
+  ASSERT_EQ(r["frames"].size(), 2u);
+  const auto& f0 = r["frames"][0];
+  ASSERT_TRUE(f0.is_array());
+  ASSERT_EQ(f0.size(), 4u);
+  EXPECT_EQ(strings[f0[0].get<size_t>()], "inlined");
+  EXPECT_EQ(f0[2], 3);
+  EXPECT_EQ(f0[3], 0);
+  EXPECT_EQ(strings[r["frames"][1][1].get<size_t>()], "");
+  // Errors and unparsable input stay strings.
+  EXPECT_EQ(j["results"][5]["error"], "invalid address");
+  EXPECT_EQ(j["results"][5]["addr"], "zz");
+}
+
+TEST(CompactFormTest, RequestMember) {
+  auto decoded = DecodeRequest(R"({"op":"lookup","pid":7,"addrs":["0x10"],"strings":true})");
+  ASSERT_TRUE(decoded.request);
+  EXPECT_TRUE(std::get<LookupRequest>(decoded.request->body).strings);
+  std::string wire;
+  EncodeRequest(*decoded.request, &wire);
+  EXPECT_NE(wire.find("\"strings\":true"), std::string::npos);
+  auto plain = DecodeRequest(R"({"op":"lookup","pid":7,"addrs":["0x10"]})");
+  ASSERT_TRUE(plain.request);
+  EXPECT_FALSE(std::get<LookupRequest>(plain.request->body).strings);
+  auto bad = DecodeRequest(R"({"op":"lookup","pid":7,"addrs":["0x10"],"strings":1})");
+  EXPECT_FALSE(bad.request);
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(std::get<ErrorResponse>(bad.error->body).code, kErrBadRequest);
+}
+
+TEST(CompactFormTest, BadIndicesAndTablesAreRejected) {
+  std::string error;
+  for (const char* line : {
+           // An index with no table, past its end, a table after the results.
+           R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"name":0}]})",
+           R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,"name":1}]})",
+           R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"name":0}],"strings":["a"]})",
+           R"({"v":1,"ok":true,"strings":["a",2],"results":[]})",
+           R"({"v":1,"ok":true,"strings":"a","results":[]})",
+           R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,)"
+           R"("frames":[[0,0,1]]}]})",
+           R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,)"
+           R"("frames":[[0,0,-1,0]]}]})",
+           R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,)"
+           R"("name":-1}]})",
+       }) {
+    EXPECT_FALSE(DecodeResponse(line, &error)) << line;
+  }
+  auto ok = DecodeResponse(
+      R"({"v":1,"ok":true,"strings":["a","b\u0041"],"results":[{"addr":"0x1","found":true,)"
+      R"("name":1,"frames":[[0,1,2,3,"later"]]}]})",
+      &error);
+  ASSERT_TRUE(ok) << error;
+  const auto& r = std::get<LookupResponse>(ok->body).results[0];
+  EXPECT_EQ(r.name_or_view(), "bA");
+  ASSERT_EQ(r.frames.size(), 1u);
+  EXPECT_EQ(r.frames[0].name_or_view(), "a");
+  EXPECT_EQ(r.frames[0].column, 3u);
+}
+
+TEST(CompactFormTest, DecodeIntoReusesTheTable) {
+  LookupResponse lookup = CompactTestResponse();
+  lookup.strings = true;
+  Response response;
+  std::string error;
+  ASSERT_TRUE(DecodeResponseInto(Encoded({"", lookup}), &response, &error)) << error;
+  LookupResponse other;
+  LookupResult& r = other.results.emplace_back();
+  r.addr = 1;
+  r.found = true;
+  r.name = "second";
+  r.origin = "perfmap";
+  other.strings = true;
+  ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response, &error)) << error;
+  const auto& results = std::get<LookupResponse>(response.body).results;
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].name_or_view(), "second");
+  EXPECT_EQ(results[0].file_or_view(), "");
+  EXPECT_TRUE(results[0].frames.empty());
+  // Then a plain response into the same object: strings again, no stale views.
+  other.strings = false;
+  ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response, &error)) << error;
+  EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].name, "second");
+  EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].name_or_view(), "second");
+}
+
+TEST(JsonReaderTest, TryReadUintTakesOnlyPlainIntegers) {
+  for (const auto& [text, value] : std::vector<std::pair<std::string, uint64_t>>{
+           {"0", 0}, {"7", 7}, {"18446744073709551615", UINT64_MAX}, {" 42", 42}}) {
+    json::JsonReader r(text);
+    uint64_t v = 1;
+    EXPECT_TRUE(r.TryReadUint(&v) && r.AtEnd()) << text;
+    EXPECT_EQ(v, value) << text;
+  }
+  for (const char* other : {"18446744073709551616", "-1", "1.5", "1e3", "01", "\"1\"", ""}) {
+    json::JsonReader r(other);
+    uint64_t v = 1;
+    EXPECT_FALSE(r.TryReadUint(&v)) << other;
+    EXPECT_EQ(v, 1u) << other;
+    EXPECT_TRUE(r.ok()) << other;  // nothing consumed, no error: ReadNumber decides
+    EXPECT_EQ(r.position(), 0u) << other;
+  }
 }
 
 }  // namespace
