@@ -110,24 +110,15 @@ void AppendHex(uint64_t value, std::string* out) {
   out->append(p, buf + sizeof(buf) - p);
 }
 
-// Names are JIT-controlled: no control characters (a newline would break the line format).
-void AppendClean(std::string_view text, std::string* out) {
-  const size_t start = out->size();
-  out->append(text);
-  for (size_t i = start; i < out->size(); ++i) {
-    if (static_cast<unsigned char>((*out)[i]) < 0x20) (*out)[i] = ' ';
-  }
-}
-
 // NAME+0xOFF (ORIGIN:IMAGE)
 void AppendAnswer(const proto::LookupResult& r, std::string* out) {
-  AppendClean(r.name, out);
+  AppendClean(r.name_or_view(), out);
   out->push_back('+');
   AppendHex(r.offset, out);
   out->append(" (");
-  AppendClean(r.origin, out);
+  AppendClean(r.origin_or_view(), out);
   out->push_back(':');
-  AppendClean(!r.image.empty() ? r.image : r.source, out);
+  AppendClean(!r.image_or_view().empty() ? r.image_or_view() : r.source_or_view(), out);
   out->push_back(')');
 }
 
@@ -182,6 +173,7 @@ class AnnotatePipeline {
       }
       lookup.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
                       proto::kFieldSource | proto::kFieldImage;
+      lookup.strings = true;  // a profile names the same functions over and over
       if (auto* old = std::get_if<proto::LookupRequest>(&req.body)) {
         lookup.addrs = std::move(old->addrs);  // keep its capacity
         lookup.addrs.clear();
@@ -360,7 +352,7 @@ class AnnotatePipeline {
   void FoldFrame(const Batch& batch, const LineRec& rec) {
     const char* line = batch.text.data() + rec.begin;
     if (const proto::LookupResult* r = Answer(batch, rec)) {
-      stack_.push_back(FoldName(r->name));
+      stack_.push_back(FoldName(r->name_or_view()));
       return;
     }
     std::string_view sym(line + rec.sym_begin, rec.sym_len);

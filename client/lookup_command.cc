@@ -29,7 +29,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: jitsym lookup (--pid PID | --image IMAGE | --build-id HEX) [--file-offset]\n"
-    "                     [--time T] [--origin O] [--json] [ADDR...]\n"
+    "                     [--time T] [--origin O] [--inlines | --json] [ADDR...]\n"
     "\n"
     "Resolves code addresses to symbols. Without ADDR arguments, reads stdin: one\n"
     "`ADDR [TIME]` per line. Prints one line per address, in input order:\n"
@@ -46,6 +46,10 @@ constexpr char kUsage[] =
     "                  a TIME on an input line overrides it\n"
     "  --origin O      only answers from this kind of source: jitdump, perfmap, mlpd, r2rmap,\n"
     "                  elf\n"
+    "  --inlines       native answers: append the chain of inlined frames, innermost\n"
+    "                  first, the frames `llvm-symbolizer --inlines` prints, two columns\n"
+    "                  each: <TAB>NAME<TAB>FILE:LINE[:COL]; a position not known is ??:0\n"
+    "                  (and so is the position column of an answer without one)\n"
     "  --json          one JSON object per address per line (JSON Lines)\n"
     "  --batch N       addresses per request (default 8192)\n"
     "\n"
@@ -158,22 +162,21 @@ void AppendDecimal(uint64_t value, std::string* out) {
   out->append(buf, end);
 }
 
-// Symbol names are JIT-controlled; a tab or newline in one must not break the line format.
-void AppendField(std::string_view text, std::string* out) {
-  unsigned char min = 0xff;  // a branch-free scan the compiler vectorizes; names are rarely dirty
-  for (char c : text) min = std::min(min, static_cast<unsigned char>(c));
-  const size_t start = out->size();
-  out->append(text);
-  if (min >= 0x20) return;
-  for (size_t i = start; i < out->size(); ++i) {
-    if (static_cast<unsigned char>((*out)[i]) < 0x20) (*out)[i] = ' ';
+void AppendPosition(std::string_view file, uint32_t line, uint32_t column, std::string* out) {
+  AppendClean(file, out);
+  out->push_back(':');
+  AppendDecimal(line, out);
+  if (column > 0) {
+    out->push_back(':');
+    AppendDecimal(column, out);
   }
 }
 
-// `addr` is the address asked for (the daemon's echo is not trusted for the output).
-void AppendText(const proto::LookupResult& r, uint64_t addr, std::string* out) {
+// `addr` is the address asked for (the daemon's echo is not trusted for the output). With
+// `inlines`, the position column is always there and the inlined frames follow it.
+void AppendText(const proto::LookupResult& r, uint64_t addr, bool inlines, std::string* out) {
   if (!r.raw.empty() && !r.error.empty()) {
-    AppendField(r.raw, out);
+    AppendClean(r.raw, out);
   } else {
     AppendHex(addr, out);
   }
@@ -181,25 +184,33 @@ void AppendText(const proto::LookupResult& r, uint64_t addr, std::string* out) {
     out->append("\t??");
     if (!r.error.empty()) {
       out->append("\terror: ");
-      AppendField(r.error, out);
+      AppendClean(r.error, out);
     }
     out->push_back('\n');
     return;
   }
   out->push_back('\t');
-  AppendField(r.name, out);
+  AppendClean(r.name_or_view(), out);
   out->append("+");
   AppendHex(r.offset, out);
   out->push_back('\t');
-  AppendField(r.origin, out);
-  if (!r.file.empty()) {
+  AppendClean(r.origin_or_view(), out);
+  if (!r.file_or_view().empty()) {
     out->push_back('\t');
-    AppendField(r.file, out);
-    out->push_back(':');
-    AppendDecimal(r.line, out);
-    if (r.column > 0) {
-      out->push_back(':');
-      AppendDecimal(r.column, out);
+    AppendPosition(r.file_or_view(), r.line, r.column, out);
+  } else if (inlines) {
+    out->append("\t??:0");
+  }
+  if (inlines) {
+    for (const proto::Frame& frame : r.frames) {
+      out->push_back('\t');
+      AppendClean(frame.name_or_view(), out);
+      out->push_back('\t');
+      if (frame.file_or_view().empty()) {
+        out->append("??:0");
+      } else {
+        AppendPosition(frame.file_or_view(), frame.line, frame.column, out);
+      }
     }
   }
   out->push_back('\n');
@@ -208,8 +219,12 @@ void AppendText(const proto::LookupResult& r, uint64_t addr, std::string* out) {
 class LookupPipeline {
  public:
   LookupPipeline(proto::ClientConnection& connection, AddressSource& source,
-                 const proto::LookupRequest& prototype, size_t batch_size, bool json)
-      : connection_(connection), source_(source), batch_size_(batch_size), json_(json) {
+                 const proto::LookupRequest& prototype, size_t batch_size, bool json, bool inlines)
+      : connection_(connection),
+        source_(source),
+        batch_size_(batch_size),
+        json_(json),
+        inlines_(inlines) {
     for (auto& batch : batches_) {
       batch.request.body = prototype;
       batch.lookup().addrs.reserve(batch_size);
@@ -304,12 +319,14 @@ class LookupPipeline {
           proto::EncodeLookupResult(r, &out);
           out.push_back('\n');
         } else {
-          AppendText(r, slot >= 0 ? addrs[static_cast<size_t>(slot)].addr : 0, &out);
+          AppendText(r, slot >= 0 ? addrs[static_cast<size_t>(slot)].addr : 0, inlines_, &out);
         }
+        // Per answer, not per batch: the buffer then stays at its reserved size (a batch of
+        // answers with inlined frames is megabytes) and in cache.
+        output.MaybeFlush();
       }
       batch->Clear();
       free_.Push(batch);
-      output.MaybeFlush();
     }
     if (!output.Flush()) {
       *error = "cannot write output";
@@ -322,6 +339,7 @@ class LookupPipeline {
   AddressSource& source_;
   const size_t batch_size_;
   const bool json_;
+  const bool inlines_;
   Batch batches_[kBatchesInFlight];
   BlockingQueue<Batch*> free_;
   BlockingQueue<Batch*> in_flight_;
@@ -333,6 +351,7 @@ class LookupPipeline {
 int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args) {
   std::optional<std::string> pid_text, image, build_id, time_text, origin, batch_text;
   bool json = false;
+  bool inlines = false;
   bool file_offset = false;
   ArgParser parser("lookup", kUsage);
   parser.AddValue("--pid", &pid_text);
@@ -343,8 +362,12 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   parser.AddValue("--origin", &origin);
   parser.AddValue("--batch", &batch_text);
   parser.AddFlag("--json", &json);
+  parser.AddFlag("--inlines", &inlines);
   std::vector<std::string> addrs;
   if (auto status = parser.Parse(args, &addrs)) return *status;
+  if (json && inlines) {
+    return parser.UsageError("--inlines is for text output (--json always has the frames)");
+  }
 
   proto::LookupRequest prototype;
   if (pid_text) {
@@ -378,7 +401,9 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
     // Text output prints only these: ask for nothing else.
     prototype.fields =
         proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin | proto::kFieldPosition;
+    if (inlines) prototype.fields |= proto::kFieldFrames;
   }
+  prototype.strings = true;  // batches repeat names and paths: send each once
   size_t batch_size = kDefaultBatch;
   if (batch_text) {
     const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);
@@ -397,7 +422,7 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   } else {
     source = std::make_unique<ArgsSource>(addrs);
   }
-  LookupPipeline pipeline(*connection, *source, prototype, batch_size, json);
+  LookupPipeline pipeline(*connection, *source, prototype, batch_size, json, inlines);
   return pipeline.Run();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace jitsym::client {
 
@@ -28,6 +29,10 @@ class Output {
   std::FILE* file_;
   std::string buffer_;
 };
+
+// Appends text with control characters (tab, newline, ...) replaced by spaces: names and paths
+// come from JIT runtimes and files anyone may write, and must not break a line-based output.
+void AppendClean(std::string_view text, std::string* out);
 
 }  // namespace jitsym::client
 

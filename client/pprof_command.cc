@@ -84,6 +84,7 @@ class Resolver {
       proto::Request request;
       proto::LookupRequest lookup = prototype;
       lookup.fields = proto::kFieldName | proto::kFieldOrigin | proto::kFieldFrames;
+      lookup.strings = true;
       const size_t n = std::min(kBatch, addrs.size() - i);
       for (size_t k = 0; k < n; ++k) lookup.addrs.push_back({addrs[i + k], {}, {}, {}});
       request.body = std::move(lookup);
@@ -122,8 +123,10 @@ class Resolver {
 // innermost (an answer's frames are innermost first).
 std::vector<std::string> FunctionsOf(const proto::LookupResult& r) {
   std::vector<std::string> out;
-  for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) out.push_back(it->name);
-  if (out.empty()) out.push_back(r.name);
+  for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) {
+    out.emplace_back(it->name_or_view());
+  }
+  if (out.empty()) out.emplace_back(r.name_or_view());
   return out;
 }
 

@@ -32,8 +32,9 @@ def sample_addresses(path, n, seed=4):
                    (rng.choice(funcs) for _ in range(n))})
 
 
-def llvm_frames(path, addrs):
-    """[[(name, file, line), ...] innermost first] per address."""
+def llvm_frames(path, addrs, columns=False):
+    """[[(name, file, line), ...] innermost first] per address; with columns, (name,
+    "file:line:column") as llvm-symbolizer prints them ("??:0:0" when not known)."""
     text = "".join(hexaddr(a) + "\n" for a in addrs)
     out = subprocess.run(["llvm-symbolizer", "--inlines", "--obj=" + path], input=text,
                          capture_output=True, text=True, check=True).stdout
@@ -44,6 +45,9 @@ def llvm_frames(path, addrs):
             continue
         frames = []
         for name, pos in zip(lines[0::2], lines[1::2]):
+            if columns:
+                frames.append((name, pos))
+                continue
             file, line = pos.rsplit(":", 2)[0:2] if pos.count(":") >= 2 else (pos, "0")
             frames.append((name, "" if file == "??" else file, int(line)))
         result.append(frames)
@@ -63,6 +67,14 @@ def our_frames(path, addrs):
             result.append([(f["name"], f.get("file", ""), f.get("line", 0))
                            for f in a.get("frames", [])])
     return result
+
+
+def normalized_position(pos):
+    """Our FILE:LINE[:COL] (or ??:0) as llvm-symbolizer prints positions: FILE:LINE:COL."""
+    parts = pos.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        return pos
+    return pos + ":0"
 
 
 @h.setup
@@ -92,6 +104,48 @@ def agrees_with_llvm_symbolizer():
     ratio = same / len(addrs)
     print(f"{same}/{len(addrs)} addresses agree ({ratio:.2%}); {inlined} have inlined frames")
     check(inlined >= len(addrs) // 20, f"only {inlined} addresses with inlined frames: a weak test")
+    check(ratio >= REQUIRED, f"agreement {ratio:.2%} < {REQUIRED:.0%}; first mismatches:\n" +
+          "\n".join(mismatches))
+
+
+@h.case
+def inlines_text_prints_the_same_frames():
+    """`jitsym lookup --inlines` (text, one line per address) lists the frames llvm-symbolizer
+    --inlines prints, positions with columns included, and the columns of plain text output."""
+    addrs = sample_addresses(ELF, SAMPLES // 4, seed=11)
+    theirs = llvm_frames(ELF, addrs, columns=True)
+    text = "".join(hexaddr(a) + "\n" for a in addrs)
+    res = h.client("lookup", "--image", ELF, "--inlines", input=text, timeout=300)
+    check(res.returncode == 0, f"jitsym lookup --inlines failed: {res.stderr[:500]}")
+    plain = h.client("lookup", "--image", ELF, input=text, timeout=300)
+    check(plain.returncode == 0, f"jitsym lookup failed: {plain.stderr[:500]}")
+    lines, plain_lines = res.stdout.splitlines(), plain.stdout.splitlines()
+    check(len(lines) == len(addrs) == len(plain_lines),
+          f"{len(lines)} lines for {len(addrs)} addresses")
+    same = 0
+    mismatches = []
+    for addr, t, line, plain_line in zip(addrs, theirs, lines, plain_lines):
+        cols = line.split("\t")
+        check(cols[0] == hexaddr(addr), f"line for {cols[0]}, expected {hexaddr(addr)}")
+        if cols[1:] == ["??"]:  # not found, as llvm-symbolizer's ?? and ??:0:0
+            same += t == [("??", "??:0:0")]
+            continue
+        check(len(cols) >= 4 and len(cols) % 2 == 0, f"malformed --inlines line: {line!r}")
+        # The first columns are those of plain text output (which has no position column
+        # when none is known; --inlines prints ??:0 there).
+        pcols = plain_line.split("\t")
+        check(cols[:len(pcols)] == pcols and (len(pcols) == 4 or cols[3] == "??:0"),
+              f"--inlines and plain disagree:\n  {line}\n  {plain_line}")
+        frames = [(n, normalized_position(p)) for n, p in zip(cols[4::2], cols[5::2])]
+        if frames:
+            check(normalized_position(cols[3]) == frames[0][1],
+                  f"position column is not the innermost frame's: {line!r}")
+        if frames == t:
+            same += 1
+        elif len(mismatches) < 10:
+            mismatches.append(f"  {hexaddr(addr)}:\n    llvm: {t}\n    ours: {frames}")
+    ratio = same / len(addrs)
+    print(f"--inlines: {same}/{len(addrs)} addresses list the same frames ({ratio:.2%})")
     check(ratio >= REQUIRED, f"agreement {ratio:.2%} < {REQUIRED:.0%}; first mismatches:\n" +
           "\n".join(mismatches))
 
