@@ -77,31 +77,34 @@ def process_cpu(pid):
     return total / 1e9
 
 
-def jitsym_batch(jitsym, daemon, elf, text, repeat=1, json=False):
+def run_tool(argv, inputs, repeat, extra_cpu=lambda: 0.0):
+    """(wall, CPU) seconds of one run of argv reading inputs[repeat] (a file of the batch
+    `repeat` times) on stdin and writing stdout to a file: both tools are timed writing to a
+    file, not to this script (reading 20 MB through a pipe costs Python more than the tools)."""
+    with open(inputs[repeat], "rb") as stdin, open(inputs["out"], "wb") as stdout:
+        c0, x0, t0 = children_cpu(), extra_cpu(), time.perf_counter()
+        res = subprocess.run(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t0
+        cpu = children_cpu() - c0 + extra_cpu() - x0
+    if res.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed: {res.stderr.decode(errors='replace')}")
+    return wall, cpu
+
+
+def jitsym_batch(jitsym, daemon, elf, inputs, repeat=1, mode="text"):
     """(wall seconds, CPU seconds of client + daemon) for one `jitsym lookup` of the batch
-    `repeat` times. The daemon resolves the whole inlined chain of every address either way;
-    text output prints one line per address (outermost name, innermost position), --json
-    carries every frame (`frames`), as llvm-symbolizer --inlines prints them."""
-    c0, d0, t0 = children_cpu(), process_cpu(daemon.proc.pid), time.perf_counter()
-    res = subprocess.run([jitsym, "--socket", daemon.socket, "lookup", "--image", elf] +
-                         (["--json"] if json else []),
-                         input=text * repeat, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    cpu = children_cpu() - c0 + process_cpu(daemon.proc.pid) - d0
-    if res.returncode != 0:
-        raise SystemExit(f"jitsym lookup failed: {res.stderr}")
-    return wall, cpu
+    `repeat` times. The daemon resolves the whole inlined chain of every address in every mode;
+    text output prints one line per address (outermost name, innermost position); --inlines
+    adds every frame of the chain to that line and --json carries them all (`frames`), the
+    frames llvm-symbolizer --inlines prints."""
+    flags = {"text": [], "inlines": ["--inlines"], "json": ["--json"]}[mode]
+    return run_tool([jitsym, "--socket", daemon.socket, "lookup", "--image", elf] + flags,
+                    inputs, repeat, lambda: process_cpu(daemon.proc.pid))
 
 
-def llvm_run(elf, text, repeat):
+def llvm_run(elf, inputs, repeat):
     """(wall, CPU) seconds of a fresh llvm-symbolizer symbolizing the batch `repeat` times."""
-    c0, t0 = children_cpu(), time.perf_counter()
-    res = subprocess.run(["llvm-symbolizer", "--inlines", "--obj=" + elf], input=text * repeat,
-                         capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
-    if res.returncode != 0:
-        raise SystemExit(f"llvm-symbolizer failed: {res.stderr}")
-    return wall, cpu
+    return run_tool(["llvm-symbolizer", "--inlines", "--obj=" + elf], inputs, repeat)
 
 
 def main():
@@ -118,25 +121,31 @@ def main():
     text = "".join(f"0x{x:x}\n" for x in addrs)
     n = len(addrs)
     root = tempfile.mkdtemp(prefix="jitsym-native-bench-")
-    cold_j, cold_l, warm_j, warm_jj, warm_l = [], [], [], [], []  # (wall, cpu) pairs
+    inputs = {"out": os.path.join(root, "out")}
+    for repeat in (1, 1 + WARM):
+        inputs[repeat] = os.path.join(root, f"in{repeat}")
+        with open(inputs[repeat], "w") as f:
+            f.write(text * repeat)
+    cold_j, cold_l, warm_l = [], [], []  # (wall, cpu) pairs
+    warm_j = {"text": [], "inlines": [], "json": []}
     elf = os.path.abspath(a.elf)
     try:
         for _ in range(a.rounds):
             d = Daemon(a.jitsymd, root)
             try:
-                cold_j.append(jitsym_batch(a.jitsym, d, elf, text))
+                cold_j.append(jitsym_batch(a.jitsym, d, elf, inputs))
                 # Warm as for llvm-symbolizer below: the cost of each further batch in one
                 # client process, (time of 1 + WARM batches - time of 1) / WARM.
-                for json, out in ((False, warm_j), (True, warm_jj)):
-                    one = jitsym_batch(a.jitsym, d, elf, text, json=json)
-                    more = jitsym_batch(a.jitsym, d, elf, text, 1 + WARM, json=json)
+                for mode, out in warm_j.items():
+                    one = jitsym_batch(a.jitsym, d, elf, inputs, mode=mode)
+                    more = jitsym_batch(a.jitsym, d, elf, inputs, 1 + WARM, mode=mode)
                     out.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
             finally:
                 d.stop()
             # llvm-symbolizer: one batch in a fresh process (cold); the cost of each further
             # batch in one process (warm) = (time of 1 + WARM batches - time of 1) / WARM.
-            one = llvm_run(elf, text, 1)
-            more = llvm_run(elf, text, 1 + WARM)
+            one = llvm_run(elf, inputs, 1)
+            more = llvm_run(elf, inputs, 1 + WARM)
             cold_l.append(one)
             warm_l.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
     finally:
@@ -144,13 +153,14 @@ def main():
     size = os.path.getsize(elf) / 1e6
     print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds, medians; "
           "CPU = client + daemon for jitsym")
-    print(f"{'':11} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
+    print(f"{'':14} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
           f"{'llvm CPU':>9} {'jitsym CPU':>11} {'ratio':>7}")
-    for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j),
-                       ("warm --json", warm_l, warm_jj)):
+    for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j["text"]),
+                       ("warm --inlines", warm_l, warm_j["inlines"]),
+                       ("warm --json", warm_l, warm_j["json"])):
         lw, lc = (statistics.median(x) for x in zip(*l))
         jw, jc = (statistics.median(x) for x in zip(*j))
-        print(f"{name:11} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
+        print(f"{name:14} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
               f"{lc * 1000:6.1f} ms {jc * 1000:8.1f} ms {lc / jc:6.1f}x   "
               f"({n / lw / 1000:.0f}k vs {n / jw / 1000:.0f}k addresses/s)")
 
