@@ -17,7 +17,7 @@ namespace {
 constexpr size_t kReadChunk = 64 * 1024;
 // Buffers are returned to this size once idle, so a single big batch does not pin memory.
 constexpr size_t kIdleInputBytes = kReadChunk;
-constexpr size_t kIdleOutputBytes = 4 << 20;  // one 8192-address answer is ~2 MiB
+constexpr size_t kIdleOutputBytes = 4 << 20;  // a compact 8192-address native answer: ~4 MiB
 
 bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;
@@ -171,6 +171,10 @@ void Session::Continue() {
   } else if (close_after_write_) {
     CloseNow();
   } else {
+    // Idle until the client sends more: give back a large answer's buffer. Not after each
+    // write: a client with batches in flight has the next request waiting, and its answer
+    // would grow the buffer again page by page.
+    if (out_.capacity() > kIdleOutputBytes) std::string().swap(out_);
     ReadMore();
   }
 }
@@ -182,7 +186,6 @@ void Session::OnWritten(const boost::system::error_code& ec, size_t n) {
     return;
   }
   out_.clear();
-  if (out_.capacity() > kIdleOutputBytes) std::string().swap(out_);
   if (close_after_write_) {
     CloseNow();
     return;

@@ -8,8 +8,10 @@ with DWARF, inlined frames included):
   warm  the same batch again, once both have the module cached: the cost of one more batch
         in the same client process against the running daemon, vs one more batch in the same
         llvm-symbolizer process, each measured as (time for 1+3 batches - time for 1 batch) / 3.
-jitsym is measured in text mode (one line per address; the daemon resolves the inlined chain
-all the same) and, for warm, with --json too (every frame of the chain travels and is printed).
+jitsym is measured in text mode (one line per address: the outermost function and the innermost
+position; the daemon resolves the inlined chain all the same) and, for warm, with --inlines (every
+frame of the chain printed on that line, what llvm-symbolizer --inlines prints) and --json (every
+member of every answer). Both tools read the batch from a file and write to a file.
 CPU time (client + daemon for jitsym) is shown beside wall time: the machine may be shared.
 Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / jitsym time.
 
