@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "daemon/util/log.h"
@@ -691,6 +693,8 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   }
   if (source == nullptr) return false;
   dwarf_ = dwarf_begin_elf(source, DWARF_C_READ, nullptr);
+  main_handle_.dwarf = dwarf_;
+  dwarf_fd_ = source == debug_elf_ ? debug_fd_ : fd_;
   if (dwarf_ == nullptr) {
     JITSYM_LOG(kWarning, debug_file_, ": cannot read DWARF: ", dwarf_errmsg(-1),
                "; symbol tables only");
@@ -747,24 +751,128 @@ std::optional<uint64_t> NativeModule::FileOffsetToAddress(uint64_t offset) const
 
 const CuTables* NativeModule::Tables(uint32_t cu) {
   Cu& c = cus_[cu];
-  if (const CuTables* t = c.tables.load(std::memory_order_acquire)) return t;
-  std::lock_guard lock(dwarf_mu_);
-  if (const CuTables* t = c.tables.load(std::memory_order_acquire)) return t;
-  if (c.failed) return nullptr;
-  std::unique_ptr<CuTables> built = BuildTables(cu);
-  if (!built) {
-    c.failed = true;
-    return nullptr;
+  if (c.state.load(std::memory_order_acquire) == kBuilt) {
+    return c.tables.load(std::memory_order_acquire);
   }
-  bytes_.fetch_add(built->Bytes(), std::memory_order_relaxed);
-  const CuTables* t = built.release();
-  c.tables.store(t, std::memory_order_release);
+  uint8_t expected = kUnread;
+  if (c.state.compare_exchange_strong(expected, kBuilding, std::memory_order_acq_rel)) {
+    return Build(cu, main_handle_);
+  }
+  // Built meanwhile, or being built by another thread: wait for it.
+  std::unique_lock lock(built_mu_);
+  built_cv_.wait(lock, [&] { return c.state.load(std::memory_order_acquire) == kBuilt; });
+  return c.tables.load(std::memory_order_acquire);
+}
+
+const CuTables* NativeModule::Build(uint32_t cu, DwarfHandle& handle) {
+  Cu& c = cus_[cu];
+  const CuTables* t = nullptr;
+  auto publish = [&] {
+    c.tables.store(t, std::memory_order_release);
+    {
+      std::lock_guard lock(built_mu_);
+      c.state.store(kBuilt, std::memory_order_release);
+    }
+    built_cv_.notify_all();
+  };
+  try {
+    std::unique_ptr<CuTables> built;
+    {
+      std::lock_guard lock(handle.mu);
+      built = BuildTables(cu, handle);
+    }
+    if (built) {
+      bytes_.fetch_add(built->Bytes(), std::memory_order_relaxed);
+      t = built.release();
+    }
+  } catch (...) {
+    publish();  // as unreadable: nobody may wait for it forever
+    throw;
+  }
+  publish();
   return t;
 }
 
-std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu) {
+int64_t NativeModule::CuOf(uint64_t addr) const {
+  if (dwarf_ == nullptr || cu_ranges_.empty()) return -1;
+  auto it = std::upper_bound(cu_ranges_.begin(), cu_ranges_.end(), addr,
+                             [](uint64_t a, const CuRange& r) { return a < r.lo; });
+  // CU ranges may nest or overlap (rarely): look back a little for one that covers addr.
+  for (int k = 0; k < 8 && it != cu_ranges_.begin(); ++k) {
+    --it;
+    if (addr < it->hi) return it->cu;
+  }
+  return -1;
+}
+
+void NativeModule::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads) {
+  if (dwarf_ == nullptr || extra_threads == 0 || dwarf_fd_ < 0) return;
+  std::vector<uint32_t> todo;
+  std::vector<bool> seen(cu_count_);
+  for (uint64_t addr : addrs) {
+    const int64_t cu = CuOf(addr);
+    if (cu < 0 || seen[cu]) continue;
+    seen[cu] = true;
+    if (cus_[cu].state.load(std::memory_order_acquire) == kUnread) {
+      todo.push_back(static_cast<uint32_t>(cu));
+    }
+  }
+  if (todo.size() < 2) return;
+  // One handle per extra thread, over the same file (the pages are shared), gone afterwards.
+  struct ExtraHandle {
+    Elf* elf = nullptr;
+    DwarfHandle handle;
+    ~ExtraHandle() {
+      if (handle.dwarf != nullptr) dwarf_end(handle.dwarf);
+      if (elf != nullptr) elf_end(elf);
+    }
+  };
+  const size_t n = std::min<size_t>(extra_threads, todo.size() - 1);
+  std::vector<std::unique_ptr<ExtraHandle>> extra;
+  for (size_t i = 0; i < n; ++i) {
+    auto h = std::make_unique<ExtraHandle>();
+    h->elf = elf_begin(dwarf_fd_, ELF_C_READ_MMAP, nullptr);
+    if (h->elf != nullptr) h->handle.dwarf = dwarf_begin_elf(h->elf, DWARF_C_READ, nullptr);
+    if (h->handle.dwarf == nullptr) break;
+    extra.push_back(std::move(h));
+  }
+  if (extra.empty()) return;
+  std::atomic<size_t> next{0};
+  auto work = [&](DwarfHandle& handle) {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < todo.size();) {
+      uint8_t expected = kUnread;
+      if (cus_[todo[i]].state.compare_exchange_strong(expected, kBuilding,
+                                                      std::memory_order_acq_rel)) {
+        Build(todo[i], handle);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (auto& h : extra) {
+    try {
+      threads.emplace_back([&work, &h] {
+        try {
+          work(h->handle);
+        } catch (...) {
+          // Out of memory: this thread stops; what it did not claim is read lazily.
+        }
+      });
+    } catch (const std::system_error&) {
+      break;  // no thread: this one does it all
+    }
+  }
+  try {
+    work(main_handle_);
+  } catch (...) {
+    for (std::thread& t : threads) t.join();
+    throw;
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu, DwarfHandle& handle) {
   Dwarf_Die cudie;
-  if (dwarf_offdie(dwarf_, cus_[cu].die_offset, &cudie) == nullptr) {
+  if (dwarf_offdie(handle.dwarf, cus_[cu].die_offset, &cudie) == nullptr) {
     JITSYM_LOG(kWarning, debug_file_, ": CU at offset ", cus_[cu].die_offset, ": ",
                dwarf_errmsg(-1));
     return nullptr;
@@ -891,7 +999,7 @@ std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu) {
   // Names: the linkage name (through abstract origins and specifications) demangled, else the
   // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach.
   // .debug_str is shared by all CUs, so the same name is the same pointer: demangled once per
-  // module (dwarf_mu_ is held), interned once per CU.
+  // module per handle (the handle's mutex is held), interned once per CU.
   std::unordered_map<const char*, uint32_t> name_ids;
   for (size_t i = 0; i < t->nodes.size(); ++i) {
     if (!used[i]) continue;
@@ -906,7 +1014,7 @@ std::unique_ptr<CuTables> NativeModule::BuildTables(uint32_t cu) {
       if (!linkage) {
         t->strings.emplace_back(raw);
       } else {
-        auto [d, fresh] = demangled_.try_emplace(raw);
+        auto [d, fresh] = handle.demangled.try_emplace(raw);
         if (fresh) d->second = Demangle(raw);
         t->strings.push_back(d->second);
       }
@@ -933,18 +1041,7 @@ void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
   out->start = out->size = 0;
   out->frames.clear();
   const CuTables* t = nullptr;
-  if (dwarf_ != nullptr && !cu_ranges_.empty()) {
-    auto it = std::upper_bound(cu_ranges_.begin(), cu_ranges_.end(), addr,
-                               [](uint64_t a, const CuRange& r) { return a < r.lo; });
-    // CU ranges may nest or overlap (rarely): look back a little for one that covers addr.
-    for (int k = 0; k < 8 && it != cu_ranges_.begin(); ++k) {
-      --it;
-      if (addr < it->hi) {
-        t = Tables(it->cu);
-        break;
-      }
-    }
-  }
+  if (const int64_t cu = CuOf(addr); cu >= 0) t = Tables(static_cast<uint32_t>(cu));
   uint64_t function_start = 0;
   if (t != nullptr) {
     auto sv = [t](uint32_t id) -> std::string_view {

@@ -3,12 +3,15 @@
 // a separate debug file), read lazily one compilation unit at a time into compact sorted tables.
 //
 // Thread safety: a NativeModule is shared by query threads. Everything built at Open() is
-// immutable; a CU's tables are built once, under the module's mutex (libdw is not thread-safe),
-// and published through an atomic pointer, so lookups in CUs already read never wait.
+// immutable; a CU's tables are built once (claimed through an atomic state, built under the
+// mutex of the libdw handle used: a Dwarf is not thread-safe) and published through an atomic
+// pointer, so lookups in CUs already read never wait. Prefetch() builds several CUs at once,
+// each extra thread with a libdw handle of its own.
 #ifndef JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 #define JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -116,6 +119,13 @@ class NativeModule {
   // Symbolizes a virtual address. Thread-safe.
   void Symbolize(uint64_t addr, NativeAnswer* out);
 
+  // Reads ahead the tables of the CUs that `addrs` (virtual addresses, in any order) fall in and
+  // that are not read yet, on this thread and up to `extra_threads` more, each with a libdw
+  // handle of its own, opened for the occasion and closed after (the tables own their strings).
+  // A first batch over a large binary touches most of its CUs, which Symbolize would read one
+  // after the other. Thread-safe; returns when they are built.
+  void Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads);
+
   // Bytes held (tables read so far, symbol tables, section data read by libelf/libdw).
   size_t Bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
@@ -134,10 +144,17 @@ class NativeModule {
     uint64_t lo, hi;
     uint32_t cu;
   };
+  enum CuState : uint8_t { kUnread, kBuilding, kBuilt };
   struct Cu {
     uint64_t die_offset;  // of the CU DIE
-    std::atomic<const CuTables*> tables{nullptr};
-    bool failed = false;
+    std::atomic<uint8_t> state{kUnread};
+    std::atomic<const CuTables*> tables{nullptr};  // null when built and unreadable
+  };
+  // A libdw handle and what building tables with it caches. Only one thread uses it at a time.
+  struct DwarfHandle {
+    Dwarf* dwarf = nullptr;
+    std::mutex mu;
+    std::unordered_map<const char*, std::string> demangled;  // by .debug_str pointer
   };
 
   NativeModule() = default;
@@ -148,8 +165,12 @@ class NativeModule {
   void FinishSymbols();
   bool OpenDwarf(Elf* main, const DebugSearch& search);
   void IndexCus();
+  // The CU whose ranges cover addr, or -1.
+  int64_t CuOf(uint64_t addr) const;
   const CuTables* Tables(uint32_t cu);
-  std::unique_ptr<CuTables> BuildTables(uint32_t cu);
+  // Builds a CU this thread has claimed (kUnread -> kBuilding) and publishes it.
+  const CuTables* Build(uint32_t cu, DwarfHandle& handle);
+  std::unique_ptr<CuTables> BuildTables(uint32_t cu, DwarfHandle& handle);
   const Symbol* FindSymbol(uint64_t addr) const;
   bool InSegment(uint64_t addr) const;
 
@@ -167,6 +188,7 @@ class NativeModule {
   int debug_fd_ = -1;
   Elf* debug_elf_ = nullptr;
   Dwarf* dwarf_ = nullptr;
+  int dwarf_fd_ = -1;      // the file dwarf_ reads (fd_ or debug_fd_), for Prefetch's handles
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
 
@@ -174,8 +196,9 @@ class NativeModule {
   size_t cu_count_ = 0;
   std::vector<CuRange> cu_ranges_;  // sorted by lo
 
-  std::mutex dwarf_mu_;                                     // libdw access (building a CU's tables)
-  std::unordered_map<const char*, std::string> demangled_;  // linkage names (under dwarf_mu_)
+  DwarfHandle main_handle_;  // over dwarf_
+  std::mutex built_mu_;      // with built_cv_: waiting for a CU another thread builds
+  std::condition_variable built_cv_;
   std::atomic<size_t> bytes_{0};
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "daemon/ingest/proc.h"
 #include "daemon/util/clock.h"
@@ -61,6 +62,19 @@ void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const st
     r->line = a.frames.front().line;
     r->column = a.frames.front().column;
   }
+}
+
+// A first batch over a large binary reads most of its CUs: on several threads, when there are
+// cores for them (each extra thread costs a libdw handle while it runs).
+void PrefetchFor(native::NativeModule& m, const std::vector<std::pair<uint64_t, size_t>>& order) {
+  static const unsigned extra = std::min(std::max(std::thread::hardware_concurrency(), 1u), 4u) - 1;
+  if (extra == 0 || order.size() < 2) return;
+  std::vector<uint64_t> addrs;
+  addrs.reserve(order.size());
+  for (const auto& [vaddr, i] : order) {
+    if (addrs.empty() || addrs.back() != vaddr) addrs.push_back(vaddr);
+  }
+  m.Prefetch(addrs, extra);
 }
 
 // Whether the permission bits of a file let (uid, gid) read it; root and the daemon's own user
@@ -149,6 +163,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
     if (vaddr) order.emplace_back(*vaddr, i);
   }
   std::sort(order.begin(), order.end());
+  PrefetchFor(*m, order);
   native::NativeAnswer answer;
   for (size_t k = 0; k < order.size(); ++k) {
     const auto [vaddr, i] = order[k];

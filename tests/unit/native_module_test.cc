@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/native/module_cache.h"
@@ -23,13 +26,13 @@ namespace {
 inline __attribute__((always_inline)) int NativeInner(int x) {
   return x * g_native_sink + 7;  // kInnerLine
 }
-constexpr uint32_t kInnerLine = 24;
+constexpr uint32_t kInnerLine = __LINE__ - 2;
 
 __attribute__((noinline)) int NativeOuter(int x) {
   int y = NativeInner(x);  // kCallLine
   return y * g_native_sink + NativeInner(y + 1);
 }
-constexpr uint32_t kCallLine = 29;
+constexpr uint32_t kCallLine = __LINE__ - 3;
 
 std::string SelfPath() {
   char buf[4096];
@@ -115,6 +118,60 @@ TEST(NativeModule, SymbolizesItselfWithInlinedFrames) {
   m->Symbolize(0xffffffffffff0000ull, &a);
   EXPECT_FALSE(a.found);
   EXPECT_GT(m->Bytes(), 0u);
+}
+
+// Every answer as text, for comparing two ways of reading the same module.
+std::string Answers(NativeModule& m, const std::vector<uint64_t>& addrs) {
+  std::string out;
+  NativeAnswer a;
+  for (uint64_t addr : addrs) {
+    m.Symbolize(addr, &a);
+    out += std::to_string(addr) + (a.found ? " " : " - ") + std::string(a.name) + "+" +
+           std::to_string(addr - a.start);
+    for (const NativeFrame& f : a.frames) {
+      out += " [" + std::string(f.name) + " " + std::string(f.file) + ":" +
+             std::to_string(f.line) + ":" + std::to_string(f.column) + "]";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+TEST(NativeModule, PrefetchOnSeveralThreadsReadsWhatLazyReadingReads) {
+  std::string error;
+  auto lazy = NativeModule::Open(SelfPath(), DebugSearch{}, &error);
+  ASSERT_TRUE(lazy) << error;
+  // Addresses all over the binary: most of its CUs.
+  std::vector<uint64_t> addrs;
+  const uint64_t outer = VirtualAddressOf(*lazy, reinterpret_cast<const void*>(&NativeOuter));
+  const uint64_t other = VirtualAddressOf(*lazy, reinterpret_cast<const void*>(&ReadAll));
+  const uint64_t lo = std::min(outer, other) / 2, hi = std::max(outer, other) * 2;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 3000; ++i) addrs.push_back(lo + rng() % (hi - lo));
+  const std::string expected = Answers(*lazy, addrs);
+  ASSERT_NE(expected.find('['), std::string::npos);
+
+  auto prefetched = NativeModule::Open(SelfPath(), DebugSearch{}, &error);
+  ASSERT_TRUE(prefetched) << error;
+  prefetched->Prefetch(addrs, 3);
+  const size_t bytes = prefetched->Bytes();
+  EXPECT_EQ(Answers(*prefetched, addrs), expected);
+  EXPECT_EQ(prefetched->Bytes(), bytes) << "Prefetch left CUs for Symbolize to read";
+
+  // Prefetches and lookups racing on one module: each CU is read once, answers the same.
+  auto shared = NativeModule::Open(SelfPath(), DebugSearch{}, &error);
+  ASSERT_TRUE(shared) << error;
+  std::vector<std::string> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t) {
+    threads.emplace_back([&, t] {
+      if (t % 2 == 0) shared->Prefetch(addrs, 2);
+      results[t] = Answers(*shared, addrs);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const std::string& r : results) EXPECT_EQ(r, expected);
+  EXPECT_EQ(shared->Bytes(), bytes);
 }
 
 TEST(NativeModule, RejectsWhatIsNotElf) {
