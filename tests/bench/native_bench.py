@@ -68,15 +68,26 @@ def children_cpu():
 
 
 def process_cpu(pid):
-    """CPU seconds of all threads of a process (schedstat: nanoseconds on a CPU)."""
-    total = 0
+    """CPU seconds of a process: its live threads to the nanosecond (schedstat), plus what
+    threads that have exited used (the process's utime + stime in clock ticks minus its live
+    threads': jitsymd reads a cold batch's CUs on short-lived threads)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def ticks(path):
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime
+
+    live_ns = live_ticks = 0
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
+                live_ns += int(f.read().split()[0])
+            live_ticks += ticks(f"/proc/{pid}/task/{tid}/stat")
         except (FileNotFoundError, ProcessLookupError):
             pass
-    return total / 1e9
+    exited_ticks = max(ticks(f"/proc/{pid}/stat") - live_ticks, 0)
+    return live_ns / 1e9 + exited_ticks / tick
 
 
 def run_tool(argv, inputs, repeat, extra_cpu=lambda: 0.0):

@@ -62,6 +62,7 @@ def usage_errors_exit_2():
     for args in (("lookup", "0x1000"),                        # no --pid
                  ("lookup", "--pid", "abc", "0x1000"),
                  ("lookup", "--pid", FIX["pid"], "--time", "yesterday", "0x1000"),
+                 ("lookup", "--pid", FIX["pid"], "--json", "--inlines", "0x1000"),
                  ("frobnicate",),
                  ()):
         res = h.client(*args)
@@ -88,6 +89,12 @@ def text_output_format():
         fields = line.split("\t")
         check(int(fields[0], 16) == int(arg, 16), f"line {line!r} does not start with {arg}")
         check(fields[1:] == w, f"line {line!r}: want fields {w}")
+    # --inlines: JIT answers have no inlined frames; the position column is always there.
+    res = h.client("lookup", "--pid", FIX["pid"], "--inlines", *args)
+    check(res.returncode == 0, f"lookup --inlines exited {res.returncode}: {res.stderr}")
+    want[3] = want[3] + ["??:0"]
+    for line, w in zip(res.stdout.splitlines(), want):
+        check(line.split("\t")[1:] == w, f"--inlines line {line!r}: want fields {w}")
 
 
 @h.case
