@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 
 #include "daemon/ingest/proc.h"
 #include "daemon/util/clock.h"
@@ -65,16 +66,12 @@ void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const st
 }
 
 // A first batch over a large binary reads most of its CUs: on several threads, when there are
-// cores for them (each extra thread costs a libdw handle while it runs).
-void PrefetchFor(native::NativeModule& m, const std::vector<std::pair<uint64_t, size_t>>& order) {
+// cores for them (each extra thread costs a libdw handle while it runs). Any order, repeats
+// allowed.
+void PrefetchFor(native::NativeModule& m, const std::vector<uint64_t>& vaddrs) {
   static const unsigned extra = std::min(std::max(std::thread::hardware_concurrency(), 1u), 4u) - 1;
-  if (extra == 0 || order.size() < 2) return;
-  std::vector<uint64_t> addrs;
-  addrs.reserve(order.size());
-  for (const auto& [vaddr, i] : order) {
-    if (addrs.empty() || addrs.back() != vaddr) addrs.push_back(vaddr);
-  }
-  m.Prefetch(addrs, extra);
+  if (extra == 0 || vaddrs.size() < 2) return;
+  m.Prefetch(vaddrs, extra);
 }
 
 // Whether the permission bits of a file let (uid, gid) read it; root and the daemon's own user
@@ -163,7 +160,11 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
     if (vaddr) order.emplace_back(*vaddr, i);
   }
   std::sort(order.begin(), order.end());
-  PrefetchFor(*m, order);
+  {
+    std::vector<uint64_t> vaddrs(order.size());
+    for (size_t k = 0; k < order.size(); ++k) vaddrs[k] = order[k].first;
+    PrefetchFor(*m, vaddrs);
+  }
   native::NativeAnswer answer;
   for (size_t k = 0; k < order.size(); ++k) {
     const auto [vaddr, i] = order[k];
@@ -250,6 +251,16 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
     // In address order, as for images: the tables are walked forward.
     std::sort(todo.begin(), todo.end(),
               [&](size_t a, size_t b) { return request.addrs[a].addr < request.addrs[b].addr; });
+    // Each address to its module and virtual address first, so that each module's CUs not read
+    // yet can be read together (PrefetchFor), then symbolized.
+    struct Resolved {
+      size_t i;
+      native::NativeModule* module;
+      const ExecMapping* map;
+      uint64_t vaddr;
+    };
+    std::vector<Resolved> resolved;
+    std::unordered_map<native::NativeModule*, std::vector<uint64_t>> vaddrs;
     for (size_t i : todo) {
       const uint64_t addr = request.addrs[i].addr;
       auto next = std::upper_bound(table->maps.begin(), table->maps.end(), addr,
@@ -269,9 +280,15 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
       const std::optional<uint64_t> vaddr =
           it->second->FileOffsetToAddress(addr - map.start + map.offset);
       if (!vaddr) continue;
-      it->second->Symbolize(*vaddr, &answer);
+      resolved.push_back({i, it->second.get(), &map, *vaddr});
+      vaddrs[it->second.get()].push_back(*vaddr);
+    }
+    for (const auto& [module, list] : vaddrs) PrefetchFor(*module, list);
+    for (const Resolved& r : resolved) {
+      r.module->Symbolize(r.vaddr, &answer);
       if (answer.found) {
-        Fill(*it->second, answer, map.path, addr, *vaddr, request.fields, &out->results[i]);
+        Fill(*r.module, answer, r.map->path, request.addrs[r.i].addr, r.vaddr, request.fields,
+             &out->results[r.i]);
       }
     }
     // Outside every executable mapping known: the process may have mapped more since.
