@@ -30,7 +30,7 @@ size_t Bytes(const V& v) {
 
 // ---- Run: construction ---------------------------------------------------------------------
 
-std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t first) {
+std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t first) {
   auto run = std::make_shared<Run>();
   const auto n = static_cast<uint32_t>(ranges.size());
   run->first_ = first;
@@ -54,7 +54,9 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
       return start != o.start ? start < o.start : index < o.index;
     }
   };
-  std::vector<Key> keys, late;
+  // The large temporaries here and in Merge come from the index's allocator, which reuses
+  // freed blocks instead of faulting in fresh zeroed pages each time.
+  LargeVector<Key> keys, late;
   keys.reserve(n);
   uint64_t high = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -66,13 +68,13 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
       late.push_back({s, i});
     }
   }
-  std::vector<uint32_t> order(n);
+  LargeVector<uint32_t> order(n);
   if (late.empty()) {
     for (uint32_t i = 0; i < n; ++i) order[i] = i;
     run->ranges_.assign(ranges.begin(), ranges.end());
   } else {
     std::sort(late.begin(), late.end());
-    std::vector<Key> merged(n);
+    LargeVector<Key> merged(n);
     std::merge(keys.begin(), keys.end(), late.begin(), late.end(), merged.begin());
     run->ranges_.reserve(n);
     for (uint32_t p = 0; p < n; ++p) {
@@ -94,7 +96,7 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   };
   const auto& sorted = run->ranges_;  // read in order: no cache miss per range
   std::vector<Active> heap;
-  std::vector<Interval> pieces;
+  LargeVector<Interval> pieces;
   pieces.reserve(n);
   uint32_t p = 0;
   uint64_t x = 0;
@@ -151,7 +153,7 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   // Merge the two start-sorted arrays (older first on equal starts: it was appended first).
   const size_t na = older.ranges_.size(), nb = newer.ranges_.size();
   run->ranges_.reserve(na + nb);
-  std::vector<uint32_t> new_pos_a(na), new_pos_b(nb);
+  LargeVector<uint32_t> new_pos_a(na), new_pos_b(nb);
   size_t a = 0, b = 0;
   for (size_t k = 0; k < na + nb; ++k) {
     const bool take_a = b == nb || (a < na && older.ranges_[a].start <= newer.ranges_[b].start);
@@ -165,11 +167,11 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   }
 
   // Overlay newer's pieces on older's.
-  std::vector<Interval> old_pieces = older.Pieces();
-  std::vector<Interval> new_pieces = newer.Pieces();
+  LargeVector<Interval> old_pieces = older.Pieces();
+  LargeVector<Interval> new_pieces = newer.Pieces();
   for (Interval& iv : old_pieces) iv.pos = new_pos_a[iv.pos];
   for (Interval& iv : new_pieces) iv.pos = new_pos_b[iv.pos];
-  std::vector<Interval> out;
+  LargeVector<Interval> out;
   out.reserve(old_pieces.size() + new_pieces.size());
   size_t j = 0;
   for (const Interval& n : new_pieces) {
@@ -187,8 +189,8 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   return run;
 }
 
-std::vector<Run::Interval> Run::Pieces() const {
-  std::vector<Interval> out;
+LargeVector<Run::Interval> Run::Pieces() const {
+  LargeVector<Interval> out;
   out.reserve(keys_.size());
   for (size_t i = 0; i < keys_.size(); ++i) {
     if (keys_[i].pos == kGap) continue;
@@ -202,7 +204,7 @@ std::vector<Run::Interval> Run::Pieces() const {
   return out;
 }
 
-void Run::SetPieces(const std::vector<Interval>& intervals) {
+void Run::SetPieces(const LargeVector<Interval>& intervals) {
   // A piece ends where its range ends or where the next piece starts; anything else needs an
   // explicit gap marker. Counted first so that keys_ is allocated once, at its exact size.
   auto needs_gap = [&](size_t j) {
