@@ -44,9 +44,10 @@ std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t
   }
 
   // Sort by (start, append order). Perf maps mostly ascend, with some lines reusing earlier
-  // addresses: split off the keys below the running maximum, sort only those, and merge them
-  // back (nothing to do when none is). Keys, not indices compared through the ranges, keep the
-  // comparisons in cache.
+  // addresses: the ranges starting below the running maximum ("late") are sorted on their own
+  // and merged back into the others, which are in order already (nothing to do when none is
+  // late). Only the late ones are copied out, as keys: comparisons stay in cache, and the merge
+  // reads the others in place, picking them out with the same running maximum.
   struct Key {
     uint64_t start;
     uint32_t index;
@@ -54,32 +55,37 @@ std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t
       return start != o.start ? start < o.start : index < o.index;
     }
   };
-  // The large temporaries here and in Merge come from the index's allocator, which reuses
-  // freed blocks instead of faulting in fresh zeroed pages each time.
-  LargeVector<Key> keys, late;
-  keys.reserve(n);
-  uint64_t high = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t s = ranges[i].start;
-    if (s >= high) {
-      keys.push_back({s, i});
-      high = s;
-    } else {
-      late.push_back({s, i});
+  {
+    // The large temporaries here and in Merge come from the index's allocator, which reuses
+    // freed blocks instead of faulting in fresh zeroed pages each time.
+    LargeVector<Key> late;
+    uint64_t high = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t s = ranges[i].start;
+      if (s >= high) {
+        high = s;
+      } else {
+        late.push_back({s, i});
+      }
     }
-  }
-  LargeVector<uint32_t> order(n);
-  if (late.empty()) {
-    for (uint32_t i = 0; i < n; ++i) order[i] = i;
-    run->ranges_.assign(ranges.begin(), ranges.end());
-  } else {
-    std::sort(late.begin(), late.end());
-    LargeVector<Key> merged(n);
-    std::merge(keys.begin(), keys.end(), late.begin(), late.end(), merged.begin());
-    run->ranges_.reserve(n);
-    for (uint32_t p = 0; p < n; ++p) {
-      order[p] = merged[p].index;
-      run->ranges_.push_back(ranges[order[p]]);
+    if (late.empty()) {
+      run->ranges_.assign(ranges.begin(), ranges.end());
+    } else {
+      std::sort(late.begin(), late.end());
+      run->ranges_.reserve(n);
+      size_t j = 0;
+      high = 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint64_t s = ranges[i].start;
+        if (s < high) continue;  // late: comes from `late`
+        high = s;
+        for (; j < late.size() && (late[j].start < s || (late[j].start == s && late[j].index < i));
+             ++j) {
+          run->ranges_.push_back(ranges[late[j].index]);
+        }
+        run->ranges_.push_back(ranges[i]);
+      }
+      for (; j < late.size(); ++j) run->ranges_.push_back(ranges[late[j].index]);
     }
   }
 
@@ -89,7 +95,7 @@ std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t
   // Pieces change owner only at a start or at the owner's end. Flat arrays, no allocation per
   // range: this runs for every publication.
   struct Active {
-    uint32_t index;  // append order
+    uint32_t index;  // append order (Range::seq)
     uint32_t pos;    // position in ranges_
     uint64_t end;
     bool operator<(const Active& o) const { return index < o.index; }
@@ -122,7 +128,7 @@ std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t
       }
     }
     while (p < n && sorted[p].start <= x) {
-      heap.push_back({order[p], p, sorted[p].end()});
+      heap.push_back({sorted[p].seq, p, sorted[p].end()});  // seq: the append order
       std::push_heap(heap.begin(), heap.end());
       ++p;
     }
@@ -139,6 +145,7 @@ std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t
     x = next;
   }
   run->SetPieces(pieces);
+  LargeVector<Interval>().swap(pieces);  // freed first: the tree can take its block
   run->BuildTree();
   return run;
 }
