@@ -1,6 +1,7 @@
 #include "daemon/index/name_table.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -46,9 +47,27 @@ uint32_t NameTable::Hash(std::string_view name) {
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
-void NameTable::Grow() {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
+void NameTable::FreeBlock::operator()(char* p) const {
+  if (size >= kHugePageThreshold) {
+    FreeLarge(p, size, /*huge=*/false);
+  } else {
+    delete[] p;
+  }
+}
+
+void NameTable::Grow() { Rehash(slots_.empty() ? 1024 : slots_.size() * 2); }
+
+void NameTable::Reserve(size_t names) {
+  // At most half full, as Intern keeps it; capped so that a wrong hint costs little.
+  constexpr size_t kMaxReserved = size_t{1} << 24;
+  const size_t want = std::bit_ceil(std::min(2 * names + 2, kMaxReserved));
+  if (want > slots_.size()) Rehash(want);
+}
+
+void NameTable::Rehash(size_t slots) {
+  HugeVector<Slot> old = std::move(slots_);
+  slots_ = HugeVector<Slot>();  // moved-from: valid but unspecified
+  slots_.assign(slots, Slot{});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.handle == kEmpty) continue;
@@ -72,7 +91,10 @@ uint32_t NameTable::Intern(std::string_view name, uint32_t hash) {
     block_size_ = std::min<size_t>(size_t{4096} << block_count_, size_t{64} << 20);
     // Not zeroed: every byte is written before a handle to it exists, and the pages of a
     // 64 MiB block are faulted in as names fill it, not all at once.
-    blocks_[block_count_++] = std::unique_ptr<char[]>(new char[block_size_]);
+    char* block = block_size_ >= kHugePageThreshold
+                      ? static_cast<char*>(AllocateLarge(block_size_, /*huge=*/false))
+                      : new char[block_size_];
+    blocks_[block_count_++] = std::unique_ptr<char[], FreeBlock>(block, FreeBlock{block_size_});
     block_used_ = 0;
     arena_bytes_ += block_size_;
   }

@@ -24,6 +24,7 @@
 #ifndef JITSYM_DAEMON_INDEX_RANGE_SET_H_
 #define JITSYM_DAEMON_INDEX_RANGE_SET_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -178,6 +179,9 @@ class RangeSet {
   // perf map line for fresh addresses that may have been valid long before it was seen.
   uint32_t AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
                         bool marked = false);
+  // A hint: about this many ranges are coming before the next Publish (the buffer collecting
+  // them is sized for it rather than grown by doubling, copying as it goes).
+  void Reserve(size_t ranges) { last_batch_ = std::max(last_batch_, ranges); }
   // Publishes what was appended since the last call.
   std::shared_ptr<const RangeSetSnapshot> Publish();
   // Merges every run into one (when the source is idle): fastest lookups.

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "daemon/index/name_table.h"
+
 namespace jitsym::index {
 namespace {
 
@@ -113,6 +115,24 @@ TEST_F(LargeCacheTest, VectorsReuseBlocksThroughTheAllocator) {
   EXPECT_EQ(w[12345], 9u);
   LargeVector<uint64_t> plain(2 * kMiB, 1);  // another kind: its own block
   EXPECT_NE(plain.data(), first);
+}
+
+TEST(NameTableTest, ReserveSizesTheIndexAndNamesStillIntern) {
+  NameTable names;
+  names.Reserve(100000);
+  const size_t reserved = names.memory_bytes();
+  std::vector<uint32_t> handles;
+  for (int i = 0; i < 100000; ++i) handles.push_back(names.Intern("fn_" + std::to_string(i)));
+  EXPECT_EQ(names.size(), 100000u);
+  EXPECT_EQ(names.Intern("fn_77"), handles[77]);
+  for (int i = 0; i < 100000; i += 997) EXPECT_EQ(names.Get(handles[i]), "fn_" + std::to_string(i));
+  // The index did not grow (only the arena did).
+  EXPECT_LE(names.memory_bytes() - reserved, names.name_bytes() + 2 * names.size() + (4 << 20));
+  // More names than the hint still fit; a smaller hint later changes nothing.
+  for (int i = 0; i < 300000; ++i) names.Intern("more_" + std::to_string(i));
+  names.Reserve(10);
+  EXPECT_EQ(names.size(), 400000u);
+  EXPECT_EQ(names.Get(handles[99999]), "fn_99999");
 }
 
 }  // namespace

@@ -172,12 +172,14 @@ TEST_P(RangeSetRandomTest, MatchesBruteForce) {
 INSTANTIATE_TEST_SUITE_P(Seeds, RangeSetRandomTest, ::testing::Range(1, 41));
 
 // Runs large enough for their arrays to come from AllocateLarge (and from its cache of freed
-// blocks, after the first publication): a perf map's shape, mostly ascending with some reuse.
+// blocks, after the first publication): a perf map's shape, mostly ascending with some reuse,
+// and a reservation hint as a perf map found complete gives.
 TEST(RangeSetTest, LargeRunsThroughTheBlockCacheMatchBruteForce) {
   ReleaseLargeCache();
   std::mt19937_64 rng(7);
   RangeSet set;
   Oracle oracle;
+  set.Reserve(200000);
   uint64_t addr = 0x100000;
   const int n = 700000;  // 28 bytes each: runs of 19 MB
   for (int i = 0; i < n; ++i) {
