@@ -35,13 +35,9 @@ std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t
   const auto n = static_cast<uint32_t>(ranges.size());
   run->first_ = first;
   run->last_ = first + n;
-  // Times are non-decreasing unless a range was backdated (RangeSet::AddBackdated).
-  run->min_time_ = run->max_time_ = ranges.front().time;
-  for (const Range& r : ranges) {
-    const uint64_t time = r.time;  // Range is packed: no reference to its members
-    run->min_time_ = std::min(run->min_time_, time);
-    run->max_time_ = std::max(run->max_time_, time);
-  }
+  // Times are non-decreasing unless a range was backdated (RangeSet::AddBackdated): their
+  // bounds are taken in the first pass below.
+  uint64_t min_time = ranges.front().time, max_time = min_time;
 
   // Sort by (start, append order). Perf maps mostly ascend, with some lines reusing earlier
   // addresses: the ranges starting below the running maximum ("late") are sorted on their own
@@ -62,12 +58,17 @@ std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t
     uint64_t high = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t s = ranges[i].start;
+      const uint64_t time = ranges[i].time;  // Range is packed: no reference to its members
+      min_time = std::min(min_time, time);
+      max_time = std::max(max_time, time);
       if (s >= high) {
         high = s;
       } else {
         late.push_back({s, i});
       }
     }
+    run->min_time_ = min_time;
+    run->max_time_ = max_time;
     if (late.empty()) {
       run->ranges_.assign(ranges.begin(), ranges.end());
     } else {
