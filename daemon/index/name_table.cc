@@ -47,14 +47,6 @@ uint32_t NameTable::Hash(std::string_view name) {
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
-void NameTable::FreeBlock::operator()(char* p) const {
-  if (size >= kHugePageThreshold) {
-    FreeLarge(p, size, /*huge=*/false);
-  } else {
-    delete[] p;
-  }
-}
-
 void NameTable::Grow() { Rehash(slots_.empty() ? 1024 : slots_.size() * 2); }
 
 void NameTable::Reserve(size_t names) {
@@ -91,10 +83,7 @@ uint32_t NameTable::Intern(std::string_view name, uint32_t hash) {
     block_size_ = std::min<size_t>(size_t{4096} << block_count_, size_t{64} << 20);
     // Not zeroed: every byte is written before a handle to it exists, and the pages of a
     // 64 MiB block are faulted in as names fill it, not all at once.
-    char* block = block_size_ >= kHugePageThreshold
-                      ? static_cast<char*>(AllocateLarge(block_size_, /*huge=*/false))
-                      : new char[block_size_];
-    blocks_[block_count_++] = std::unique_ptr<char[], FreeBlock>(block, FreeBlock{block_size_});
+    blocks_[block_count_++] = std::unique_ptr<char[]>(new char[block_size_]);
     block_used_ = 0;
     arena_bytes_ += block_size_;
   }

@@ -63,13 +63,7 @@ class NameTable {
   static constexpr uint32_t kOffsetMask = (1u << kOffsetBits) - 1;
   static constexpr int kMaxBlocks = 31;  // block 31 would make handles collide with 0xffffffff
 
-  // Blocks of kHugePageThreshold bytes and more come from AllocateLarge, not advised for huge
-  // pages (written in order, read once per answer), so that those of a table freed are reused.
-  struct FreeBlock {
-    size_t size;  // no initializer: the enclosing class is not complete here
-    void operator()(char* p) const;
-  };
-  std::array<std::unique_ptr<char[], FreeBlock>, kMaxBlocks> blocks_{};
+  std::array<std::unique_ptr<char[]>, kMaxBlocks> blocks_{};
   int block_count_ = 0;
   size_t block_used_ = 0;
   size_t block_size_ = 0;
