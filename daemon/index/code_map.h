@@ -81,6 +81,12 @@ class CodeMap {
   uint32_t Intern(std::string_view name, uint32_t hash) {
     return storage_->names.Intern(name, hash);
   }
+  // Hints: up to `ranges` ranges and about `names` distinct names are coming (RangeSet::Reserve,
+  // NameTable::Reserve).
+  void Reserve(size_t ranges, size_t names) {
+    ranges_.Reserve(ranges);
+    storage_->names.Reserve(names);
+  }
   // Adds code named `name` at [start, start + size) valid from `time`. `lines` (sorted by
   // offset, offsets below size) becomes its line table. Returns the range index or kNoRange.
   uint32_t Add(uint64_t start, uint64_t size, uint64_t time, uint32_t name,

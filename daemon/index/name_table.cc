@@ -1,6 +1,7 @@
 #include "daemon/index/name_table.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -46,9 +47,19 @@ uint32_t NameTable::Hash(std::string_view name) {
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
-void NameTable::Grow() {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
+void NameTable::Grow() { Rehash(slots_.empty() ? 1024 : slots_.size() * 2); }
+
+void NameTable::Reserve(size_t names) {
+  // At most half full, as Intern keeps it; capped so that a wrong hint costs little.
+  constexpr size_t kMaxReserved = size_t{1} << 24;
+  const size_t want = std::bit_ceil(std::min(2 * names + 2, kMaxReserved));
+  if (want > slots_.size()) Rehash(want);
+}
+
+void NameTable::Rehash(size_t slots) {
+  HugeVector<Slot> old = std::move(slots_);
+  slots_ = HugeVector<Slot>();  // moved-from: valid but unspecified
+  slots_.assign(slots, Slot{});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.handle == kEmpty) continue;

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/index/huge_page_allocator.h"
+
 namespace jitsym::index {
 
 class NameTable {
@@ -35,6 +37,9 @@ class NameTable {
 #endif
   }
   uint32_t Intern(std::string_view name, uint32_t hash);  // hash: Hash(name)
+  // Sizes the index for `names` distinct names up front (a hint: more still fit), so that a
+  // source that knows roughly how many are coming does not rehash the index as it doubles.
+  void Reserve(size_t names);
 
   std::string_view Get(uint32_t handle) const {
     const char* p = blocks_[handle >> kOffsetBits].get() + (handle & kOffsetMask);
@@ -73,7 +78,9 @@ class NameTable {
   };
   static constexpr uint32_t kEmpty = 0xffffffff;  // never a handle (block 31 is not used)
   void Grow();
-  std::vector<Slot> slots_;
+  void Rehash(size_t slots);
+  // Huge pages: every Intern and prefetch lands on a random slot of an index of tens of MiB.
+  HugeVector<Slot> slots_;
   size_t count_ = 0;
 };
 

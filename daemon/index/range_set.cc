@@ -30,23 +30,20 @@ size_t Bytes(const V& v) {
 
 // ---- Run: construction ---------------------------------------------------------------------
 
-std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t first) {
+std::shared_ptr<const Run> Run::Build(const LargeVector<Range>& ranges, uint32_t first) {
   auto run = std::make_shared<Run>();
   const auto n = static_cast<uint32_t>(ranges.size());
   run->first_ = first;
   run->last_ = first + n;
-  // Times are non-decreasing unless a range was backdated (RangeSet::AddBackdated).
-  run->min_time_ = run->max_time_ = ranges.front().time;
-  for (const Range& r : ranges) {
-    const uint64_t time = r.time;  // Range is packed: no reference to its members
-    run->min_time_ = std::min(run->min_time_, time);
-    run->max_time_ = std::max(run->max_time_, time);
-  }
+  // Times are non-decreasing unless a range was backdated (RangeSet::AddBackdated): their
+  // bounds are taken in the first pass below.
+  uint64_t min_time = ranges.front().time, max_time = min_time;
 
   // Sort by (start, append order). Perf maps mostly ascend, with some lines reusing earlier
-  // addresses: split off the keys below the running maximum, sort only those, and merge them
-  // back (nothing to do when none is). Keys, not indices compared through the ranges, keep the
-  // comparisons in cache.
+  // addresses: the ranges starting below the running maximum ("late") are sorted on their own
+  // and merged back into the others, which are in order already (nothing to do when none is
+  // late). Only the late ones are copied out, as keys: comparisons stay in cache, and the merge
+  // reads the others in place, picking them out with the same running maximum.
   struct Key {
     uint64_t start;
     uint32_t index;
@@ -54,30 +51,54 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
       return start != o.start ? start < o.start : index < o.index;
     }
   };
-  std::vector<Key> keys, late;
-  keys.reserve(n);
-  uint64_t high = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t s = ranges[i].start;
-    if (s >= high) {
-      keys.push_back({s, i});
-      high = s;
-    } else {
-      late.push_back({s, i});
+  // The append order of each position (index into `ranges`), for the overlay sweep. Range::seq
+  // holds the same, but without this array in its place the C heap's layout shifted so that
+  // index_bench's jitdump ingest gave the heap back to the kernel and faulted it in again at
+  // every iteration (a tenth slower).
+  LargeVector<uint32_t> order;
+  order.reserve(n);
+  {
+    // The large temporaries here and in Merge come from the index's allocator, which reuses
+    // freed blocks instead of faulting in fresh zeroed pages each time.
+    LargeVector<Key> late;
+    uint64_t high = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t s = ranges[i].start;
+      const uint64_t time = ranges[i].time;  // Range is packed: no reference to its members
+      min_time = std::min(min_time, time);
+      max_time = std::max(max_time, time);
+      if (s >= high) {
+        high = s;
+      } else {
+        late.push_back({s, i});
+      }
     }
-  }
-  std::vector<uint32_t> order(n);
-  if (late.empty()) {
-    for (uint32_t i = 0; i < n; ++i) order[i] = i;
-    run->ranges_.assign(ranges.begin(), ranges.end());
-  } else {
-    std::sort(late.begin(), late.end());
-    std::vector<Key> merged(n);
-    std::merge(keys.begin(), keys.end(), late.begin(), late.end(), merged.begin());
-    run->ranges_.reserve(n);
-    for (uint32_t p = 0; p < n; ++p) {
-      order[p] = merged[p].index;
-      run->ranges_.push_back(ranges[order[p]]);
+    run->min_time_ = min_time;
+    run->max_time_ = max_time;
+    if (late.empty()) {
+      run->ranges_.assign(ranges.begin(), ranges.end());
+      for (uint32_t i = 0; i < n; ++i) order.push_back(i);
+    } else {
+      std::sort(late.begin(), late.end());
+      run->ranges_.reserve(n);
+      size_t j = 0;
+      high = 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint64_t s = ranges[i].start;
+        if (s < high) continue;  // late: comes from `late`
+        high = s;
+        for (; j < late.size() && (late[j].start < s || (late[j].start == s && late[j].index < i));
+             ++j) {
+          run->ranges_.push_back(ranges[late[j].index]);
+          order.push_back(late[j].index);
+        }
+        run->ranges_.push_back(ranges[i]);
+        order.push_back(i);
+      }
+      for (; j < late.size(); ++j) {
+        run->ranges_.push_back(ranges[late[j].index]);
+        order.push_back(late[j].index);
+      }
     }
   }
 
@@ -94,7 +115,7 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
   };
   const auto& sorted = run->ranges_;  // read in order: no cache miss per range
   std::vector<Active> heap;
-  std::vector<Interval> pieces;
+  LargeVector<Interval> pieces;
   pieces.reserve(n);
   uint32_t p = 0;
   uint64_t x = 0;
@@ -137,6 +158,7 @@ std::shared_ptr<const Run> Run::Build(const std::vector<Range>& ranges, uint32_t
     x = next;
   }
   run->SetPieces(pieces);
+  LargeVector<Interval>().swap(pieces);  // freed first: the tree can take its block
   run->BuildTree();
   return run;
 }
@@ -151,7 +173,7 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   // Merge the two start-sorted arrays (older first on equal starts: it was appended first).
   const size_t na = older.ranges_.size(), nb = newer.ranges_.size();
   run->ranges_.reserve(na + nb);
-  std::vector<uint32_t> new_pos_a(na), new_pos_b(nb);
+  LargeVector<uint32_t> new_pos_a(na), new_pos_b(nb);
   size_t a = 0, b = 0;
   for (size_t k = 0; k < na + nb; ++k) {
     const bool take_a = b == nb || (a < na && older.ranges_[a].start <= newer.ranges_[b].start);
@@ -165,11 +187,11 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   }
 
   // Overlay newer's pieces on older's.
-  std::vector<Interval> old_pieces = older.Pieces();
-  std::vector<Interval> new_pieces = newer.Pieces();
+  LargeVector<Interval> old_pieces = older.Pieces();
+  LargeVector<Interval> new_pieces = newer.Pieces();
   for (Interval& iv : old_pieces) iv.pos = new_pos_a[iv.pos];
   for (Interval& iv : new_pieces) iv.pos = new_pos_b[iv.pos];
-  std::vector<Interval> out;
+  LargeVector<Interval> out;
   out.reserve(old_pieces.size() + new_pieces.size());
   size_t j = 0;
   for (const Interval& n : new_pieces) {
@@ -187,8 +209,8 @@ std::shared_ptr<const Run> Run::Merge(const Run& older, const Run& newer) {
   return run;
 }
 
-std::vector<Run::Interval> Run::Pieces() const {
-  std::vector<Interval> out;
+LargeVector<Run::Interval> Run::Pieces() const {
+  LargeVector<Interval> out;
   out.reserve(keys_.size());
   for (size_t i = 0; i < keys_.size(); ++i) {
     if (keys_[i].pos == kGap) continue;
@@ -202,7 +224,7 @@ std::vector<Run::Interval> Run::Pieces() const {
   return out;
 }
 
-void Run::SetPieces(const std::vector<Interval>& intervals) {
+void Run::SetPieces(const LargeVector<Interval>& intervals) {
   // A piece ends where its range ends or where the next piece starts; anything else needs an
   // explicit gap marker. Counted first so that keys_ is allocated once, at its exact size.
   auto needs_gap = [&](size_t j) {

@@ -24,6 +24,7 @@
 #ifndef JITSYM_DAEMON_INDEX_RANGE_SET_H_
 #define JITSYM_DAEMON_INDEX_RANGE_SET_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -69,7 +70,7 @@ struct Found {
 class Run {
  public:
   // Builds a run over `ranges`, whose append indexes are first, first + 1, ...
-  static std::shared_ptr<const Run> Build(const std::vector<Range>& ranges, uint32_t first);
+  static std::shared_ptr<const Run> Build(const LargeVector<Range>& ranges, uint32_t first);
   // Merges two adjacent runs (older holds the ranges appended just before newer's).
   static std::shared_ptr<const Run> Merge(const Run& older, const Run& newer);
 
@@ -107,8 +108,8 @@ class Run {
   size_t LocatePiece(uint64_t addr) const;  // index into keys_, or SIZE_MAX
 
   Found At(uint32_t pos) const { return {ranges_[pos].seq, &ranges_[pos]}; }
-  void SetPieces(const std::vector<Interval>& intervals);
-  std::vector<Interval> Pieces() const;
+  void SetPieces(const LargeVector<Interval>& intervals);
+  LargeVector<Interval> Pieces() const;
   void BuildTree();
   uint64_t SubtreeMax(size_t x, int level) const;
 
@@ -178,6 +179,9 @@ class RangeSet {
   // perf map line for fresh addresses that may have been valid long before it was seen.
   uint32_t AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
                         bool marked = false);
+  // A hint: about this many ranges are coming before the next Publish (the buffer collecting
+  // them is sized for it rather than grown by doubling, copying as it goes).
+  void Reserve(size_t ranges) { last_batch_ = std::max(last_batch_, ranges); }
   // Publishes what was appended since the last call.
   std::shared_ptr<const RangeSetSnapshot> Publish();
   // Merges every run into one (when the source is idle): fastest lookups.
@@ -195,7 +199,7 @@ class RangeSet {
   std::shared_ptr<const RangeSetSnapshot> MakeSnapshot();
   static constexpr size_t kMaxRuns = 8;  // a lookup searches every run
 
-  std::vector<Range> pending_;  // appended, not yet published
+  LargeVector<Range> pending_;  // appended, not yet published
   size_t last_batch_ = 0;       // how many the last Publish() took: pending_'s next reservation
   std::vector<std::shared_ptr<const Run>> runs_;
   uint32_t next_ = 0;

@@ -14,6 +14,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/index/huge_page_allocator.h"
 #include "daemon/ingest/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
@@ -777,6 +778,8 @@ void Ingester::ScheduleMaintenance() {
     }
     if (compacted) Publish();
     EvictExpired();
+    // Freed index arrays are kept for the next run built; unmap those unused for a tick.
+    index::TrimLargeCache();
     ScheduleMaintenance();
   });
 }

@@ -12,7 +12,17 @@ PerfmapSource::PerfmapSource(std::string path, const SourceContext& context,
     : Source(std::move(path)),
       clock_(clock ? std::move(clock) : std::function<uint64_t()>(MonotonicNowNs)),
       initial_size_(context.initial_size),
-      initial_time_(context.process_start_ns.value_or(0)) {}
+      initial_time_(context.process_start_ns.value_or(0)) {
+  // A map found with lines in it (a JVM's, or any after a daemon restart) is read at once:
+  // size the range buffer and the name index for it rather than grow them by doubling (copying
+  // and rehashing as they go). The buffer is sized for short lines: what stays unused of it is
+  // never touched, so costs no memory, and is freed at the next publication. The name index is
+  // filled when sized, so it is sized for typical lines (one more doubling if they are
+  // shorter); a file of repeated names gets an index larger than it needed.
+  if (context.initial_size > 0) {
+    code_.Reserve(context.initial_size / 32, context.initial_size / 64);
+  }
+}
 
 void PerfmapSource::Feed(std::span<const uint8_t> data) {
   // Every line completed by these bytes was read now; the clock is read at most once per Feed.

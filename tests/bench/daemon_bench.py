@@ -11,6 +11,9 @@
    client asks for the new function until it answers: p50/p99/max of write -> answerable.
 4. perf map ingest: as 1, for a generated V8/JVM-like perf-<pid>.map of --perfmap-mb MB
    (`--only perfmap` runs this phase alone, `--repeat N` repeats it and prints the median).
+   `--baseline DIR` also runs DIR/jitsymd on the same file, alternating with --build's run by
+   run, and prints both medians and their ratio: the host's speed drifts, so only figures from
+   one such run compare.
 """
 import argparse
 import json
@@ -56,6 +59,7 @@ def main():
     ap.add_argument("--perfmap-mb", type=int, default=100)
     ap.add_argument("--only", choices=["jitdump", "perfmap"])
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--baseline", help="a second build dir whose jitsymd runs interleaved (perf map)")
     args = ap.parse_args()
     if args.only != "jitdump":
         perfmap_ingest(args)
@@ -93,8 +97,31 @@ def write_perfmap(path, megabytes):
         f.write("".join(chunk))
 
 
+def time_perfmap_ingest(jitsymd, watch, sock, size):
+    """Seconds from starting jitsymd on `watch` until it has ingested `size` bytes, and the
+    number of ranges it then reports."""
+    t0 = time.monotonic()
+    daemon = subprocess.Popen([jitsymd, "--watch", watch, "--socket", sock,
+                               "--log-level", "warning"])
+    try:
+        def ingested():
+            try:
+                st = Conn(sock).call({"op": "stats"})["stats"]
+            except OSError:
+                return None
+            return st if st["bytes_ingested"] >= size else None
+        s = wait_for(ingested, 600)
+        dt = time.monotonic() - t0
+    finally:
+        daemon.terminate()
+        daemon.wait()
+    return dt, s["ranges"]
+
+
 def perfmap_ingest(args):
-    jitsymd = os.path.join(args.build, "jitsymd")
+    builds = [("", args.build)]
+    if args.baseline:
+        builds = [("new ", args.build), ("base", args.baseline)]
     with tempfile.TemporaryDirectory(prefix="jitsym-bench-") as tmp:
         watch = os.path.join(tmp, "watch")
         os.mkdir(watch)
@@ -103,32 +130,28 @@ def perfmap_ingest(args):
         path = os.path.join(watch, f"perf-{sleeper.pid}.map")
         write_perfmap(path, args.perfmap_mb)
         size = os.path.getsize(path)
-        rates = []
+        rates = {label: [] for label, _ in builds}
         try:
-            for _ in range(args.repeat):
-                t0 = time.monotonic()
-                daemon = subprocess.Popen([jitsymd, "--watch", watch, "--socket", sock,
-                                           "--log-level", "warning"])
-                try:
-                    def ingested():
-                        try:
-                            st = Conn(sock).call({"op": "stats"})["stats"]
-                        except OSError:
-                            return None
-                        return st if st["bytes_ingested"] >= size else None
-                    s = wait_for(ingested, 600)
-                    dt = time.monotonic() - t0
-                finally:
-                    daemon.terminate()
-                    daemon.wait()
-                rates.append(size / 1e6 / dt)
-                print(f"perf map ingest: {size / 1e6:.1f} MB, {s['ranges']} ranges in {dt:.3f} s "
-                      f"(daemon start included) = {rates[-1]:.0f} MB/s")
+            for i in range(args.repeat):
+                # Alternate which build goes first, so neither always follows the other.
+                for label, build in (builds if i % 2 == 0 else builds[::-1]):
+                    dt, ranges = time_perfmap_ingest(os.path.join(build, "jitsymd"), watch, sock,
+                                                     size)
+                    rates[label].append(size / 1e6 / dt)
+                    print(f"perf map ingest: {label}{' ' if label else ''}{size / 1e6:.1f} MB, "
+                          f"{ranges} ranges in {dt:.3f} s (daemon start included) = "
+                          f"{rates[label][-1]:.0f} MB/s", flush=True)
         finally:
             sleeper.kill()
-        if len(rates) > 1:
-            print(f"perf map ingest: median {statistics.median(rates):.0f} MB/s over {len(rates)} "
-                  f"runs (min {min(rates):.0f}, max {max(rates):.0f})")
+        for label, r in rates.items():
+            if len(r) > 1:
+                print(f"perf map ingest: {label}{' ' if label else ''}median "
+                      f"{statistics.median(r):.0f} MB/s over {len(r)} runs (min {min(r):.0f}, "
+                      f"max {max(r):.0f})")
+        if args.baseline and args.repeat > 0:
+            new, base = (statistics.median(rates[label]) for label, _ in builds)
+            print(f"perf map ingest: new/base = {new / base:.2f}x (medians, same run, "
+                  f"load average {os.getloadavg()[0]:.2f})")
 
 
 def jitdump_phases(args):

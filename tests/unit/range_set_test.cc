@@ -171,5 +171,38 @@ TEST_P(RangeSetRandomTest, MatchesBruteForce) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RangeSetRandomTest, ::testing::Range(1, 41));
 
+// Runs large enough for their arrays to come from AllocateLarge (and from its cache of freed
+// blocks, after the first publication): a perf map's shape, mostly ascending with some reuse,
+// and a reservation hint as a perf map found complete gives.
+TEST(RangeSetTest, LargeRunsThroughTheBlockCacheMatchBruteForce) {
+  ReleaseLargeCache();
+  std::mt19937_64 rng(7);
+  RangeSet set;
+  Oracle oracle;
+  set.Reserve(200000);
+  uint64_t addr = 0x100000;
+  const int n = 700000;  // 28 bytes each: runs of 19 MB
+  for (int i = 0; i < n; ++i) {
+    const uint64_t size = 0x40 + rng() % 0x800;
+    const uint64_t start = rng() % 8 == 0 ? addr - (rng() % 64 + 1) * 0x400 : addr;
+    set.AddBackdated(start, size, 0, static_cast<uint32_t>(i));
+    oracle.Add(start, size, 0, static_cast<uint32_t>(i), /*backdated=*/true);
+    if (start == addr) addr += size;
+    if (i == 300000 || i == 600000) set.Publish();
+  }
+  std::vector<std::shared_ptr<const RangeSetSnapshot>> snaps = {set.Publish(), set.CompactAll()};
+  for (const auto& run : set.runs_for_testing()) ASSERT_TRUE(run->CheckInvariants());
+  for (const auto& snap : snaps) {
+    for (int p = 0; p < 100; ++p) {
+      const uint64_t a = 0x100000 - 0x10000 + rng() % (addr - 0x100000 + 0x20000);
+      const int want = oracle.Find(a, std::nullopt, oracle.ranges.size());
+      const uint32_t got = Answer(*snap, a, std::nullopt);
+      ASSERT_EQ(got == kNoRange ? -1 : static_cast<int>(got), want) << "addr=" << a;
+    }
+  }
+  snaps.clear();
+  EXPECT_LE(LargeCacheBytes(), kLargeCacheBytes);
+}
+
 }  // namespace
 }  // namespace jitsym::index

@@ -72,7 +72,8 @@ std::optional<Entry> ParseLine(std::string_view line, std::optional<LineError>* 
   if (i == line.size()) return std::nullopt;  // blank
   Entry e;
   // START and SIZE: hex, each followed by a blank.
-  auto field = [&](uint64_t* value, LineError bad) {
+  // Inlined: called for every line, twice (GCC otherwise keeps it out of line).
+  auto field = [&](uint64_t * value, LineError bad) __attribute__((always_inline)) {
     switch (ParseHex(line, &i, value)) {
       case Hex::kNone:
         *error = bad;
