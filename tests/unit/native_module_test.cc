@@ -129,8 +129,8 @@ std::string Answers(NativeModule& m, const std::vector<uint64_t>& addrs) {
     out += std::to_string(addr) + (a.found ? " " : " - ") + std::string(a.name) + "+" +
            std::to_string(addr - a.start);
     for (const NativeFrame& f : a.frames) {
-      out += " [" + std::string(f.name) + " " + std::string(f.file) + ":" +
-             std::to_string(f.line) + ":" + std::to_string(f.column) + "]";
+      out += " [" + std::string(f.name) + " " + std::string(f.file) + ":" + std::to_string(f.line) +
+             ":" + std::to_string(f.column) + "]";
     }
     out += "\n";
   }
