@@ -50,6 +50,9 @@ class Decoder {
   }
   // The compact form's "strings" array, into *storage (reused when nobody else holds it).
   bool StringTable(std::shared_ptr<std::string>* storage) {
+    // Once per response: results decoded so far may point into the table.
+    if (have_table_) return Fail("strings", "appears twice");
+    have_table_ = true;
     if (r_.Peek() != Kind::kArray) return Fail("strings", "must be an array of strings");
     if (*storage == nullptr || storage->use_count() != 1) {
       *storage = std::make_shared<std::string>();
@@ -152,6 +155,7 @@ class Decoder {
   std::string error_;
   std::vector<size_t> ends_;
   std::vector<std::string_view> table_;  // the compact form's strings
+  bool have_table_ = false;
 };
 
 void ResetResult(LookupResult* r) {

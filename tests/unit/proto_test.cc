@@ -929,6 +929,9 @@ TEST(CompactFormTest, BadIndicesAndTablesAreRejected) {
            R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,"name":1}]})",
            R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"name":0}],"strings":["a"]})",
            R"({"v":1,"ok":true,"strings":["a",2],"results":[]})",
+           // A second table while results point into the first.
+           R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,)"
+           R"("name":0}],"strings":["bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"]})",
            R"({"v":1,"ok":true,"strings":"a","results":[]})",
            R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,)"
            R"("frames":[[0,0,1]]}]})",
