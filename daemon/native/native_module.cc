@@ -726,6 +726,7 @@ void NativeModule::IndexCus() {
     }
   }
   cu_count_ = offsets.size();
+  unread_cus_ = cu_count_;
   cus_ = std::make_unique<Cu[]>(cu_count_);
   for (size_t i = 0; i < cu_count_; ++i) cus_[i].die_offset = offsets[i];
   std::sort(cu_ranges_.begin(), cu_ranges_.end(),
@@ -765,6 +766,7 @@ const CuTables* NativeModule::Tables(uint32_t cu) {
 }
 
 const CuTables* NativeModule::Build(uint32_t cu, DwarfHandle& handle) {
+  unread_cus_.fetch_sub(1, std::memory_order_relaxed);
   Cu& c = cus_[cu];
   const CuTables* t = nullptr;
   auto publish = [&] {
@@ -806,7 +808,7 @@ int64_t NativeModule::CuOf(uint64_t addr) const {
 }
 
 void NativeModule::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads) {
-  if (dwarf_ == nullptr || extra_threads == 0 || dwarf_fd_ < 0) return;
+  if (dwarf_ == nullptr || extra_threads == 0 || dwarf_fd_ < 0 || unread_cus() < 2) return;
   std::vector<uint32_t> todo;
   std::vector<bool> seen(cu_count_);
   for (uint64_t addr : addrs) {

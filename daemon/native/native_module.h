@@ -125,6 +125,8 @@ class NativeModule {
   // A first batch over a large binary touches most of its CUs, which Symbolize would read one
   // after the other. Thread-safe; returns when they are built.
   void Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads);
+  // CUs not read yet (nor being read): once it is below 2, Prefetch has nothing to do.
+  size_t unread_cus() const { return unread_cus_.load(std::memory_order_relaxed); }
 
   // Bytes held (tables read so far, symbol tables, section data read by libelf/libdw).
   size_t Bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -200,6 +202,7 @@ class NativeModule {
   std::mutex built_mu_;      // with built_cv_: waiting for a CU another thread builds
   std::condition_variable built_cv_;
   std::atomic<size_t> bytes_{0};
+  std::atomic<size_t> unread_cus_{0};
 };
 
 }  // namespace jitsym::native

@@ -66,12 +66,16 @@ void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const st
 }
 
 // A first batch over a large binary reads most of its CUs: on several threads, when there are
-// cores for them (each extra thread costs a libdw handle while it runs). Any order, repeats
-// allowed.
-void PrefetchFor(native::NativeModule& m, const std::vector<uint64_t>& vaddrs) {
+// cores for them (each extra thread costs a libdw handle while it runs).
+unsigned ExtraThreads() {
   static const unsigned extra = std::min(std::max(std::thread::hardware_concurrency(), 1u), 4u) - 1;
-  if (extra == 0 || vaddrs.size() < 2) return;
-  m.Prefetch(vaddrs, extra);
+  return extra;
+}
+
+// Whether a batch should collect its addresses for Prefetch: not once the module is read (the
+// common case, which then costs nothing), nor without a core to spare.
+bool WorthPrefetching(const native::NativeModule& m) {
+  return ExtraThreads() > 0 && m.unread_cus() >= 2;
 }
 
 // Whether the permission bits of a file let (uid, gid) read it; root and the daemon's own user
@@ -160,10 +164,10 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
     if (vaddr) order.emplace_back(*vaddr, i);
   }
   std::sort(order.begin(), order.end());
-  {
+  if (WorthPrefetching(*m) && order.size() >= 2) {
     std::vector<uint64_t> vaddrs(order.size());
     for (size_t k = 0; k < order.size(); ++k) vaddrs[k] = order[k].first;
-    PrefetchFor(*m, vaddrs);
+    m->Prefetch(vaddrs, ExtraThreads());
   }
   native::NativeAnswer answer;
   for (size_t k = 0; k < order.size(); ++k) {
@@ -252,7 +256,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
     std::sort(todo.begin(), todo.end(),
               [&](size_t a, size_t b) { return request.addrs[a].addr < request.addrs[b].addr; });
     // Each address to its module and virtual address first, so that each module's CUs not read
-    // yet can be read together (PrefetchFor), then symbolized.
+    // yet can be read together (Prefetch), then symbolized.
     struct Resolved {
       size_t i;
       native::NativeModule* module;
@@ -281,9 +285,9 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
           it->second->FileOffsetToAddress(addr - map.start + map.offset);
       if (!vaddr) continue;
       resolved.push_back({i, it->second.get(), &map, *vaddr});
-      vaddrs[it->second.get()].push_back(*vaddr);
+      if (WorthPrefetching(*it->second)) vaddrs[it->second.get()].push_back(*vaddr);
     }
-    for (const auto& [module, list] : vaddrs) PrefetchFor(*module, list);
+    for (const auto& [module, list] : vaddrs) module->Prefetch(list, ExtraThreads());
     for (const Resolved& r : resolved) {
       r.module->Symbolize(r.vaddr, &answer);
       if (answer.found) {
