@@ -80,7 +80,10 @@ uint32_t NameTable::Intern(std::string_view name, uint32_t hash) {
   const size_t need = name.size() + 2;
   if (block_count_ == 0 || block_size_ - block_used_ < need) {
     if (block_count_ == kMaxBlocks) throw std::length_error("name table full");
-    block_size_ = std::min<size_t>(size_t{4096} << block_count_, size_t{64} << 20);
+    // A block grows geometrically but always holds at least the name being stored: a name
+    // longer than the block it would start (one over 4 KiB in the first block) must not be
+    // written past its end.
+    block_size_ = std::max(std::min<size_t>(size_t{4096} << block_count_, kMaxBlockSize), need);
     // Not zeroed: every byte is written before a handle to it exists, and the pages of a
     // 64 MiB block are faulted in as names fill it, not all at once.
     blocks_[block_count_++] = std::unique_ptr<char[]>(new char[block_size_]);

@@ -62,6 +62,12 @@ class NameTable {
   static constexpr int kOffsetBits = 27;
   static constexpr uint32_t kOffsetMask = (1u << kOffsetBits) - 1;
   static constexpr int kMaxBlocks = 31;  // block 31 would make handles collide with 0xffffffff
+  static constexpr size_t kMaxBlockSize = size_t{64} << 20;
+  // Every offset into a block must fit the handle, and every name (with its length prefix) a
+  // block; the length prefix is 16 bits.
+  static_assert(kMaxBlockSize <= (size_t{1} << kOffsetBits));
+  static_assert(kMaxNameLength + 2 <= kMaxBlockSize);
+  static_assert(kMaxNameLength <= 0xffff);
 
   std::array<std::unique_ptr<char[]>, kMaxBlocks> blocks_{};
   int block_count_ = 0;
