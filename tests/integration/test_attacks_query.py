@@ -133,6 +133,30 @@ def spawn_at_pid(user, pid, args):
     raise AssertionError(f"could not get pid {pid}")
 
 
+def bob_is_told_nothing(pid, when):
+    """Bob is told about alice's exited process exactly what he is told about a pid the daemon
+    never saw: by perfmap, the symbols op and lookup."""
+    other = unused_pid()
+    res = client(users.BOB, "perfmap", "--pid", pid, "-o", "-")
+    ref = client(users.BOB, "perfmap", "--pid", other, "-o", "-")
+    check("alice_secret_jit" not in res.stdout, f"{when}: bob listed alice's symbols")
+    check(res.returncode == ref.returncode == 1 and "not_found" in res.stderr,
+          f"{when}: bob's perfmap: {res.returncode} {res.stderr!r}")
+    check(without_numbers(res.stderr, pid) == without_numbers(ref.stderr, other),
+          f"{when}: indexed {res.stderr!r} vs never seen {ref.stderr!r}")
+    a, b = raw(users.BOB, {"op": "symbols", "pid": pid}), raw(users.BOB,
+                                                               {"op": "symbols", "pid": other})
+    check(not a.get("ok") and a["error"]["code"] == b["error"]["code"] == "not_found",
+          f"{when}: symbols op: {a} vs {b}")
+    check(without_numbers(a["error"]["message"], pid) ==
+          without_numbers(b["error"]["message"], other), f"{when}: {a} vs {b}")
+    _, docs = lookup_json(users.BOB, "--pid", pid, hexaddr(0x4000_0010))
+    _, ref_docs = lookup_json(users.BOB, "--pid", other, hexaddr(0x4000_0010))
+    check(docs and not docs[0]["found"] and "error" not in docs[0],
+          f"{when}: bob's lookup: {docs}")
+    check(ref_docs and docs[0] == ref_docs[0], f"{when}: {docs} vs {ref_docs}")
+
+
 def alive_in_daemon(pid):
     procs = [p for p in json_lines(h.client("processes", "--json").stdout) if p["pid"] == pid]
     return procs and procs[-1]["alive"]
@@ -185,6 +209,9 @@ def start():
         os.unlink(link)
     users.run(users.BOB, ["ln", "-s", prog, link])
     S["link"] = link
+    # The daemon's working directory is / as under systemd: a relative path would name files
+    # there.
+    os.chdir("/")
     h.start_daemon(["--r2rmap-dir", S["opdir"]])
 
 
@@ -196,41 +223,20 @@ def symbols_of_alices_exited_process_stay_hers_when_bob_holds_the_pid():
     users.write(users.ALICE, os.path.join(h.watch_dir, f"perf-{pid}.map"),
                 "40000000 100 alice_secret_jit\n")
     h.wait_resolves(pid, 0x4000_0010, "alice_secret_jit")
-    # Live: bob is refused (the process is visible in /proc anyway).
-    res = client(users.BOB, "perfmap", "--pid", pid, "-o", "-")
-    check(res.returncode == 1 and "permission_denied" in res.stderr,
-          f"bob, alice's live process: {res.returncode} {res.stderr!r}")
     proc.kill()
     proc.wait()
     wait_until(lambda: not alive_in_daemon(pid), 10, "the daemon to see alice's process exit")
-    other = unused_pid()
-
-    def bob_is_told_nothing(when):
-        res = client(users.BOB, "perfmap", "--pid", pid, "-o", "-")
-        ref = client(users.BOB, "perfmap", "--pid", other, "-o", "-")
-        check("alice_secret_jit" not in res.stdout, f"{when}: bob listed alice's symbols")
-        check(res.returncode == ref.returncode == 1 and "not_found" in res.stderr,
-              f"{when}: bob's perfmap: {res.returncode} {res.stderr!r}")
-        check(without_numbers(res.stderr, pid) == without_numbers(ref.stderr, other),
-              f"{when}: indexed {res.stderr!r} vs never seen {ref.stderr!r}")
-        a, b = raw(users.BOB, {"op": "symbols", "pid": pid}), raw(users.BOB,
-                                                                   {"op": "symbols", "pid": other})
-        check(not a.get("ok") and a["error"]["code"] == b["error"]["code"] == "not_found",
-              f"{when}: symbols op: {a} vs {b}")
-        check(without_numbers(a["error"]["message"], pid) ==
-              without_numbers(b["error"]["message"], other), f"{when}: {a} vs {b}")
-        _, docs = lookup_json(users.BOB, "--pid", pid, hexaddr(0x4000_0010))
-        _, ref_docs = lookup_json(users.BOB, "--pid", other, hexaddr(0x4000_0010))
-        check(docs and not docs[0]["found"] and "error" not in docs[0],
-              f"{when}: bob's lookup: {docs}")
-        check(ref_docs and {k: v for k, v in docs[0].items()} ==
-              {k: v for k, v in ref_docs[0].items()}, f"{when}: {docs} vs {ref_docs}")
-
-    bob_is_told_nothing("after the exit")
     holder = spawn_at_pid(users.BOB, pid, ["sleep", "600"])
     try:
         wait_until(lambda: os.stat(f"/proc/{pid}").st_uid == S["bob"].pw_uid, 5, "bob's holder")
-        bob_is_told_nothing("while bob holds the pid")
+        # The pid is bob's process now, the symbols alice's incarnation's.
+        res = client(users.BOB, "perfmap", "--pid", pid, "-o", "-")
+        check("alice_secret_jit" not in res.stdout and res.returncode != 0,
+              f"bob holding the pid listed alice's symbols: {res.returncode} {res.stdout!r}")
+        sym = raw(users.BOB, {"op": "symbols", "pid": pid})
+        check(not sym.get("ok") and "alice_secret_jit" not in json.dumps(sym),
+              f"bob holding the pid, symbols op: {sym}")
+        bob_is_told_nothing(pid, "while bob holds the pid")
         # Alice still lists her own exited process's symbols (not refused for bob's process).
         res = client(users.ALICE, "perfmap", "--pid", pid, "-o", "-")
         check(res.returncode == 0 and "alice_secret_jit" in res.stdout,
@@ -331,6 +337,7 @@ def denied_only_for_live_processes_of_others():
         proc.kill()
         proc.wait()
     wait_until(lambda: not alive_in_daemon(pid), 10, "the exit")
+    bob_is_told_nothing(pid, "after the exit")
     # Dead: the same as a pid never seen, and `stats` counts no denial for it.
     other = unused_pid()
     before = json.loads(h.client("stats", "--json").stdout)["denied"]
