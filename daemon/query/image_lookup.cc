@@ -334,6 +334,14 @@ void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::Loo
   if (todo.empty()) return;
   bool fresh = false;
   std::shared_ptr<const ProcessImages> images = Cached(pid, false, &fresh);
+  if (images && !fresh &&
+      MonotonicNowNs() - images->read_ns >= decltype(processes_)::kMinRereadNs) {
+    // The pid may belong to another process by now: then its table is read again.
+    const auto identity = ingest::ReadProcessIdentity(pid);
+    if (identity && identity->start_ticks != images->start_ticks) {
+      images = Cached(pid, true, &fresh);
+    }
+  }
   if (images && !access.MaySeeProcess(images->uid)) return;
   std::unordered_map<std::string, Sources> by_name;  // this request's image resolutions
   for (int pass = 0; pass < 2 && images && !todo.empty(); ++pass) {

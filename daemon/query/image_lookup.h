@@ -4,14 +4,15 @@
 //
 // Called concurrently by server threads. Shared state is small and behind mutexes:
 // - per-pid tables of mapped images (ProcessTableCache): kept after the process exits (samples
-// outlive
-//   it), re-read on a miss while the process lives (at most every 100 ms), replaced when the pid
-//   is reused;
+//   outlive it), re-read on a miss while the process lives (at most every 100 ms), replaced when
+//   the pid is reused;
 // - r2rmaps loaded on demand from --r2rmap-dir directories (load_mu_): a query that needs an
-//   image no watched directory provided reads `<dir>/<image>.ni.r2rmap` itself, on its own thread,
+//   image reads `<dir>/<image>.ni.r2rmap` itself, on its own thread,
 //   with the same parser the ingester uses; other queries needing a load wait for it, queries
 //   that need none never do. Such images are immutable once loaded (the files are build
 //   artifacts); a miss is retried after a second.
+// Which maps of an image count, and in which order, is decided by daemon/security
+// (BelieveImageMap, ImageMapRank): the operator's maps first, a planted map never first.
 #ifndef JITSYM_DAEMON_QUERY_IMAGE_LOOKUP_H_
 #define JITSYM_DAEMON_QUERY_IMAGE_LOOKUP_H_
 
