@@ -11,6 +11,7 @@
 #include "daemon/ingest/proc.h"
 #include "daemon/ingest/r2rmap_source.h"
 #include "daemon/security/access_rules.h"
+#include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -39,13 +40,19 @@ bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
 
 bool IsDll(std::string_view path) { return EndsWithNoCase(path, ".dll"); }
 
-// Reads a whole (small) file; nullopt if it cannot be read.
-std::optional<std::string> ReadFile(const std::string& path, bool regular_only) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+// Reads a whole (small) regular file; nullopt if it cannot be read. With `owned_for`, the file
+// is one anyone may write (in /tmp) that describes the process of that uid: no symlink is
+// followed and it must be believed for that process (security::JudgeProcessFile).
+std::optional<std::string> ReadFile(const std::string& path,
+                                    std::optional<uint32_t> owned_for = std::nullopt) {
+  const int fd = ::open(
+      path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (owned_for ? O_NOFOLLOW : 0));
   if (fd < 0) return std::nullopt;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || (regular_only && !S_ISREG(st.st_mode)) ||
-      static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) > kMaxFileBytes ||
+      (owned_for &&
+       security::JudgeProcessFile(st.st_uid, *owned_for) != security::FileVerdict::kTrusted)) {
     ::close(fd);
     return std::nullopt;
   }
@@ -168,7 +175,7 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
   entry.checked_ns = now;
   for (const std::string& dir : options_.search_dirs) {
     const std::string path = dir + "/" + name + ".ni.r2rmap";
-    std::optional<std::string> bytes = ReadFile(path, true);
+    std::optional<std::string> bytes = ReadFile(path);
     if (!bytes) continue;
     ingest::R2rmapSource src(path);
     src.Feed({reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()});
@@ -282,7 +289,7 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint3
   }
   // .NET 8 and older log where each ReadyToRun image is loaded.
   const std::string perfinfo = options_.perfinfo_dir + "/perfinfo-" + std::to_string(pid) + ".map";
-  if (auto text = ReadFile(perfinfo, true)) {
+  if (auto text = ReadFile(perfinfo, identity->uid)) {
     for (const PerfInfoImage& img : ParsePerfInfo(*text)) {
       const bool known = std::any_of(p->images.begin(), p->images.end(),
                                      [&](const Placed& x) { return x.base == img.base; });

@@ -8,7 +8,8 @@ attacker; alice's home is 0700) against the real daemon and client. Each case na
   file that does not exist in alice's home, and a build id: all refused alike for bob, and
   answered for alice;
 - a planted r2rmap: bob's map in the shared watch directory must not hide the operator's
-  --r2rmap-dir map of the same image, by image or for alice's process;
+  --r2rmap-dir map of the same image, by image or for alice's process (nor may bob's
+  /tmp/perfinfo-<pid>.map place images in alice's process);
 - "permission denied" vs "not found": bob gets the same answer for alice's indexed dead pid as
   for a pid the daemon never saw, and "permission denied" only for a live process of alice."""
 
@@ -305,16 +306,24 @@ def a_planted_r2rmap_does_not_hide_the_operators():
     # Alice's process maps Corp.dll: its addresses are answered from the operator's map.
     proc = users.spawn(users.ALICE, [sys.executable, "-c", MAPPER, S["dll"]],
                        stdout=subprocess.PIPE, text=True)
+    perfinfo = f"/tmp/perfinfo-{proc.pid}.map"
     try:
         base = int(proc.stdout.readline())
-        _, docs = lookup_json(users.ALICE, "--pid", proc.pid, hexaddr(base + 0x1010))
+        # Bob also plants a perfinfo file placing Corp.dll where alice's process has no image.
+        fake = 0x7f00_0000_0000
+        users.write(users.BOB, perfinfo, f"ImageLoad;/x/Corp.dll;{{{SIG}}};{hexaddr(fake)};\n")
+        _, docs = lookup_json(users.ALICE, "--pid", proc.pid, hexaddr(base + 0x1010),
+                              hexaddr(fake + 0x1010))
         check(docs and docs[0].get("name") == "Corp.Real::Run()", f"alice's process: {docs}")
+        check(not docs[1]["found"], f"bob's perfinfo placed an image in alice's process: {docs}")
         res = client(users.ALICE, "perfmap", "--pid", proc.pid, "-o", "-")
         check(res.returncode == 0 and "Corp.Real::Run()" in res.stdout
               and "Planted" not in res.stdout, f"alice's perfmap: {res.stderr!r} {res.stdout!r}")
     finally:
         proc.kill()
         proc.wait()
+        if os.path.exists(perfinfo):
+            os.unlink(perfinfo)
 
 
 @h.case
