@@ -27,8 +27,8 @@ const std::vector<SettingDef>& Table() {
       {"watch", "DIR", "directory to watch; repeatable (default: /tmp)", Apply::kReload,
        StringList(&Settings::watch)},
       {"r2rmap-dir", "DIR",
-       "directory searched for <image>.ni.r2rmap when a process maps\n"
-       "<image>.dll and no watched directory has its r2rmap; repeatable",
+       "directory searched for <image>.ni.r2rmap when an image is looked up or\n"
+       "a process maps <image>.dll; its maps win over watched ones; repeatable",
        Apply::kRestart, StringList(&Settings::r2rmap_dirs)},
       {"debug-dir", "DIR",
        "root of a .build-id tree of separate debug files (native frames);\n"

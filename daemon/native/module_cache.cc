@@ -36,10 +36,15 @@ std::shared_ptr<ModuleCache::Slot> ModuleCache::SlotFor(const std::string& key) 
   return slot;
 }
 
-std::shared_ptr<NativeModule> ModuleCache::GetByPath(const std::string& path, std::string* error) {
+std::shared_ptr<NativeModule> ModuleCache::GetByPath(const std::string& path, std::string* error,
+                                                     std::optional<FileId> expect) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     *error = path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (expect && (st.st_dev != expect->dev || st.st_ino != expect->ino)) {
+    *error = path + ": replaced while being opened";
     return nullptr;
   }
   if (!S_ISREG(st.st_mode)) {
@@ -110,8 +115,9 @@ bool ModuleCache::Load(const std::string& path, Slot* slot) {
   return true;
 }
 
-std::shared_ptr<NativeModule> ModuleCache::GetByBuildId(const std::string& build_id,
-                                                        std::string* error) {
+std::shared_ptr<NativeModule> ModuleCache::GetByBuildId(
+    const std::string& build_id, std::string* error,
+    const std::function<bool(const std::string&)>& may_read) {
   if (!IsHex(build_id) || build_id.size() < 4 || build_id.size() > 128) {
     *error = "build id '" + build_id + "' is not lower-case hex";
     return nullptr;
@@ -129,7 +135,7 @@ std::shared_ptr<NativeModule> ModuleCache::GetByBuildId(const std::string& build
     candidates.push_back(base + ".debug");
   }
   for (const std::string& c : candidates) {
-    if (::access(c.c_str(), R_OK) != 0) continue;
+    if (!may_read(c)) continue;
     std::string e;
     std::shared_ptr<NativeModule> m = GetByPath(c, &e);
     if (m && m->build_id() == build_id) return m;

@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -17,6 +19,12 @@
 #include "daemon/native/native_module.h"
 
 namespace jitsym::native {
+
+// A file's identity (stat's st_dev, st_ino).
+struct FileId {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+};
 
 class ModuleCache {
  public:
@@ -26,11 +34,17 @@ class ModuleCache {
   };
   explicit ModuleCache(Options options);
 
-  // The module of an ELF file; nullptr and *error on failure (retried after a second).
-  std::shared_ptr<NativeModule> GetByPath(const std::string& path, std::string* error);
+  // The module of an ELF file; nullptr and *error on failure (retried after a second). With
+  // `expect`, only if `path` is still that file (the one an access check examined). The error
+  // names `path`: callers check that the client may read it first.
+  std::shared_ptr<NativeModule> GetByPath(const std::string& path, std::string* error,
+                                          std::optional<FileId> expect = std::nullopt);
   // A module by build-id (hex): one already known, else `<debug-dir>/.build-id/xx/yyyy` (the
-  // binary) or `.debug` (its debug file).
-  std::shared_ptr<NativeModule> GetByBuildId(const std::string& build_id, std::string* error);
+  // binary) or `.debug` (its debug file); only files `may_read` allows are considered (before
+  // anything is opened), and the error names no path.
+  std::shared_ptr<NativeModule> GetByBuildId(
+      const std::string& build_id, std::string* error,
+      const std::function<bool(const std::string&)>& may_read);
 
   // Drops least recently used modules while the total is over budget.
   void Trim();

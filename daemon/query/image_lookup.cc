@@ -10,6 +10,8 @@
 
 #include "daemon/ingest/proc.h"
 #include "daemon/ingest/r2rmap_source.h"
+#include "daemon/security/access_rules.h"
+#include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -38,13 +40,19 @@ bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
 
 bool IsDll(std::string_view path) { return EndsWithNoCase(path, ".dll"); }
 
-// Reads a whole (small) file; nullopt if it cannot be read.
-std::optional<std::string> ReadFile(const std::string& path, bool regular_only) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+// Reads a whole (small) regular file; nullopt if it cannot be read. With `owned_for`, the file
+// is one anyone may write (in /tmp) that describes the process of that uid: no symlink is
+// followed and it must be believed for that process (security::JudgeProcessFile).
+std::optional<std::string> ReadFile(const std::string& path,
+                                    std::optional<uint32_t> owned_for = std::nullopt) {
+  const int fd = ::open(
+      path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (owned_for ? O_NOFOLLOW : 0));
   if (fd < 0) return std::nullopt;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || (regular_only && !S_ISREG(st.st_mode)) ||
-      static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) > kMaxFileBytes ||
+      (owned_for &&
+       security::JudgeProcessFile(st.st_uid, *owned_for) != security::FileVerdict::kTrusted)) {
     ::close(fd);
     return std::nullopt;
   }
@@ -74,14 +82,32 @@ void Fill(const index::Symbol& sym, const index::SourceView& source, uint64_t ba
   r->image_view = source.image;
 }
 
-// Whether a map file may describe the images of a process owned by `uid`. Files loaded from
-// --r2rmap-dir directories (which the administrator chose) are trusted; a watched file that can
-// no longer be examined is not.
-bool TrustedFor(const index::SourceView& source, uint32_t uid) {
-  if (source.state == kLoadedState) return true;
+bool FromOperatorDir(const index::SourceView& source) { return source.state == kLoadedState; }
+
+// The owner of a map file now; nullopt if it can no longer be examined.
+std::optional<uint32_t> MapOwner(const index::SourceView& source) {
   struct stat st {};
-  if (::stat(source.path.c_str(), &st) != 0) return false;
-  return st.st_uid == 0 || st.st_uid == uid || st.st_uid == ::geteuid();
+  if (::lstat(source.path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<uint32_t>(st.st_uid);
+}
+
+// The maps of one image believed for `for_uid` (security::BelieveImageMap), in precedence
+// order (security::ImageMapRank): a map that would not be believed never hides one that is.
+ImageLookup::Sources Believed(std::vector<std::shared_ptr<const index::SourceView>> sources,
+                              uint32_t for_uid) {
+  const uint32_t daemon_uid = ::geteuid();
+  std::vector<std::pair<int, std::shared_ptr<const index::SourceView>>> ranked;
+  for (auto& s : sources) {
+    const bool op = FromOperatorDir(*s);
+    const std::optional<uint32_t> owner = op ? std::nullopt : MapOwner(*s);
+    if (!security::BelieveImageMap(op, owner, for_uid, daemon_uid)) continue;
+    ranked.emplace_back(security::ImageMapRank(op, owner, daemon_uid), std::move(s));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  ImageLookup::Sources out;
+  for (auto& [rank, s] : ranked) out.push_back(std::move(s));
+  return out;
 }
 
 bool OriginAllows(const proto::LookupRequest& request, const index::SourceView& source) {
@@ -149,7 +175,7 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
   entry.checked_ns = now;
   for (const std::string& dir : options_.search_dirs) {
     const std::string path = dir + "/" + name + ".ni.r2rmap";
-    std::optional<std::string> bytes = ReadFile(path, true);
+    std::optional<std::string> bytes = ReadFile(path);
     if (!bytes) continue;
     ingest::R2rmapSource src(path);
     src.Feed({reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()});
@@ -173,24 +199,27 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
   return entry.source;
 }
 
-ImageLookup::Sources ImageLookup::FindByName(const index::IndexView& view,
-                                             const std::string& name) {
-  if (auto it = view.images.find(name); it != view.images.end() && !it->second.empty()) {
-    return it->second;
+ImageLookup::Sources ImageLookup::FindByName(const index::IndexView& view, const std::string& name,
+                                             uint32_t for_uid) {
+  // Every candidate, the operator's --r2rmap-dir map included even when a watched directory
+  // has maps of that name (one of them may be planted): Believed orders and filters them.
+  Sources out;
+  if (auto loaded = LoadFromDirs(name)) out.push_back(std::move(loaded));
+  if (auto it = view.images.find(name); it != view.images.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
   }
-  if (auto loaded = LoadFromDirs(name)) return {loaded};
-  return {};
+  return Believed(std::move(out), for_uid);
 }
 
 ImageLookup::Sources ImageLookup::FindBySignature(const index::IndexView& view,
-                                                  const std::string& signature) {
+                                                  const std::string& signature, uint32_t for_uid) {
   Sources out;
   for (const auto& [name, sources] : view.images) {
     for (const auto& s : sources) {
       if (NormalizeSignature(s->image_signature) == signature) out.push_back(s);
     }
   }
-  if (out.empty()) {
+  {
     std::lock_guard lock(load_mu_);
     for (const auto& [name, loaded] : loaded_) {
       if (loaded.source && NormalizeSignature(loaded.source->image_signature) == signature) {
@@ -198,16 +227,16 @@ ImageLookup::Sources ImageLookup::FindBySignature(const index::IndexView& view,
       }
     }
   }
-  return out;
+  return Believed(std::move(out), for_uid);
 }
 
 bool ImageLookup::LookupImage(const index::IndexView& view, const proto::LookupRequest& request,
-                              proto::LookupResponse* out,
+                              uint32_t for_uid, proto::LookupResponse* out,
                               std::vector<std::shared_ptr<const void>>* keep) {
-  Sources sources = FindByName(view, ImageNameFromPath(*request.image));
+  Sources sources = FindByName(view, ImageNameFromPath(*request.image), for_uid);
   if (sources.empty()) {
     const std::string sig = NormalizeSignature(*request.image);
-    if (!sig.empty()) sources = FindBySignature(view, sig);
+    if (!sig.empty()) sources = FindBySignature(view, sig, for_uid);
   }
   if (sources.empty()) return false;
   keep->insert(keep->end(), sources.begin(), sources.end());
@@ -260,7 +289,7 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint3
   }
   // .NET 8 and older log where each ReadyToRun image is loaded.
   const std::string perfinfo = options_.perfinfo_dir + "/perfinfo-" + std::to_string(pid) + ".map";
-  if (auto text = ReadFile(perfinfo, true)) {
+  if (auto text = ReadFile(perfinfo, identity->uid)) {
     for (const PerfInfoImage& img : ParsePerfInfo(*text)) {
       const bool known = std::any_of(p->images.begin(), p->images.end(),
                                      [&](const Placed& x) { return x.base == img.base; });
@@ -278,27 +307,29 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t p
                         [this](uint32_t p) { return ReadProcess(p); });
 }
 
-std::vector<ImageLookup::MappedImage> ImageLookup::MappedImages(const index::IndexView& view,
-                                                                uint32_t pid,
-                                                                std::optional<uint32_t>* owner) {
-  std::vector<MappedImage> out;
-  bool fresh = false;
-  std::shared_ptr<const ProcessImages> images = Cached(pid, true, &fresh);
-  if (!images) return out;
-  *owner = images->uid;
+std::optional<ImageLookup::LiveProcess> ImageLookup::LiveMappedImages(const index::IndexView& view,
+                                                                      uint32_t pid) {
+  // Read now, not from the cache (which keeps the table of a process that has exited), and
+  // only if the pid still names the same process once its maps are read.
+  std::shared_ptr<const ProcessImages> images = ReadProcess(pid);
+  if (!images) return std::nullopt;
+  const auto after = ingest::ReadProcessIdentity(pid);
+  if (!after || after->start_ticks != images->start_ticks || after->uid != images->uid) {
+    return std::nullopt;
+  }
+  LiveProcess out;
+  out.identity = *after;
   for (const Placed& img : images->images) {
     if (img.name.empty()) continue;
-    for (const auto& src : FindByName(view, img.name)) {
-      if (!TrustedFor(*src, images->uid)) continue;
-      out.push_back({src, img.base, img.end});
-      break;  // newest first: the one a lookup would use
-    }
+    Sources sources = FindByName(view, img.name, images->uid);
+    if (sources.empty()) continue;
+    out.images.push_back({sources.front(), img.base, img.end});  // the one a lookup would use
   }
   return out;
 }
 
 void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
-                                  uint32_t peer_uid, proto::LookupResponse* out,
+                                  const security::PeerAccess& access, proto::LookupResponse* out,
                                   std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != ingest::R2rmapSource::kOrigin) return;
   const uint32_t pid = static_cast<uint32_t>(*request.pid);
@@ -310,7 +341,15 @@ void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::Loo
   if (todo.empty()) return;
   bool fresh = false;
   std::shared_ptr<const ProcessImages> images = Cached(pid, false, &fresh);
-  if (images && peer_uid != 0 && peer_uid != images->uid) return;
+  if (images && !fresh &&
+      MonotonicNowNs() - images->read_ns >= decltype(processes_)::kMinRereadNs) {
+    // The pid may belong to another process by now: then its table is read again.
+    const auto identity = ingest::ReadProcessIdentity(pid);
+    if (identity && identity->start_ticks != images->start_ticks) {
+      images = Cached(pid, true, &fresh);
+    }
+  }
+  if (images && !access.MaySeeProcess(images->uid)) return;
   std::unordered_map<std::string, Sources> by_name;  // this request's image resolutions
   for (int pass = 0; pass < 2 && images && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
@@ -332,12 +371,9 @@ void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::Loo
       if (img.name.empty()) continue;  // a native library: not an image
       auto [it, inserted] = by_name.try_emplace(img.name);
       if (inserted) {
-        it->second = FindByName(view, img.name);
         // Anyone can put a map in a shared watch directory such as /tmp: for a process, only
-        // maps written by root, by the process's owner or by the daemon's user count.
-        std::erase_if(it->second, [&](const std::shared_ptr<const index::SourceView>& src) {
-          return !TrustedFor(*src, images->uid);
-        });
+        // the maps believed for its owner count.
+        it->second = FindByName(view, img.name, images->uid);
         keep->insert(keep->end(), it->second.begin(), it->second.end());
       }
       for (const auto& s : it->second) {
@@ -351,7 +387,7 @@ void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::Loo
     // was read. Read it again, once per request, while the process lives.
     if (misses.empty() || fresh) break;
     images = Cached(pid, true, &fresh);
-    if (!fresh || (peer_uid != 0 && peer_uid != images->uid)) break;
+    if (!fresh || !access.MaySeeProcess(images->uid)) break;
     todo.swap(misses);
   }
 }

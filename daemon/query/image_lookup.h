@@ -4,14 +4,15 @@
 //
 // Called concurrently by server threads. Shared state is small and behind mutexes:
 // - per-pid tables of mapped images (ProcessTableCache): kept after the process exits (samples
-// outlive
-//   it), re-read on a miss while the process lives (at most every 100 ms), replaced when the pid
-//   is reused;
+//   outlive it), re-read on a miss while the process lives (at most every 100 ms), replaced when
+//   the pid is reused;
 // - r2rmaps loaded on demand from --r2rmap-dir directories (load_mu_): a query that needs an
-//   image no watched directory provided reads `<dir>/<image>.ni.r2rmap` itself, on its own thread,
+//   image reads `<dir>/<image>.ni.r2rmap` itself, on its own thread,
 //   with the same parser the ingester uses; other queries needing a load wait for it, queries
 //   that need none never do. Such images are immutable once loaded (the files are build
 //   artifacts); a miss is retried after a second.
+// Which maps of an image count, and in which order, is decided by daemon/security
+// (BelieveImageMap, ImageMapRank): the operator's maps first, a planted map never first.
 #ifndef JITSYM_DAEMON_QUERY_IMAGE_LOOKUP_H_
 #define JITSYM_DAEMON_QUERY_IMAGE_LOOKUP_H_
 
@@ -25,7 +26,9 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
+#include "daemon/ingest/proc.h"
 #include "daemon/query/process_maps.h"
+#include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
 namespace jitsym::query {
@@ -50,6 +53,7 @@ std::vector<PerfInfoImage> ParsePerfInfo(std::string_view text);
 
 class ImageLookup {
  public:
+  using Sources = std::vector<std::shared_ptr<const index::SourceView>>;
   struct Options {
     std::vector<std::string> search_dirs;
     std::string perfinfo_dir = "/tmp";
@@ -57,30 +61,35 @@ class ImageLookup {
   ImageLookup();
   explicit ImageLookup(Options options);
 
-  // An "image" request. False if the image is unknown (nothing filled). `keep` receives what
-  // the results borrow from besides the view.
+  // An "image" request. False if the image is unknown (nothing filled). `for_uid`: whose
+  // maps count besides the operator's, root's and the daemon's (the client; 0 for the trusted
+  // group). `keep` receives what the results borrow from besides the view.
   bool LookupImage(const index::IndexView& view, const proto::LookupRequest& request,
-                   proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep);
-  // A pid request: answers the addresses no JIT source knew (not found, no error).
-  // `peer_uid`: who asks. Where a process maps its images is only told to root and to the
-  // process's owner (it would otherwise defeat the address-space randomization of others).
+                   uint32_t for_uid, proto::LookupResponse* out,
+                   std::vector<std::shared_ptr<const void>>* keep);
+  // A pid request: answers the addresses no JIT source knew (not found, no error). Where a
+  // process maps its images is only told to a peer that may see the process (it would
+  // otherwise defeat the address-space randomization of others).
   void LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
-                       uint32_t peer_uid, proto::LookupResponse* out,
+                       const security::PeerAccess& access, proto::LookupResponse* out,
                        std::vector<std::shared_ptr<const void>>* keep);
 
-  // The image sources (r2rmaps) of the images pid maps, each with its base and end (0: unknown),
-  // re-reading the process's maps; the same trust rules as LookupInProcess. `owner` receives
-  // the process's uid when it is known.
+  // The image sources (r2rmaps) of the images the live process `pid` maps now, each with its
+  // base and end (0: unknown), with the maps believed for its owner; and who that process is
+  // (to match it with an incarnation). nullopt if no process has the pid (or it changed while
+  // being read). Never a table cached from an earlier process.
   struct MappedImage {
     std::shared_ptr<const index::SourceView> source;
     uint64_t base = 0;
     uint64_t end = 0;
   };
-  std::vector<MappedImage> MappedImages(const index::IndexView& view, uint32_t pid,
-                                        std::optional<uint32_t>* owner);
+  struct LiveProcess {
+    ingest::ProcessIdentity identity;
+    std::vector<MappedImage> images;
+  };
+  std::optional<LiveProcess> LiveMappedImages(const index::IndexView& view, uint32_t pid);
 
  private:
-  using Sources = std::vector<std::shared_ptr<const index::SourceView>>;
   struct Placed {      // a file mapped in a process
     std::string name;  // the image name; empty for files that are not .dll (native libraries)
     uint64_t base = 0;
@@ -97,8 +106,10 @@ class ImageLookup {
     uint64_t checked_ns = 0;
   };
 
-  Sources FindByName(const index::IndexView& view, const std::string& name);
-  Sources FindBySignature(const index::IndexView& view, const std::string& signature);
+  // The maps of an image believed for `for_uid`, in precedence order (operator's first).
+  Sources FindByName(const index::IndexView& view, const std::string& name, uint32_t for_uid);
+  Sources FindBySignature(const index::IndexView& view, const std::string& signature,
+                          uint32_t for_uid);
   std::shared_ptr<const index::SourceView> LoadFromDirs(const std::string& name);
   std::shared_ptr<const ProcessImages> ReadProcess(uint32_t pid);
   std::shared_ptr<const ProcessImages> Cached(uint32_t pid, bool refresh, bool* fresh);

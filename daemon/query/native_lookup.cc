@@ -78,17 +78,6 @@ bool WorthPrefetching(const native::NativeModule& m) {
   return ExtraThreads() > 0 && m.unread_cus() >= 2;
 }
 
-// Whether the permission bits of a file let (uid, gid) read it; root and the daemon's own user
-// always may. Supplementary groups are not known here: they do not count.
-bool ReadableBy(const std::string& path, uint32_t uid, uint32_t gid) {
-  if (uid == 0 || uid == ::geteuid()) return true;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return false;
-  if (st.st_uid == uid) return (st.st_mode & S_IRUSR) != 0;
-  if (st.st_gid == gid) return (st.st_mode & S_IRGRP) != 0;
-  return (st.st_mode & S_IROTH) != 0;
-}
-
 }  // namespace
 
 void SetNativeOptions(NativeOptions options) { Options() = std::move(options); }
@@ -97,22 +86,26 @@ const NativeOptions& GetNativeOptions() { return Options(); }
 NativeLookup::NativeLookup() : NativeLookup(Options()) {}
 NativeLookup::NativeLookup(NativeOptions options) : modules_(CacheOptions(options)) {}
 
-bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request) {
+bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
+                                        const security::WalkedPath* walked) {
   if (request.build_id) return true;
-  if (!request.image || request.image->find('/') == std::string::npos) return false;
-  const int fd = ::open(request.image->c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (walked == nullptr || !walked->regular) return false;
+  const int fd =
+      ::open(walked->resolved.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
   if (fd < 0) return false;
   struct stat st {};
   char magic[4] = {};
-  const bool elf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::pread(fd, magic, 4, 0) == 4 &&
+  const bool elf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == walked->dev &&
+                   st.st_ino == walked->ino && ::pread(fd, magic, 4, 0) == 4 &&
                    std::memcmp(magic, "\177ELF", 4) == 0;
   ::close(fd);
   return elf;
 }
 
 std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
-    const proto::LookupRequest& request, uint32_t peer_uid, uint32_t peer_gid,
-    proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep) {
+    const proto::LookupRequest& request, const security::PeerAccess& access,
+    const security::WalkedPath* walked, proto::LookupResponse* out,
+    std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != kOrigin) {
     out->results.resize(request.addrs.size());
     for (size_t i = 0; i < request.addrs.size(); ++i) {
@@ -126,21 +119,21 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
   std::string id = request.build_id.value_or("");
   std::transform(id.begin(), id.end(), id.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (request.image && request.image->find('/') != std::string::npos) {
-    // A path (and maybe the build id it must have).
-    m = modules_.GetByPath(*request.image, &error);
+  if (walked != nullptr) {
+    // A path the peer may read (checked by the caller): that very file, found by the walk,
+    // and maybe the build id it must have.
+    m = modules_.GetByPath(walked->resolved, &error, native::FileId{walked->dev, walked->ino});
     if (m && request.build_id && m->build_id() != id) {
       return proto::ErrorResponse{std::string(proto::kErrNotFound),
                                   *request.image + " does not have build id " + id};
     }
   } else {
-    m = modules_.GetByBuildId(id, &error);
+    // Only files the peer could read itself are candidates; one it may not read is answered
+    // exactly as a build id no file has, and no path is named.
+    m = modules_.GetByBuildId(id, &error,
+                              [&](const std::string& path) { return access.MayRead(path); });
   }
   if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
-  if (!ReadableBy(m->path(), peer_uid, peer_gid)) {
-    return proto::ErrorResponse{std::string(proto::kErrPermission),
-                                m->path() + ": not readable by the requesting user"};
-  }
   keep->push_back(m);
   const size_t n = request.addrs.size();
   out->results.resize(n);
@@ -226,8 +219,8 @@ std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, cons
   return modules_.GetByPath(m.path, error);  // the best there is (the process may be gone)
 }
 
-void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t peer_uid,
-                                   proto::LookupResponse* out,
+void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
+                                   const security::PeerAccess& access, proto::LookupResponse* out,
                                    std::vector<std::shared_ptr<const void>>* keep) {
   if (request.origin && *request.origin != kOrigin) return;
   const uint32_t pid = static_cast<uint32_t>(*request.pid);
@@ -246,7 +239,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
       table = Cached(pid, true, &fresh);
     }
   }
-  if (!table || (peer_uid != 0 && peer_uid != table->uid)) return;
+  if (!table || !access.MaySeeProcess(table->uid)) return;
   keep->push_back(table);  // answers borrow the mapped files' paths
   std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
   native::NativeAnswer answer;
@@ -298,7 +291,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request, uint32_t
     // Outside every executable mapping known: the process may have mapped more since.
     if (misses.empty() || fresh) break;
     std::shared_ptr<const ProcessTable> again = Cached(pid, true, &fresh);
-    if (!fresh || !again || (peer_uid != 0 && peer_uid != again->uid)) break;
+    if (!fresh || !again || !access.MaySeeProcess(again->uid)) break;
     if (again->start_ticks != table->start_ticks) break;  // another process now has this pid
     modules.clear();
     table = again;

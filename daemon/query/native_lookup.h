@@ -18,6 +18,7 @@
 
 #include "daemon/native/module_cache.h"
 #include "daemon/query/process_maps.h"
+#include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
 namespace jitsym::query {
@@ -36,18 +37,21 @@ class NativeLookup {
   explicit NativeLookup(NativeOptions options);
 
   // Whether an "image" request is for an ELF file: it names a build-id, or its image is a path
-  // to a file that starts with the ELF magic.
-  static bool IsNativeImageRequest(const proto::LookupRequest& request);
-  // An image request; nullopt on success, else the error to send. `keep` receives what the
-  // results borrow from (the modules). The daemon may be able to read more than who asks:
-  // a file is only symbolized for a peer (uid, gid) its permission bits let read it.
+  // (already walked and allowed: `walked`) to a regular file that starts with the ELF magic.
+  static bool IsNativeImageRequest(const proto::LookupRequest& request,
+                                   const security::WalkedPath* walked);
+  // An image request; nullopt on success, else the error to send. `walked`: the image path the
+  // caller checked with access.CheckRead (only that file is opened); null for a build id, whose
+  // candidate files are used only if the peer may read them. `keep` receives what the results
+  // borrow from (the modules).
   std::optional<proto::ErrorResponse> LookupImage(const proto::LookupRequest& request,
-                                                  uint32_t peer_uid, uint32_t peer_gid,
+                                                  const security::PeerAccess& access,
+                                                  const security::WalkedPath* walked,
                                                   proto::LookupResponse* out,
                                                   std::vector<std::shared_ptr<const void>>* keep);
   // A pid request: answers the addresses still unanswered that fall in an executable mapping of
-  // a file. Only root and the process's owner get answers.
-  void LookupInProcess(const proto::LookupRequest& request, uint32_t peer_uid,
+  // a file, for a peer that may see the process.
+  void LookupInProcess(const proto::LookupRequest& request, const security::PeerAccess& access,
                        proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep);
 
   native::ModuleCache& modules() { return modules_; }

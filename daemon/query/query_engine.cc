@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "daemon/ingest/proc.h"
+#include "daemon/query/access_checks.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
@@ -127,19 +128,6 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
   return out;
 }
 
-void QueryEngine::DenyUnknownOwner(const index::IndexView& view, uint32_t pid,
-                                   const security::PeerAccess& access,
-                                   proto::LookupResponse* lookup) {
-  // A pid the index knows was checked per incarnation; one it does not know may still be a
-  // live process of someone else (its images are answered from /proc): say so rather than miss.
-  if (access.trusted() || view.FindProcess(pid, std::nullopt) != nullptr) return;
-  const auto identity = ingest::ReadProcessIdentity(pid);
-  if (!identity || access.MaySeeProcess(identity->uid)) return;
-  for (proto::LookupResult& r : lookup->results) {
-    if (r.error.empty()) r.error = kDenied;
-  }
-}
-
 void QueryEngine::DenyUnreadableSources(const security::PeerAccess& access,
                                         proto::LookupResponse* lookup) {
   std::string last_allowed;  // answers of a batch mostly come from one file
@@ -147,19 +135,9 @@ void QueryEngine::DenyUnreadableSources(const security::PeerAccess& access,
     if (!r.found) continue;
     const std::string source(r.source_or_view());
     if (source == last_allowed) continue;
-    // An image map describes no process: believe maps of root, of this daemon's user (its
-    // --r2rmap-dir files) and of the client itself; another user's map in a shared directory
-    // may be planted, and is treated as absent.
-    struct stat st {};
-    const bool exists = ::stat(source.c_str(), &st) == 0;
-    const bool believed =
-        exists && (st.st_uid == 0 || st.st_uid == ::geteuid() || st.st_uid == access.uid());
+    // Only maps believed for the client answered (ImageLookup::LookupImage); of those, only
+    // the ones it could read itself.
     const uint64_t addr = r.addr;
-    if (!believed) {
-      r = proto::LookupResult{};
-      r.addr = addr;
-      continue;
-    }
     if (access.MayRead(source)) {
       last_allowed = source;
       continue;
@@ -192,21 +170,24 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
             if (body.pid) {
               return Error(proto::kErrBadRequest, "lookup takes \"pid\" or \"image\", not both");
             }
-            // An image named by path: only for a client that could read the file itself.
-            if (body.image && !body.image->empty() && (*body.image)[0] == '/' &&
-                !access.MayRead(*body.image)) {
-              denied_.fetch_add(1, std::memory_order_relaxed);
-              return Error(proto::kErrPermission, "you may not read '" + *body.image + "'");
+            // An image named by path: only for a client that could read the file itself,
+            // decided before anything is opened.
+            std::optional<security::WalkedPath> walked;
+            if (auto error = CheckImageRequest(body, access, &walked)) {
+              if (error->code == proto::kErrPermission) {
+                denied_.fetch_add(1, std::memory_order_relaxed);
+              }
+              return Error(error->code, std::move(error->message));
             }
+            const security::WalkedPath* path = walked ? &*walked : nullptr;
             // The trusted group reads as root; others as themselves.
             const uint32_t as_uid = access.trusted() ? 0 : peer.uid;
-            const uint32_t as_gid = access.trusted() ? 0 : peer.gid;
-            if (NativeLookup::IsNativeImageRequest(body)) {
+            if (NativeLookup::IsNativeImageRequest(body, path)) {
               // An ELF file (by path or build-id).
-              if (auto error = native_.LookupImage(body, as_uid, as_gid, &lookup, &keep)) {
+              if (auto error = native_.LookupImage(body, access, path, &lookup, &keep)) {
                 return Error(error->code, std::move(error->message));
               }
-            } else if (!images_.LookupImage(*view, body, &lookup, &keep)) {
+            } else if (!images_.LookupImage(*view, body, as_uid, &lookup, &keep)) {
               return Error(proto::kErrNotFound, "no r2rmap known for image '" + *body.image + "'");
             } else {
               DenyUnreadableSources(access, &lookup);  // r2rmaps; native checked its own
@@ -217,13 +198,11 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
               return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
             }
             Lookup(*view, body, &lookup, &access);
-            DenyUnknownOwner(*view, static_cast<uint32_t>(*body.pid), access, &lookup);
+            SettleProcessDenials(static_cast<uint32_t>(*body.pid), access, &lookup);
             // JIT sources first; ReadyToRun images answer what they do not know.
-            // (As root for the trusted group: it may see every process's images.)
-            const uint32_t as_uid = access.trusted() ? 0 : peer.uid;
-            images_.LookupInProcess(*view, body, as_uid, &lookup, &keep);
+            images_.LookupInProcess(*view, body, access, &lookup, &keep);
             // What is left and lies in a file-backed executable mapping: ELF symbols.
-            native_.LookupInProcess(body, as_uid, &lookup, &keep);
+            native_.LookupInProcess(body, access, &lookup, &keep);
           }
           if (keep.empty()) {
             lookup.keepalive = view;

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "daemon/index/index_view.h"
+#include "daemon/query/access_checks.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/native_lookup.h"
 #include "daemon/security/peer_access.h"
@@ -33,11 +34,9 @@ class QueryEngine : public server::RequestHandler {
   static proto::ProcessesResponse Processes(const index::IndexView& view,
                                             const security::PeerAccess* access = nullptr);
   // The per-address error for a process or image the client may not query.
-  static constexpr std::string_view kDenied = "permission denied";
+  static constexpr std::string_view kDenied = kDeniedError;
 
  private:
-  void DenyUnknownOwner(const index::IndexView& view, uint32_t pid,
-                        const security::PeerAccess& access, proto::LookupResponse* lookup);
   void DenyUnreadableSources(const security::PeerAccess& access, proto::LookupResponse* lookup);
   void CountDenied(const proto::LookupResponse& lookup);
 

@@ -1,7 +1,5 @@
 #include "daemon/query/symbols_query.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -34,6 +32,26 @@ std::vector<std::pair<uint64_t, uint64_t>> Uncovered(
   return out;
 }
 
+// The answer for a pid nothing is known of; also for one the peer may not see and which is no
+// live process of someone else (DecideProcess), so that it cannot tell the two apart.
+proto::Response NotFound(uint32_t pid) {
+  return Error(proto::kErrNotFound, "no symbols known for pid " + std::to_string(pid));
+}
+
+// Whether the live process `now` is the incarnation `process` (not a later process that reused
+// the pid). /proc start times tick at 100 Hz and the index may place an incarnation's start a
+// little later than /proc does (after its predecessor's last record): a second of slack. The
+// owner must match exactly, which is what the access decision rests on.
+bool IsIncarnation(const index::ProcessView& process, const ingest::ProcessIdentity& now) {
+  if (!process.alive || !process.uid || *process.uid != now.uid || !process.start_time) {
+    return false;
+  }
+  const uint64_t live = ingest::StartTicksToMonotonicNs(now.start_ticks);
+  const uint64_t recorded = *process.start_time;
+  const uint64_t diff = live > recorded ? live - recorded : recorded - live;
+  return diff <= 1000000000ull;
+}
+
 }  // namespace
 
 proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRequest& request,
@@ -42,27 +60,29 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
     return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
   }
   const uint32_t pid = static_cast<uint32_t>(request.pid);
+  // The incarnation listed is the latest one the index knows; a live process the index does
+  // not know is listed from its mappings only. Who may list it is decided per incarnation, from
+  // the owner recorded while it lived (as for lookups), before /proc or any file is read.
   const index::ProcessView* process = view.FindProcess(pid, std::nullopt);
-  std::optional<uint32_t> owner;
-  std::vector<ImageLookup::MappedImage> mapped = images.MappedImages(view, pid, &owner);
-  if (process == nullptr && mapped.empty()) {
-    return Error(proto::kErrNotFound, "no symbols known for pid " + std::to_string(pid));
-  }
-  if (!owner && process != nullptr) owner = process->uid;  // recorded while it lived
-  if (!owner && process != nullptr) {
-    // Never seen alive: its side files were written by it, so their owner is its owner.
-    for (const auto& source : process->sources) {
-      struct stat st {};
-      if (::stat(source->path.c_str(), &st) == 0) {
-        owner = st.st_uid;
-        break;
-      }
-    }
-  }
-  if (!access.MaySeeProcess(owner)) {
+  const auto now = ingest::ReadProcessIdentity(pid);
+  if (process == nullptr && !now) return NotFound(pid);
+  const security::ProcessAccess verdict =
+      access.ForProcess(process != nullptr ? process->uid : std::optional(now->uid), pid);
+  if (verdict == security::ProcessAccess::kDenied) {
     return Error(proto::kErrPermission, "only root, the trusted group and the owner of pid " +
                                             std::to_string(pid) + " may list its symbols");
   }
+  if (verdict == security::ProcessAccess::kUnknown) return NotFound(pid);
+  // The live process's mapped images belong to the listed incarnation only if it is that
+  // process: same owner, and started when the incarnation did.
+  std::vector<ImageLookup::MappedImage> mapped;
+  if (now && (process == nullptr || IsIncarnation(*process, *now))) {
+    if (auto live = images.LiveMappedImages(view, pid);
+        live && live->identity.start_ticks == now->start_ticks && live->identity.uid == now->uid) {
+      mapped = std::move(live->images);
+    }
+  }
+  if (process == nullptr && mapped.empty()) return NotFound(pid);
 
   proto::SymbolsResponse out;
   out.pid = request.pid;

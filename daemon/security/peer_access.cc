@@ -11,6 +11,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "daemon/ingest/proc.h"
+
 namespace jitsym::security {
 
 std::optional<uint32_t> ResolveGroup(const std::string& name) {
@@ -86,6 +88,7 @@ PeerAccess::PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& 
     const std::vector<uint32_t> db = CachedGroupsOfUser(uid_, gid_);
     trusted_ = std::find(db.begin(), db.end(), *policy.trusted_gid) != db.end();
   }
+  facts_ = PeerFacts{uid_, gid_, groups_, trusted_};
 }
 
 bool PeerAccess::InGroup(uint32_t gid) const {
@@ -93,28 +96,24 @@ bool PeerAccess::InGroup(uint32_t gid) const {
 }
 
 bool PeerAccess::MaySeeProcess(std::optional<uint32_t> owner) const {
-  if (trusted_) return true;
-  return owner && *owner == uid_;
+  return DecideProcess(facts_, owner, std::nullopt) == ProcessAccess::kAllowed;
+}
+
+ProcessAccess PeerAccess::ForProcess(std::optional<uint32_t> owner, uint32_t pid) const {
+  if (MaySeeProcess(owner)) return ProcessAccess::kAllowed;
+  std::optional<uint32_t> live_owner;
+  if (const auto identity = ingest::ReadProcessIdentity(pid)) live_owner = identity->uid;
+  return DecideProcess(facts_, owner, live_owner);
+}
+
+FileAccess PeerAccess::CheckRead(const std::string& path, WalkedPath* walked) const {
+  if (!WalkPath(path, walked)) return FileAccess::kDenied;
+  return DecideFileRead(facts_, walked->facts);
 }
 
 bool PeerAccess::MayRead(const std::string& path) const {
-  if (trusted_) return true;
-  if (path.empty() || path[0] != '/') return false;
-  auto allows = [&](const struct stat& st, mode_t user, mode_t grp, mode_t other) {
-    if (st.st_uid == uid_) return (st.st_mode & user) != 0;
-    if (InGroup(st.st_gid)) return (st.st_mode & grp) != 0;
-    return (st.st_mode & other) != 0;
-  };
-  // Every directory above the file must be searchable.
-  for (size_t slash = path.find('/', 1); slash != std::string::npos;
-       slash = path.find('/', slash + 1)) {
-    struct stat dir {};
-    if (::stat(path.substr(0, slash).c_str(), &dir) != 0) return false;
-    if (!allows(dir, S_IXUSR, S_IXGRP, S_IXOTH)) return false;
-  }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return false;
-  return allows(st, S_IRUSR, S_IRGRP, S_IROTH);
+  WalkedPath walked;
+  return CheckRead(path, &walked) == FileAccess::kAllowed;
 }
 
 }  // namespace jitsym::security

@@ -1,7 +1,9 @@
-// Who may ask about what. A client may query a process only if it could inspect that process
-// itself: root, the process's owner, or a member of the configured trusted group (operators).
-// Image lookups are allowed for files the client could read itself. docs/operations.md
-// ("Security model") describes the rules.
+// Who may ask about what, for one connected client: gathers the facts (the peer's credentials,
+// /proc, a path walk) and decides with the pure rules of access_rules.h. Every query path
+// (lookup, symbols; pprof and annotate are lookups) asks here before it opens anything.
+// A client may query a process only if it could inspect that process itself: root, the
+// process's owner, or a member of the configured trusted group (operators); it may name a file
+// only if it could read that file itself. docs/operations.md ("Security model").
 #ifndef JITSYM_DAEMON_SECURITY_PEER_ACCESS_H_
 #define JITSYM_DAEMON_SECURITY_PEER_ACCESS_H_
 
@@ -12,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/security/access_rules.h"
+#include "daemon/security/path_walk.h"
 #include "daemon/server/server.h"
 
 namespace jitsym::security {
@@ -42,15 +46,25 @@ class PeerAccess {
   // A process owned by `owner`; an unknown owner (a process never seen alive whose files were
   // root's) is visible to root and the trusted group only.
   bool MaySeeProcess(std::optional<uint32_t> owner) const;
-  // Whether the peer could open `path` for reading: read permission on the file and search
-  // permission on every directory above it, by the owner/group/other mode bits (no ACLs).
+  // What to answer about one incarnation of `pid` whose recorded owner is `owner`
+  // (DecideProcess): reads who holds the pid now only when the owner alone does not allow.
+  ProcessAccess ForProcess(std::optional<uint32_t> owner, uint32_t pid) const;
+
+  // Whether the peer could open `path` (absolute) for reading itself: the path is resolved
+  // component by component (symlinks included) and every directory searched must be
+  // searchable, the file readable, by the owner/group/other mode bits (no ACLs). `walked`
+  // receives the resolved path and the file's identity, to open and verify that file only.
+  FileAccess CheckRead(const std::string& path, WalkedPath* walked) const;
   bool MayRead(const std::string& path) const;
+
+  const PeerFacts& facts() const { return facts_; }
 
  private:
   uint32_t uid_ = 0;
   uint32_t gid_ = 0;
   std::vector<uint32_t> groups_;  // supplementary, sorted
   bool trusted_ = false;
+  PeerFacts facts_;
 };
 
 }  // namespace jitsym::security

@@ -82,14 +82,30 @@ TEST(ImageLookup, PerfInfoLines) {
   EXPECT_EQ(images[1].base, 0x7f0000001000u);
 }
 
+// What a client with this uid (and a group of its own) may do.
+security::PeerAccess AccessOf(uint32_t uid) {
+  server::PeerCredentials peer;
+  peer.uid = uid;
+  peer.gid = uid;
+  return security::PeerAccess(peer, {});
+}
+
 std::vector<proto::AddressQuery> Queries(std::initializer_list<uint64_t> addrs) {
   std::vector<proto::AddressQuery> out;
   for (uint64_t a : addrs) out.emplace_back().addr = a;
   return out;
 }
 
+// The map is written to a real file: whether a map is believed depends on its owner (here the
+// test's own user, which is the daemon's user).
 std::shared_ptr<index::IndexView> ViewWithImage(const std::string& name, const std::string& text) {
-  ingest::R2rmapSource src("/w/" + name + ".ni.r2rmap");
+  const std::string path = ::testing::TempDir() + "/jitsym-image-test-" +
+                           std::to_string(::getpid()) + "-" + name + ".ni.r2rmap";
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  ingest::R2rmapSource src(path);
   src.Feed({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
   auto v = std::make_shared<index::SourceView>();
   v->origin = "r2rmap";
@@ -114,7 +130,7 @@ TEST(ImageLookup, ByNamePathAndSignature) {
     req.addrs = Queries({0x1010, 0x2008, 0x3000, 0x100000000ull});
     proto::LookupResponse out;
     std::vector<std::shared_ptr<const void>> keep;
-    ASSERT_TRUE(lookup.LookupImage(*view, req, &out, &keep)) << key;
+    ASSERT_TRUE(lookup.LookupImage(*view, req, ::getuid(), &out, &keep)) << key;
     ASSERT_EQ(out.results.size(), 4u);
     EXPECT_TRUE(out.results[0].found);
     EXPECT_EQ(out.results[0].name_or_view(), "Foo::Bar()");
@@ -132,10 +148,10 @@ TEST(ImageLookup, ByNamePathAndSignature) {
   req.addrs = Queries({0x1010});
   proto::LookupResponse out;
   std::vector<std::shared_ptr<const void>> keep;
-  EXPECT_FALSE(lookup.LookupImage(*view, req, &out, &keep));
+  EXPECT_FALSE(lookup.LookupImage(*view, req, ::getuid(), &out, &keep));
   req.image = "Foo";
   req.origin = "jitdump";
-  ASSERT_TRUE(lookup.LookupImage(*view, req, &out, &keep));
+  ASSERT_TRUE(lookup.LookupImage(*view, req, ::getuid(), &out, &keep));
   EXPECT_FALSE(out.results[0].found);
 }
 
@@ -171,7 +187,7 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
     proto::LookupResponse out;
     out.results.resize(req.addrs.size());
     std::vector<std::shared_ptr<const void>> keep;
-    lookup.LookupInProcess(*view, req, peer, &out, &keep);
+    lookup.LookupInProcess(*view, req, AccessOf(peer), &out, &keep);
     const bool allowed = peer == 0 || peer == ::getuid();
     EXPECT_EQ(out.results[0].found, allowed) << peer;
     if (allowed) {
@@ -189,15 +205,17 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
     proto::LookupResponse out;
     out.results.resize(req.addrs.size());
     std::vector<std::shared_ptr<const void>> keep;
-    lookup.LookupInProcess(*view, req, 0, &out, &keep);
+    lookup.LookupInProcess(*view, req, AccessOf(0), &out, &keep);
     EXPECT_FALSE(out.results[0].found);
-    // By image, the caller names the map it wants: it answers.
+    // By image, only for its owner: for anyone else (root included) it may be planted.
     proto::LookupRequest by_image;
     by_image.image = "Foo";
     by_image.addrs = Queries({0x1010});
     proto::LookupResponse out2;
-    ASSERT_TRUE(lookup.LookupImage(*view, by_image, &out2, &keep));
+    ASSERT_TRUE(lookup.LookupImage(*view, by_image, 4242, &out2, &keep));
     EXPECT_TRUE(out2.results[0].found);
+    proto::LookupResponse out3;
+    EXPECT_FALSE(lookup.LookupImage(*view, by_image, 0, &out3, &keep));
   }
   // An answer a JIT source already gave is left alone; so is a restricted origin.
   proto::LookupResponse out;
@@ -206,12 +224,12 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
   out.results[0].name = "jitted";
   req.addrs = Queries({b + 0x1010});
   std::vector<std::shared_ptr<const void>> keep;
-  lookup.LookupInProcess(*view, req, 0, &out, &keep);
+  lookup.LookupInProcess(*view, req, AccessOf(0), &out, &keep);
   EXPECT_EQ(out.results[0].name_or_view(), "jitted");
   req.origin = "jitdump";
   proto::LookupResponse out2;
   out2.results.resize(1);
-  lookup.LookupInProcess(*view, req, 0, &out2, &keep);
+  lookup.LookupInProcess(*view, req, AccessOf(0), &out2, &keep);
   EXPECT_FALSE(out2.results[0].found);
   ::munmap(base, 0x10000);
   ::close(fd);

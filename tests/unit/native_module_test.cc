@@ -226,17 +226,21 @@ TEST(NativeModule, SurvivesTruncatedAndLyingFiles) {
 }
 
 TEST(ModuleCache, SharesModulesAndFindsThemByBuildId) {
+  const auto kAnyone = [](const std::string&) { return true; };
   ModuleCache cache(ModuleCache::Options{{"/nonexistent"}, 1u << 30});
   std::string error;
   auto a = cache.GetByPath(SelfPath(), &error);
   ASSERT_TRUE(a) << error;
   auto b = cache.GetByPath(SelfPath(), &error);
   EXPECT_EQ(a.get(), b.get());
-  auto c = cache.GetByBuildId(a->build_id(), &error);
+  auto c = cache.GetByBuildId(a->build_id(), &error, kAnyone);
   EXPECT_EQ(a.get(), c.get()) << error;
-  EXPECT_FALSE(cache.GetByBuildId("00112233", &error));
+  EXPECT_FALSE(cache.GetByBuildId("00112233", &error, kAnyone));
   EXPECT_NE(error.find("00112233"), std::string::npos);
-  EXPECT_FALSE(cache.GetByBuildId("not hex", &error));
+  EXPECT_FALSE(cache.GetByBuildId("not hex", &error, kAnyone));
+  // A file the caller may not read is no candidate, and the error names no path.
+  EXPECT_FALSE(cache.GetByBuildId(a->build_id(), &error, [](const std::string&) { return false; }));
+  EXPECT_EQ(error.find('/'), std::string::npos) << error;
 }
 
 TEST(ModuleCache, DropsLeastRecentlyUsedOverBudget) {

@@ -1,0 +1,59 @@
+// Access decisions applied to lookup requests and answers: see access_checks.h.
+#include "daemon/query/access_checks.h"
+
+#include <string>
+
+#include "daemon/ingest/proc.h"
+
+namespace jitsym::query {
+
+std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest& request,
+                                                      const security::PeerAccess& access,
+                                                      std::optional<security::WalkedPath>* walked) {
+  walked->reset();
+  if (!request.image || request.image->find('/') == std::string::npos) {
+    return std::nullopt;  // an image name or signature (r2rmap), or a build id: no file named
+  }
+  const std::string& path = *request.image;
+  if (path[0] != '/') {
+    return proto::ErrorResponse{std::string(proto::kErrBadRequest),
+                                "\"image\" must be an absolute path (or an image name)"};
+  }
+  security::WalkedPath w;
+  switch (access.CheckRead(path, &w)) {
+    case security::FileAccess::kAllowed:
+      *walked = std::move(w);
+      return std::nullopt;
+    case security::FileAccess::kNotFound:
+      // The client could see for itself that it does not exist; an r2rmap image is looked up
+      // by the name in the path, which need not exist here.
+      return std::nullopt;
+    case security::FileAccess::kDenied:
+      break;
+  }
+  return proto::ErrorResponse{std::string(proto::kErrPermission),
+                              "the image file is not readable by you"};
+}
+
+void SettleProcessDenials(uint32_t pid, const security::PeerAccess& access,
+                          proto::LookupResponse* lookup) {
+  if (access.trusted()) return;
+  bool unanswered = false;
+  for (const proto::LookupResult& r : lookup->results) {
+    unanswered |= !r.found && (r.error.empty() || r.error == kDeniedError);
+  }
+  if (!unanswered) return;
+  // Who holds the pid now: "permission denied" only for a live process not the client's, which
+  // /proc shows to anyone; any other answer would tell which dead pids the daemon indexed.
+  std::optional<uint32_t> live_owner;
+  if (const auto identity = ingest::ReadProcessIdentity(pid)) live_owner = identity->uid;
+  const bool deny = security::DecideProcess(access.facts(), std::nullopt, live_owner) ==
+                    security::ProcessAccess::kDenied;
+  for (proto::LookupResult& r : lookup->results) {
+    if (r.found) continue;
+    if (deny && r.error.empty()) r.error = kDeniedError;
+    if (!deny && r.error == kDeniedError) r.error.clear();
+  }
+}
+
+}  // namespace jitsym::query

@@ -1,0 +1,41 @@
+// The access decisions of lookups, kept apart from the answering code: which image a client may
+// name (before anything is opened), and what a client that may not see a pid is told. The rules
+// themselves are daemon/security's (PeerAccess, access_rules.h); this applies them to requests
+// and answers.
+#ifndef JITSYM_DAEMON_QUERY_ACCESS_CHECKS_H_
+#define JITSYM_DAEMON_QUERY_ACCESS_CHECKS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "daemon/security/peer_access.h"
+#include "proto/protocol.h"
+
+namespace jitsym::query {
+
+// The per-address error for a process the client may not query.
+inline constexpr std::string_view kDeniedError = "permission denied";
+
+// An "image" / "build_id" lookup: nullopt if it may go on, else the error to send. An image
+// that contains a '/' is a path: a relative one is a bad request (it would be resolved against
+// the daemon's working directory); an absolute one must be readable by the client
+// (PeerAccess::CheckRead), else permission_denied, the same for a file that does not exist in
+// a directory the client may not search as for an unreadable one, naming no path. `walked`
+// receives the walk of an absolute path the client may read (then only that file is opened).
+std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest& request,
+                                                      const security::PeerAccess& access,
+                                                      std::optional<security::WalkedPath>* walked);
+
+// A pid lookup after the JIT sources answered (before images and ELF mappings): makes what a
+// client that may not see the pid is told the same whether or not the daemon indexed it
+// (security::DecideProcess). If the pid is now a live process the client may not see, every
+// address not answered from an incarnation it may see gets "permission denied"; otherwise
+// addresses denied for an incarnation it may not see become plain "not found" (and may still
+// be answered from the client's own live process's mappings).
+void SettleProcessDenials(uint32_t pid, const security::PeerAccess& access,
+                          proto::LookupResponse* lookup);
+
+}  // namespace jitsym::query
+
+#endif  // JITSYM_DAEMON_QUERY_ACCESS_CHECKS_H_
