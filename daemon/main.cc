@@ -2,6 +2,9 @@
 // queries over a Unix socket. main() only wires settings, threads and signals.
 #include <signal.h>
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -155,6 +158,13 @@ int main(int argc, char** argv) {
              command_line.config_path,
              config_found ? " and the command line" : "; defaults and the command line apply");
   ::signal(SIGPIPE, SIG_IGN);
+#ifdef __GLIBC__
+  // Request lines, decoded lookups and answer slices are large and short-lived: mapped on
+  // their own, they go back to the system when freed, so the resident size follows the
+  // request memory budget instead of its high-water mark (glibc would otherwise raise the
+  // threshold to 32 MiB after the first such free and keep them in its heap).
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   const config::DescriptorBudget descriptors = BudgetFor(RaiseDescriptorLimit(), settings);
   JITSYM_LOG(kInfo, "descriptor budget: ", config::FormatDescriptorBudget(descriptors));
   query::SetR2rmapSearchDirs(settings.r2rmap_dirs);  // read by the query engine it builds

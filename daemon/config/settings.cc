@@ -95,11 +95,11 @@ const std::vector<SettingDef>& Table() {
       {"request-memory", "SIZE",
        "memory for long request lines and large lookups in flight, all\n"
        "connections together; beyond it requests are answered busy\n"
-       "(default: 384M)",
+       "(default: 320M)",
        Apply::kRestart, Size(&Settings::request_memory_bytes)},
       {"user-request-memory", "SIZE",
        "the share of request-memory one user (not root) may hold\n"
-       "(default: 192M)",
+       "(default: 160M)",
        Apply::kRestart, Size(&Settings::user_request_memory_bytes)},
   };
   return table;

@@ -46,8 +46,8 @@ struct Settings {
   uint64_t max_user_connections = 64;
   uint64_t idle_timeout_ms = 5 * 60 * 1000;  // 0: none
   uint64_t request_timeout_ms = 30 * 1000;   // 0: none
-  uint64_t request_memory_bytes = 384ull << 20;
-  uint64_t user_request_memory_bytes = 192ull << 20;
+  uint64_t request_memory_bytes = 320ull << 20;
+  uint64_t user_request_memory_bytes = 160ull << 20;
 };
 
 // Fills in the host-dependent defaults (watch /tmp, the socket path, the thread count).

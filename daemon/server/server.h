@@ -84,8 +84,8 @@ struct ServerOptions {
   // no per-user share). A connection whose request would take more is answered "busy" (closed
   // while its line is being received, kept open after a whole line), so that many connections
   // each sending a line just under max_request_bytes cannot exhaust memory.
-  size_t max_buffered_request_bytes = 384u << 20;
-  size_t max_user_request_bytes = 192u << 20;
+  size_t max_buffered_request_bytes = 320u << 20;
+  size_t max_user_request_bytes = 160u << 20;
   // Zero: no timeout. Idle: no request, or no progress writing an answer, for this long.
   // Request: from the first byte of a request line to its newline.
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
