@@ -11,7 +11,12 @@ test_attacks_server.py and tests/bench/attack_bench.py:
                                                    then keeps the admitted ones busy with a ping
                                                    every 300 ms
 
-It prints one line per event and runs until killed."""
+  attack_client.py SOCKET probe SECONDS PID ADDR   one connection: a lookup of 16 addresses
+                                                   from ADDR of PID after another, for SECONDS;
+                                                   prints {"times_ms": [...]} (send to whole
+                                                   answer) and exits
+
+It prints one line per event and runs until killed (probe: until done)."""
 
 import json
 import socket
@@ -39,18 +44,27 @@ def flood(path, i, line, mode):
             say("sent", i)
             if mode == "never":
                 time.sleep(3600)
-            got = b""
-            while not got.endswith(b"\n"):
+            # Streamed through: only the head, the last bytes and a count are kept.
+            head, tail, size, found = b"", b"", 0, 0
+            pattern = b'"found":true'
+            while not tail.endswith(b"\n"):
                 chunk = s.recv(4096 if mode == "slow" else 1 << 20)
                 if not chunk:
                     say("closed", i)
                     return
-                got = got[-1:] + chunk if mode == "slow" else got + chunk
+                if len(head) < 300:
+                    head += chunk[:300]
+                window = tail + chunk
+                found += window.count(pattern) - tail.count(pattern)
+                tail = window[-len(pattern):]
+                size += len(chunk)
                 if mode == "slow":
                     time.sleep(0.05)
-            if mode == "full" and b'"busy"' in got[:300]:
-                say("busy", i, got[:300].decode(errors="replace"))
+            if mode == "full" and b'"busy"' in head:
+                say("busy", i, head.split(b"\n")[0].decode(errors="replace"))
                 time.sleep(0.2)
+            elif mode == "full":
+                say("answer", i, size, found)
     except OSError as e:
         say("error", i, e)
 
@@ -83,8 +97,30 @@ def hold(path, n):
             s.recv(4096)
 
 
+def probe(path, seconds, pid, addr):
+    line = ('{"v":1,"op":"lookup","pid":%d,"addrs":[%s]}\n' % (
+        pid, ",".join('"0x%x"' % (addr + 64 * i) for i in range(16)))).encode()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    f = s.makefile("rb")
+    times = []
+    errors = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        s.sendall(line)
+        answer = f.readline()
+        times.append((time.monotonic() - t0) * 1000)
+        errors += b'"ok":true' not in answer[:100]
+        time.sleep(0.01)
+    print(json.dumps({"times_ms": times, "errors": errors}), flush=True)
+
+
 def main():
     path, mode = sys.argv[1], sys.argv[2]
+    if mode == "probe":
+        probe(path, float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5], 0))
+        return
     if mode == "hold":
         hold(path, int(sys.argv[3]))
         return

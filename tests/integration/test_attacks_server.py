@@ -134,6 +134,16 @@ def huge_unread_answers_stay_bounded_and_alice_is_served():
     restart("--max-user-connections", USER_CONNECTIONS)
     wait_until(lambda: alice_lookup(), 20, "the maps after the restart")
     rss_before = status_kb("VmRSS")
+    # Bounded is not refused: alone, a request of the maximum size is answered whole.
+    proc, lines = attacker("flood", 1, S["bob_pid"], BIG, "full")
+    try:
+        wait_until(lambda: any(l.startswith(("answer", "busy")) for l in lines), 60,
+                   "bob's first answer")
+    finally:
+        stop(proc)
+    answer = next(l for l in lines if l.startswith(("answer", "busy"))).split()
+    check(answer[0] == "answer" and int(answer[3]) == BIG,
+          f"bob's lone 2^20-address lookup: {' '.join(answer)[:300]}")
     # 8 connections: 2^20 addresses each, a third never reading, a third reading slowly.
     proc, lines = attacker("flood", 8, S["bob_pid"], BIG, "never,slow,full")
     try:
@@ -152,8 +162,10 @@ def huge_unread_answers_stay_bounded_and_alice_is_served():
     print(f"  RSS before {rss_before >> 10} MiB, peak {peak >> 10} MiB; alice's lookups "
           f"(client start to exit): median {times[len(times) // 2] * 1000:.0f} ms, "
           f"max {times[-1] * 1000:.0f} ms over {len(times)}; bob: "
-          f"{sum(l.startswith('busy') for l in lines)} busy answers")
+          f"{sum(l.startswith('busy') for l in lines)} busy answers, "
+          f"{sum(l.startswith('answer') for l in lines)} whole answers")
     check(peak < 300 << 10, f"peak RSS {peak >> 10} MiB while bob floods (limit 300 MiB)")
+
     check(times[len(times) // 2] < 1.0, f"alice's median lookup took {times[len(times) // 2]} s")
     wait_until(lambda: ping_as("root").returncode == 0, 10, "root's ping after the flood")
 
