@@ -21,10 +21,10 @@ Admission AdmitConnection(const ConnectionLimits& limits, bool privileged, size_
 std::string ConnectionBusyMessage(Admission why, const ConnectionLimits& limits, unsigned uid) {
   if (why == Admission::kUserFull) {
     return "uid " + std::to_string(uid) + " already has " + std::to_string(limits.per_user) +
-           " connections open to jitsymd (the per-user connection limit); close some and retry";
+           " connections open to jitsymd (the per-user connection limit)";
   }
   return "jitsymd has all its " + std::to_string(limits.total) +
-         " connections in use (the total connection limit); retry later";
+         " connections in use (the total connection limit)";
 }
 
 MemoryBudget::Result MemoryBudget::TryCharge(unsigned uid, uint64_t bytes) {
@@ -70,10 +70,10 @@ std::string MemoryBusyMessage(MemoryBudget::Result why, const MemoryBudget& budg
   if (why == MemoryBudget::Result::kUserFull) {
     return "uid " + std::to_string(uid) + " already has " +
            std::to_string(budget.per_user() >> 20) +
-           " MiB of requests in flight (the per-user request memory limit); retry later";
+           " MiB of requests in flight (the per-user request memory limit)";
   }
   return "jitsymd has " + std::to_string(budget.total() >> 20) +
-         " MiB of requests in flight (the total request memory limit); retry later";
+         " MiB of requests in flight (the total request memory limit)";
 }
 
 uint64_t DecodedRequestBound(std::string_view line) {
