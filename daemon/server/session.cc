@@ -153,9 +153,10 @@ void Session::OnTimer() {
   const auto& o = state_->options;
   const auto now = Clock::now();
   const bool idle = o.idle_timeout.count() > 0 && now - last_progress_ >= o.idle_timeout;
-  const bool partial = !writing_ && end_ > begin_;
-  const bool slow =
-      partial && o.request_timeout.count() > 0 && now - line_started_ >= o.request_timeout;
+  // The request clock runs only while the daemon waits for the rest of a line, not while it
+  // answers the requests before it (a pipelined line read in part waits for those).
+  const bool slow = reading_ && end_ > begin_ && o.request_timeout.count() > 0 &&
+                    line_waited_ + (now - reading_since_) >= o.request_timeout;
   if (!idle && !slow) {
     ArmTimer();
     return;
@@ -210,6 +211,8 @@ void Session::ReadMore() {
     charged_ += charge;
     in_.resize(size);
   }
+  reading_ = true;
+  reading_since_ = Clock::now();
   socket_.async_read_some(
       boost::asio::buffer(in_.data() + end_, in_.size() - end_),
       boost::asio::bind_executor(socket_.get_executor(),
@@ -238,7 +241,9 @@ void Session::OnRead(const boost::system::error_code& ec, size_t n) {
     return;
   }
   const auto now = Clock::now();
-  if (begin_ == end_) line_started_ = now;
+  reading_ = false;
+  // Waiting for a line's first byte is idleness; waiting for the rest of it is the line's.
+  line_waited_ = begin_ == end_ ? Clock::duration::zero() : line_waited_ + (now - reading_since_);
   last_progress_ = now;
   end_ += n;
   state_->bytes_received.fetch_add(n, std::memory_order_relaxed);
@@ -267,8 +272,8 @@ void Session::Continue() {
     const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - in_.data());
     std::string_view line(in_.data() + begin_, pos - begin_);
     begin_ = scanned_ = pos + 1;
-    // What follows is the start of the next line: its clock starts now.
-    line_started_ = Clock::now();
+    // What follows is the start of the next line, with a clock of its own.
+    line_waited_ = Clock::duration::zero();
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.size() > max_bytes) {
       Answer(proto::MakeErrorResponse(
@@ -302,12 +307,13 @@ void Session::Continue() {
 
 void Session::OnWritten(const boost::system::error_code& ec, size_t n) {
   writing_ = false;
+  const auto now = Clock::now();
   state_->bytes_sent.fetch_add(n, std::memory_order_relaxed);
   if (ec) {
     CloseNow();  // EPIPE / ECONNRESET: the client went away
     return;
   }
-  last_progress_ = Clock::now();
+  last_progress_ = now;
   out_.clear();
   if (close_after_write_) {
     CloseNow();

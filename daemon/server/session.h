@@ -107,7 +107,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool close_after_write_ = false;
   bool closed_ = false;
   std::chrono::steady_clock::time_point last_progress_;  // last byte read or written
-  std::chrono::steady_clock::time_point line_started_;   // first byte of the partial line
+  bool reading_ = false;                                 // a read is pending
+  std::chrono::steady_clock::time_point reading_since_;  // when it was started
+  // Time spent waiting for the rest of the partial line in in_ (request_timeout).
+  std::chrono::steady_clock::duration line_waited_{};
 };
 
 }  // namespace jitsym::server

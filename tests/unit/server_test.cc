@@ -599,6 +599,32 @@ TEST_F(ServerTest, RequestLineTricklingInIsCut) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
+// A pipelined request read in part waits while the answer before it is written: that wait is
+// the daemon's, not a slow client's, and does not count against the request timeout.
+TEST_F(ServerTest, PartOfAPipelinedLineWaitingForALongAnswerIsNotCut) {
+  ServerOptions options;
+  options.request_timeout = std::chrono::milliseconds(1000);
+  StartServer(options);
+  auto c = Connect();
+  std::vector<uint64_t> many(200000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = i + 1;
+  std::string batch;
+  proto::EncodeRequest(Lookup(many, "1"), &batch);
+  batch += "{\"v\":1,\"id\":2,\"op\":\"pi";
+  std::string error;
+  ASSERT_TRUE(c->Send(batch, &error)) << error;
+  // Not reading: the daemon's write of the first answer (megabytes) blocks for a while.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  proto::Response response;
+  ASSERT_TRUE(c->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(response.id_json, "1");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(c->Send("ng\"}\n", &error)) << error;
+  ASSERT_TRUE(c->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(response.id_json, "2");
+  EXPECT_TRUE(std::holds_alternative<proto::PingResponse>(response.body)) << ErrorCode(response);
+}
+
 TEST_F(ServerTest, ClientTimesOutOnADaemonThatDoesNotAnswer) {
   // A socket that accepts (the kernel does, into the backlog) but never answers: a stopped
   // daemon.
