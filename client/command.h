@@ -10,11 +10,14 @@ namespace jitsym::client {
 
 // Exit statuses; scripts rely on them.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;  // daemon unreachable or an error response
+// Daemon unreachable, an error response (including "busy": a connection or memory limit), or no
+// answer within --timeout.
+inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;  // bad option or argument
 
 struct GlobalOptions {
   std::string socket_path;  // --socket, else $JITSYM_SOCKET, else proto::DefaultSocketPath()
+  int timeout_ms = 30000;   // --timeout: how long to wait for jitsymd; 0 forever
 };
 
 struct Command {

@@ -7,7 +7,8 @@ namespace jitsym::client {
 
 std::unique_ptr<proto::ClientConnection> ConnectOrReport(const GlobalOptions& globals) {
   std::string error;
-  auto connection = proto::ClientConnection::Connect(globals.socket_path, &error);
+  auto connection =
+      proto::ClientConnection::Connect(globals.socket_path, &error, globals.timeout_ms);
   if (!connection) std::fprintf(stderr, "jitsym: %s\n", error.c_str());
   return connection;
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ constexpr Command kCommands[] = {
 
 void PrintUsage(std::FILE* out) {
   std::fprintf(out,
-               "usage: jitsym [--socket PATH] COMMAND [ARGS...]\n"
+               "usage: jitsym [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]\n"
                "\n"
                "Asks jitsymd, the JIT symbol daemon, which code is at an address.\n"
                "\n"
@@ -34,16 +35,32 @@ void PrintUsage(std::FILE* out) {
   std::fprintf(out,
                "\n"
                "options:\n"
-               "  --socket PATH  daemon socket (default: $JITSYM_SOCKET, else %s)\n"
-               "  --help         this text; `jitsym COMMAND --help` for a command\n"
+               "  --socket PATH      daemon socket (default: $JITSYM_SOCKET, else %s)\n"
+               "  --timeout SECONDS  give up when jitsymd does not answer for this long\n"
+               "                     (default: 30; 0 waits forever)\n"
+               "  --help             this text; `jitsym COMMAND --help` for a command\n"
                "\n"
-               "exit status: 0 success, 1 daemon unreachable or error, 2 usage error\n",
+               "exit status: 0 success; 1 daemon unreachable, busy, silent for --timeout,\n"
+               "or an error; 2 usage error\n",
                proto::DefaultSocketPath().c_str());
+}
+
+// "30" -> 30000, "2.5" -> 2500, "0" -> 0 (no timeout).
+std::optional<int> ParseTimeoutMs(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string::npos) {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !(seconds >= 0) || seconds > 86400) return std::nullopt;
+  const int ms = static_cast<int>(seconds * 1000 + 0.5);
+  return seconds > 0 && ms == 0 ? 1 : ms;
 }
 
 int Main(int argc, char** argv) {
   GlobalOptions globals;
   std::optional<std::string> socket_path;
+  std::optional<std::string> timeout_text;
   const Command* command = nullptr;
   std::vector<std::string> args;
   bool help = false;
@@ -62,6 +79,18 @@ int Main(int argc, char** argv) {
     }
     if (!options_done && arg.rfind("--socket=", 0) == 0) {
       socket_path = arg.substr(std::strlen("--socket="));
+      continue;
+    }
+    if (!options_done && arg == "--timeout") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "jitsym: --timeout needs a value\n");
+        return kExitUsage;
+      }
+      timeout_text = argv[++i];
+      continue;
+    }
+    if (!options_done && arg.rfind("--timeout=", 0) == 0) {
+      timeout_text = arg.substr(std::strlen("--timeout="));
       continue;
     }
     if (command != nullptr) {
@@ -99,6 +128,14 @@ int Main(int argc, char** argv) {
     globals.socket_path = env;
   } else {
     globals.socket_path = proto::DefaultSocketPath();
+  }
+  if (timeout_text) {
+    const std::optional<int> ms = ParseTimeoutMs(*timeout_text);
+    if (!ms) {
+      std::fprintf(stderr, "jitsym: --timeout takes seconds from 0 to 86400, e.g. 30 or 2.5\n");
+      return kExitUsage;
+    }
+    globals.timeout_ms = *ms;
   }
   if (globals.socket_path.empty()) {
     std::fprintf(stderr, "jitsym: --socket needs a non-empty path\n");

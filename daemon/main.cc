@@ -1,12 +1,18 @@
 // jitsymd: indexes JIT code described by runtimes' side files and answers address-to-symbol
 // queries over a Unix socket. main() only wires settings, threads and signals.
 #include <signal.h>
+#include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -17,6 +23,7 @@
 #include <vector>
 
 #include "daemon/config/config.h"
+#include "daemon/config/descriptor_budget.h"
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/ingester.h"
 #include "daemon/query/image_lookup.h"
@@ -58,6 +65,37 @@ Settings LoadSettings(const jitsym::config::CommandLine& command_line, bool* fou
   if (auto err = jitsym::config::BuildSettings(command_line, &settings, found)) UsageError(*err);
   jitsym::config::ResolveHostDefaults(settings);
   return settings;
+}
+
+// Raises the soft descriptor limit to the hard one (the default soft limit, 1024, is what a few
+// users' files and connections exhaust) and returns the soft limit in force. Under the systemd
+// unit both are LimitNOFILE= already, and setrlimit is not even allowed there.
+uint64_t RaiseDescriptorLimit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    const rlim_t before = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      JITSYM_LOG(kInfo, "raised the descriptor limit (RLIMIT_NOFILE) from ", before, " to ",
+                 rl.rlim_max);
+    } else {
+      JITSYM_LOG(kWarning, "cannot raise the descriptor limit from ", before, " to ", rl.rlim_max,
+                 ": ", std::strerror(errno));
+      rl.rlim_cur = before;
+    }
+  }
+  return rl.rlim_cur == RLIM_INFINITY ? (1u << 20) : static_cast<uint64_t>(rl.rlim_cur);
+}
+
+// The settings' connection and file limits, lowered to fit `nofile` descriptors.
+jitsym::config::DescriptorBudget BudgetFor(uint64_t nofile, const Settings& s) {
+  jitsym::config::DescriptorWishes wishes;
+  wishes.connections = s.max_connections;
+  wishes.user_connections = s.max_user_connections;
+  wishes.total_files = s.limit_total_files;
+  wishes.user_files = s.limit_user_files;
+  return jitsym::config::ComputeDescriptorBudget(nofile, wishes);
 }
 
 // The STATUS= line for systemctl status.
@@ -105,6 +143,14 @@ int main(int argc, char** argv) {
   Settings settings = LoadSettings(command_line, &config_found);
   if (command_line.print_config) {
     std::fputs(config::FormatConfig(settings).c_str(), stdout);
+    // What the descriptor limit makes of them: the soft limit is raised to the hard one at start.
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      const uint64_t nofile =
+          rl.rlim_max == RLIM_INFINITY ? (1u << 20) : static_cast<uint64_t>(rl.rlim_max);
+      std::printf("# descriptor budget: %s\n",
+                  config::FormatDescriptorBudget(BudgetFor(nofile, settings)).c_str());
+    }
     return 0;
   }
   log::SetLevel(LevelOf(settings));
@@ -112,6 +158,15 @@ int main(int argc, char** argv) {
              command_line.config_path,
              config_found ? " and the command line" : "; defaults and the command line apply");
   ::signal(SIGPIPE, SIG_IGN);
+#ifdef __GLIBC__
+  // Request lines, decoded lookups and answer slices are large and short-lived: mapped on
+  // their own, they go back to the system when freed, so the resident size follows the
+  // request memory budget instead of its high-water mark (glibc would otherwise raise the
+  // threshold to 32 MiB after the first such free and keep them in its heap).
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+  const config::DescriptorBudget descriptors = BudgetFor(RaiseDescriptorLimit(), settings);
+  JITSYM_LOG(kInfo, "descriptor budget: ", config::FormatDescriptorBudget(descriptors));
   query::SetR2rmapSearchDirs(settings.r2rmap_dirs);  // read by the query engine it builds
   // Native (ELF/DWARF) lookups: also read by the query engine it builds.
   query::NativeOptions native;
@@ -133,9 +188,9 @@ int main(int argc, char** argv) {
   limits.file_bytes = settings.limit_file_bytes;
   limits.file_ranges = settings.limit_file_ranges;
   limits.user_bytes = settings.limit_user_bytes;
-  limits.user_files = settings.limit_user_files;
+  limits.user_files = descriptors.user_files;
   limits.total_bytes = settings.limit_total_bytes;
-  limits.total_files = settings.limit_total_files;
+  limits.total_files = descriptors.total_files;
   security::AccessPolicy access;
   if (!settings.trusted_group.empty()) {
     access.trusted_gid = security::ResolveGroup(settings.trusted_group);
@@ -147,7 +202,16 @@ int main(int argc, char** argv) {
   query::QueryEngine engine(
       cell, [&server_ptr] { return server_ptr ? server_ptr->counters() : server::Counters{}; });
   engine.set_access_policy(access);
-  server::Server server(server_io, engine);
+  server::ServerOptions server_options;
+  server_options.max_connections = descriptors.connections;
+  server_options.max_user_connections = descriptors.user_connections;
+  // Root's reserve: enough for an administrator's ping and stats while users fill the rest.
+  server_options.privileged_connections = std::min<size_t>(16, descriptors.connections / 8);
+  server_options.idle_timeout = std::chrono::milliseconds(settings.idle_timeout_ms);
+  server_options.request_timeout = std::chrono::milliseconds(settings.request_timeout_ms);
+  server_options.max_buffered_request_bytes = settings.request_memory_bytes;
+  server_options.max_user_request_bytes = settings.user_request_memory_bytes;
+  server::Server server(server_io, engine, std::move(server_options));
   server_ptr = &server;
 
   // The initial scan (Start) reads every file already in the watch directories before the

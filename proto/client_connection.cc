@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace jitsym::proto {
@@ -19,7 +21,7 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 }  // namespace
 
 std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& path,
-                                                            std::string* error) {
+                                                            std::string* error, int timeout_ms) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
@@ -36,6 +38,14 @@ std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& p
     *error = "cannot create a socket: " + ErrnoText(errno);
     return nullptr;
   }
+  if (timeout_ms > 0) {
+    // For a Unix socket the send timeout also bounds connect (a full backlog).
+    timeval tv{};
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  }
   int rc;
   do {
     rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
@@ -43,6 +53,10 @@ std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& p
   if (rc < 0) {
     const int err = errno;
     ::close(fd);
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      *error = ClientConnection(-1, path, timeout_ms).TimeoutText("accept the connection");
+      return nullptr;
+    }
     std::string hint;
     switch (err) {
       case ENOENT:
@@ -63,19 +77,32 @@ std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& p
     *error = "cannot connect to jitsymd at " + path + ": " + ErrnoText(err) + hint;
     return nullptr;
   }
-  return std::unique_ptr<ClientConnection>(new ClientConnection(fd, path));
+  return std::unique_ptr<ClientConnection>(new ClientConnection(fd, path, timeout_ms));
 }
 
-ClientConnection::ClientConnection(int fd, std::string path)
-    : fd_(fd), path_(std::move(path)), buffer_(kReadChunk) {}
+ClientConnection::ClientConnection(int fd, std::string path, int timeout_ms)
+    : fd_(fd), path_(std::move(path)), timeout_ms_(timeout_ms), buffer_(kReadChunk) {}
 
-ClientConnection::~ClientConnection() { ::close(fd_); }
+std::string ClientConnection::TimeoutText(std::string_view what) const {
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%g", timeout_ms_ / 1000.0);
+  return "jitsymd at " + path_ + " did not " + std::string(what) + " within " + seconds +
+         " s (is it stopped or overloaded? --timeout sets the limit)";
+}
+
+ClientConnection::~ClientConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 bool ClientConnection::Send(std::string_view data, std::string* error) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        *error = TimeoutText("take the request");
+        return false;
+      }
       *error = "cannot send to jitsymd at " + path_ + ": " + ErrnoText(errno);
       return false;
     }
@@ -117,6 +144,10 @@ bool ClientConnection::ReadLine(std::string_view* line, std::string* error) {
     const ssize_t n = ::recv(fd_, buffer_.data() + end_, buffer_.size() - end_, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        *error = TimeoutText("answer");
+        return false;
+      }
       *error = "cannot read from jitsymd at " + path_ + ": " + ErrnoText(errno);
       return false;
     }
@@ -141,7 +172,15 @@ bool ClientConnection::ReadResponse(Response* response, std::string* error) {
 }
 
 std::optional<Response> ClientConnection::Call(const Request& request, std::string* error) {
-  if (!SendRequest(request, error)) return std::nullopt;
+  if (!SendRequest(request, error)) {
+    // A refused connection: the daemon wrote why, then closed, before the request went out.
+    Response refusal;
+    std::string ignored;
+    if (ReadResponse(&refusal, &ignored) && std::holds_alternative<ErrorResponse>(refusal.body)) {
+      return refusal;
+    }
+    return std::nullopt;
+  }
   Response response;
   if (!ReadResponse(&response, error)) return std::nullopt;
   return response;

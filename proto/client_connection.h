@@ -25,7 +25,11 @@ class ClientConnection {
   // Connects to the daemon's socket. On failure returns nullptr and sets *error to a message
   // that says what to do, e.g. "cannot connect to jitsymd at /run/jitsymd/jitsymd.sock: No such
   // file or directory (is jitsymd running? start it or set --socket/JITSYM_SOCKET)".
-  static std::unique_ptr<ClientConnection> Connect(const std::string& path, std::string* error);
+  // With timeout_ms > 0, connecting, each send and each wait for response bytes fail with a
+  // message saying that jitsymd did not answer in time (a stopped or overloaded daemon) once
+  // they wait that long.
+  static std::unique_ptr<ClientConnection> Connect(const std::string& path, std::string* error,
+                                                   int timeout_ms = 0);
 
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;
@@ -42,7 +46,9 @@ class ClientConnection {
   // Reads and decodes the next response line.
   bool ReadResponse(Response* response, std::string* error);
 
-  // One request, one response. Must not be mixed with pipelined use on another thread.
+  // One request, one response. Must not be mixed with pipelined use on another thread. When the
+  // daemon refused the connection (a "busy" line, then close) before the request could be sent,
+  // that error response is returned, not the failure to send.
   std::optional<Response> Call(const Request& request, std::string* error);
 
   // Half-closes the write side: the daemon sees end of input after the last request.
@@ -56,10 +62,13 @@ class ClientConnection {
   void set_max_line_bytes(size_t n) { max_line_bytes_ = n; }
 
  private:
-  ClientConnection(int fd, std::string path);
+  ClientConnection(int fd, std::string path, int timeout_ms);
+  // "jitsymd at PATH did not answer within 30 s ...".
+  std::string TimeoutText(std::string_view what) const;
 
   int fd_;
   std::string path_;
+  int timeout_ms_ = 0;
   size_t max_line_bytes_ = kDefaultMaxLineBytes;
   std::vector<char> buffer_;
   size_t begin_ = 0;  // unconsumed data is buffer_[begin_, end_)

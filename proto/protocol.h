@@ -39,8 +39,13 @@ inline constexpr std::string_view kErrTooLarge = "too_large";
 inline constexpr std::string_view kErrPermission = "permission_denied";
 inline constexpr std::string_view kErrNotFound = "not_found";
 inline constexpr std::string_view kErrInternal = "internal";
-// The daemon is at its connection limit; the connection is closed after this response.
+// A connection or memory limit of the daemon (the message names it): retry later. Sent instead
+// of a connection (then closed), or instead of an answer to a request too big for the memory
+// left (the connection stays open).
 inline constexpr std::string_view kErrBusy = "busy";
+// The connection sent nothing for the idle timeout, or took longer than the request timeout to
+// send one request line; the connection is closed after this response.
+inline constexpr std::string_view kErrTimeout = "timeout";
 
 // Socket path when neither --socket nor JITSYM_SOCKET says otherwise: /run/jitsymd/jitsymd.sock
 // for root, $XDG_RUNTIME_DIR/jitsymd.sock otherwise (/tmp/jitsymd-<uid>.sock without it).
@@ -287,6 +292,14 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
 void EncodeLookupResult(const LookupResult& result, std::string* out, uint32_t fields = kAllFields);
 void EncodeProcessInfo(const ProcessInfo& process, std::string* out);
 void EncodeStats(const StatsResponse& stats, std::string* out);
+// A plain lookup answer in pieces, for answers produced slice by slice: Begin, the results
+// (EncodeLookupResult, ',' between them), then End give exactly the bytes EncodeResponse gives
+// for the whole LookupResponse without "strings".
+void EncodeLookupResponseBegin(std::string_view id_json, std::string* out);
+void EncodeLookupResponseEnd(std::string* out);
+// The bytes of a result's string members (names, paths, frames); about the size of its text
+// in the compact form's string table.
+size_t LookupResultStringBytes(const LookupResult& result);
 // The stats members as (wire name, value), in wire order.
 std::vector<std::pair<std::string_view, uint64_t>> StatsMembers(const StatsResponse& stats);
 

@@ -295,6 +295,25 @@ void EncodeLookupResult(const LookupResult& r, std::string* out, uint32_t fields
   EncodeResult(r, fields, StringWriter(nullptr), out);
 }
 
+void EncodeLookupResponseBegin(std::string_view id_json, std::string* out) {
+  out->append("{\"v\":1");
+  if (!id_json.empty()) {
+    out->append(",\"id\":");
+    out->append(id_json);
+  }
+  out->append(",\"ok\":true,\"results\":[");
+}
+
+void EncodeLookupResponseEnd(std::string* out) { out->append("]}\n"); }
+
+size_t LookupResultStringBytes(const LookupResult& r) {
+  size_t n = r.name_or_view().size() + r.origin_or_view().size() + r.source_or_view().size() +
+             r.file_or_view().size() + r.image_or_view().size() + r.build_id_or_view().size() +
+             r.error.size() + r.raw.size();
+  for (const Frame& f : r.frames) n += f.name_or_view().size() + f.file_or_view().size();
+  return n;
+}
+
 void EncodeProcessInfo(const ProcessInfo& p, std::string* out) {
   out->append("{\"pid\":");
   json::AppendInt(p.pid, out);

@@ -76,6 +76,31 @@ const std::vector<SettingDef>& Table() {
        Size(&Settings::limit_total_bytes)},
       {"limit-total-files", "N", "files followed at once (default: 8192)", Apply::kRestart,
        Size(&Settings::limit_total_files)},
+      {"max-connections", "N",
+       "client connections open at once; lowered to a quarter of the file\n"
+       "descriptors left after a reserve (default: 1024)",
+       Apply::kRestart, Uint(&Settings::max_connections, 1, 1u << 20)},
+      {"max-user-connections", "N",
+       "connections one user (not root) may hold; at most half of\n"
+       "max-connections (default: 64)",
+       Apply::kRestart, Uint(&Settings::max_user_connections, 1, 1u << 20)},
+      {"idle-timeout", "DURATION",
+       "a connection with no request, or not reading its answer, for this\n"
+       "long is closed; 0 never (default: 5m)",
+       Apply::kRestart, DurationMs(&Settings::idle_timeout_ms)},
+      {"request-timeout", "DURATION",
+       "a request line must arrive whole within this long; 0 no limit\n"
+       "(default: 30s)",
+       Apply::kRestart, DurationMs(&Settings::request_timeout_ms)},
+      {"request-memory", "SIZE",
+       "memory for long request lines and large lookups in flight, all\n"
+       "connections together; beyond it requests are answered busy\n"
+       "(default: 320M)",
+       Apply::kRestart, Size(&Settings::request_memory_bytes)},
+      {"user-request-memory", "SIZE",
+       "the share of request-memory one user (not root) may hold\n"
+       "(default: 160M)",
+       Apply::kRestart, Size(&Settings::user_request_memory_bytes)},
   };
   return table;
 }

@@ -39,6 +39,15 @@ struct Settings {
   uint64_t limit_user_files = 1024;
   uint64_t limit_total_bytes = 128ull << 30;
   uint64_t limit_total_files = 8192;
+  // Clients (daemon/server/, docs/operations.md "Connections and requests"). The connection
+  // counts and the file limits above are lowered to fit the descriptor limit
+  // (descriptor_budget.h).
+  uint64_t max_connections = 1024;
+  uint64_t max_user_connections = 64;
+  uint64_t idle_timeout_ms = 5 * 60 * 1000;  // 0: none
+  uint64_t request_timeout_ms = 30 * 1000;   // 0: none
+  uint64_t request_memory_bytes = 320ull << 20;
+  uint64_t user_request_memory_bytes = 160ull << 20;
 };
 
 // Fills in the host-dependent defaults (watch /tmp, the socket path, the thread count).

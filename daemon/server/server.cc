@@ -17,6 +17,7 @@
 #include <system_error>
 #include <vector>
 
+#include "daemon/server/admission.h"
 #include "daemon/server/session.h"
 #include "daemon/util/log.h"
 
@@ -85,6 +86,24 @@ void ReadPeerGroups(int fd, std::vector<unsigned>* groups) {
 #endif
 }
 
+}  // namespace
+
+std::optional<PeerCredentials> ReadPeerCredentials(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) {
+    return std::nullopt;
+  }
+  PeerCredentials peer;
+  peer.pid = cred.pid;
+  peer.uid = cred.uid;
+  peer.gid = cred.gid;
+  ReadPeerGroups(fd, &peer.groups);
+  return peer;
+}
+
+namespace {
+
 bool IsTransientAcceptError(const boost::system::error_code& ec) {
   return ec == boost::asio::error::connection_aborted || ec.value() == EINTR ||
          ec.value() == EPROTO || ec.value() == ECONNABORTED;
@@ -96,7 +115,7 @@ class Server::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(boost::asio::io_context& io, RequestHandler& handler, ServerOptions options)
       : io_(io),
-        state_(std::make_shared<ServerState>(handler, options)),
+        state_(std::make_shared<ServerState>(handler, std::move(options))),
         strand_(boost::asio::make_strand(io)),
         acceptor_(strand_),
         retry_timer_(strand_) {}
@@ -172,6 +191,8 @@ class Server::Impl : public std::enable_shared_from_this<Impl> {
     c.connections_accepted = s.connections_accepted.load(std::memory_order_relaxed);
     c.connections_open = s.connections_open.load(std::memory_order_relaxed);
     c.connections_rejected = s.connections_rejected.load(std::memory_order_relaxed);
+    c.connections_timed_out = s.connections_timed_out.load(std::memory_order_relaxed);
+    c.requests_busy = s.requests_busy.load(std::memory_order_relaxed);
     c.requests = s.requests.load(std::memory_order_relaxed);
     c.addresses = s.addresses.load(std::memory_order_relaxed);
     c.errors = s.errors.load(std::memory_order_relaxed);
@@ -215,42 +236,53 @@ class Server::Impl : public std::enable_shared_from_this<Impl> {
       return;
     }
     state_->connections_accepted.fetch_add(1, std::memory_order_relaxed);
-    if (state_->connections_open.load(std::memory_order_relaxed) >=
-        state_->options.max_connections) {
-      Reject(socket);
+    const ServerOptions& o = state_->options;
+    std::optional<PeerCredentials> peer =
+        o.peer_credentials_for_testing ? o.peer_credentials_for_testing(socket.native_handle())
+                                       : ReadPeerCredentials(socket.native_handle());
+    if (!peer) {
+      // Never guess: a peer taken for root could read every process's symbols.
+      JITSYM_LOG(kWarning, "refused a connection: SO_PEERCRED failed: ", std::strerror(errno));
+      Reject(socket, proto::kErrPermission,
+             "jitsymd cannot tell which user is connecting (SO_PEERCRED failed); refused");
     } else {
-      PeerCredentials peer;
-      ucred cred{};
-      socklen_t len = sizeof(cred);
-      if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-        peer.pid = cred.pid;
-        peer.uid = cred.uid;
-        peer.gid = cred.gid;
-      }
-      ReadPeerGroups(socket.native_handle(), &peer.groups);
-      auto session = std::make_shared<Session>(state_, std::move(socket), peer);
+      const ConnectionLimits limits{o.max_connections, o.max_user_connections,
+                                    o.privileged_connections};
+      std::shared_ptr<Session> session;
+      Admission admission;
       {
         std::lock_guard lock(state_->mutex);
-        state_->sessions.emplace(session.get(), session);
+        auto it = state_->connections_by_uid.find(peer->uid);
+        admission = AdmitConnection(limits, IsPrivilegedUid(peer->uid),
+                                    state_->connections_open.load(std::memory_order_relaxed),
+                                    it == state_->connections_by_uid.end() ? 0 : it->second);
+        if (admission == Admission::kAdmit) {
+          ++state_->connections_by_uid[peer->uid];
+          state_->connections_open.fetch_add(1, std::memory_order_relaxed);
+          session = std::make_shared<Session>(state_, std::move(socket), std::move(*peer));
+          state_->sessions.emplace(session.get(), session);
+        }
       }
-      session->Start();
+      if (session) {
+        session->Start();
+      } else {
+        Reject(socket, proto::kErrBusy, ConnectionBusyMessage(admission, limits, peer->uid));
+      }
     }
     Accept();
   }
 
-  // Best effort: one short error line without blocking, then close.
-  void Reject(stream_protocol::socket& socket) {
+  // Best effort: one short error line without blocking, then close. The write side is shut
+  // down first so the client reads the line, then end of stream.
+  void Reject(stream_protocol::socket& socket, std::string_view code, std::string message) {
     state_->connections_rejected.fetch_add(1, std::memory_order_relaxed);
     state_->errors.fetch_add(1, std::memory_order_relaxed);
     std::string line;
-    proto::EncodeResponse(
-        proto::MakeErrorResponse("", proto::kErrBusy,
-                                 "jitsymd has " + std::to_string(state_->options.max_connections) +
-                                     " connections open; try again later"),
-        &line);
+    proto::EncodeResponse(proto::MakeErrorResponse("", code, std::move(message)), &line);
     [[maybe_unused]] ssize_t n =
         ::send(socket.native_handle(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     boost::system::error_code ignored;
+    socket.shutdown(stream_protocol::socket::shutdown_send, ignored);
     socket.close(ignored);
   }
 

@@ -7,8 +7,17 @@
 // called concurrently for different connections.
 //
 // Memory per connection is bounded: a request line longer than max_request_bytes is answered
-// with "too_large" and the connection closed, and a session does not read further requests while
-// it has a large answer to write (backpressure on a client that does not read).
+// with "too_large" and the connection closed; a lookup is resolved and encoded in slices of
+// answer_slice addresses, each slice's text written before the next is produced, so an answer
+// of 2^20 addresses takes the memory of one slice and a client that does not read stops the
+// production (backpressure). Long request lines being received and decoded requests being
+// answered are charged to a memory budget shared by all connections, with a per-user share
+// (admission.h): beyond it a request is answered "busy".
+//
+// Connection slots: a total, a per-user share and a reserve for root (admission.h); a refused
+// connection gets one "busy" line saying which limit it hit. A connection that sends nothing for
+// idle_timeout, takes longer than request_timeout to send one request line (slowloris) or reads
+// nothing of its answer for idle_timeout is closed.
 //
 // Writes use MSG_NOSIGNAL (Boost.Asio does on Linux), and the daemon ignores SIGPIPE as well, so a
 // client that disappears mid-answer only ends its session.
@@ -16,9 +25,12 @@
 #define JITSYM_DAEMON_SERVER_SERVER_H_
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,14 +38,20 @@
 
 namespace jitsym::server {
 
-// The connecting process, from SO_PEERCRED at accept time.
+// The connecting process, from SO_PEERCRED at accept time. The defaults are nobody's ids, never
+// root's: a PeerCredentials nobody filled in has no rights.
 struct PeerCredentials {
+  static constexpr unsigned kUnknownId = static_cast<unsigned>(-1);
   int pid = 0;
-  unsigned uid = 0;
-  unsigned gid = 0;
+  unsigned uid = kUnknownId;
+  unsigned gid = kUnknownId;
   // Supplementary groups at connect time (SO_PEERGROUPS); empty when the kernel cannot tell.
   std::vector<unsigned> groups;
 };
+
+// The peer of a connected Unix socket (SO_PEERCRED, SO_PEERGROUPS); nullopt when the kernel
+// does not say. The server refuses such a connection rather than guess who it is.
+std::optional<PeerCredentials> ReadPeerCredentials(int fd);
 
 // Implemented by the daemon's query engine.
 class RequestHandler {
@@ -43,30 +61,49 @@ class RequestHandler {
   // become an "internal" error response. The server sets the response's id from the request. For
   // a lookup, results must have one entry per address, in order; the server fills in the
   // per-address error (found:false, error, raw) for entries the decoder could not parse.
+  // Lookups are handed over in slices of at most ServerOptions::answer_slice addresses (the
+  // request's other members unchanged), each answered on its own; an error response to the
+  // first slice is the answer to the whole request.
   virtual proto::Response Handle(const proto::Request& request, const PeerCredentials& peer) = 0;
 };
 
 struct ServerOptions {
   size_t max_request_bytes = proto::kMaxRequestBytes;
-  // Further connections are answered with a "busy" error and closed.
+  // Connections beyond these are answered with a "busy" error and closed. Root may use all of
+  // max_connections; others all but privileged_connections, at most max_user_connections each.
   size_t max_connections = 1024;
-  // Answers to pipelined requests are collected up to this size before being written; no more
-  // requests are read from a connection until its pending output is written.
+  size_t max_user_connections = 64;
+  size_t privileged_connections = 16;
+  // Answers are written once this much text is ready (and at the end of what is ready); no more
+  // is produced, and no more requests are read, until it is written.
   size_t output_high_water = 1 << 20;
-  // Input buffered beyond 64 KiB per connection (long request lines), summed over connections:
-  // a connection whose line would take more is answered "busy" and closed, so that many
-  // connections each sending a line just under max_request_bytes cannot exhaust memory.
-  size_t max_buffered_request_bytes = 512u << 20;
+  // Addresses of a lookup resolved at once.
+  size_t answer_slice = 8192;
+  // Memory held by requests: input buffered beyond 64 KiB per connection (long request lines)
+  // and decoded lookup requests being answered, summed over connections, and per uid (root has
+  // no per-user share). A connection whose request would take more is answered "busy" (closed
+  // while its line is being received, kept open after a whole line), so that many connections
+  // each sending a line just under max_request_bytes cannot exhaust memory.
+  size_t max_buffered_request_bytes = 320u << 20;
+  size_t max_user_request_bytes = 160u << 20;
+  // Zero: no timeout. Idle: no request, or no progress writing an answer, for this long.
+  // Request: from the first byte of a request line to its newline.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+  // For tests: replaces ReadPeerCredentials.
+  std::function<std::optional<PeerCredentials>(int fd)> peer_credentials_for_testing;
 };
 
 // Monotonic totals since the server was created (connections_open is current).
 struct Counters {
   uint64_t connections_accepted = 0;
   uint64_t connections_open = 0;
-  uint64_t connections_rejected = 0;  // over max_connections
-  uint64_t requests = 0;              // request lines, valid or not
-  uint64_t addresses = 0;             // addresses in lookup requests
-  uint64_t errors = 0;                // error responses sent
+  uint64_t connections_rejected = 0;   // over a connection limit, or peer unknown
+  uint64_t connections_timed_out = 0;  // closed by idle_timeout or request_timeout
+  uint64_t requests_busy = 0;          // refused by the request memory budget
+  uint64_t requests = 0;               // request lines, valid or not
+  uint64_t addresses = 0;              // addresses in lookup requests
+  uint64_t errors = 0;                 // error responses sent
   uint64_t bytes_received = 0;
   uint64_t bytes_sent = 0;
 };

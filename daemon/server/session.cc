@@ -1,5 +1,8 @@
 #include "daemon/server/session.h"
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
@@ -14,10 +17,18 @@
 namespace jitsym::server {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr size_t kReadChunk = 64 * 1024;
 // Buffers are returned to this size once idle, so a single big batch does not pin memory.
 constexpr size_t kIdleInputBytes = kReadChunk;
-constexpr size_t kIdleOutputBytes = 4 << 20;  // a compact 8192-address native answer: ~4 MiB
+constexpr size_t kIdleOutputBytes = 4 << 20;
+// Request lines up to this size are not charged to the memory budget: what they decode to is
+// a few KiB (a ping, a sample's frames), and taking the budget's lock for each would be waste.
+constexpr size_t kUnchargedLineBytes = 4096;
+// A compact answer is built whole (its string table comes first); one whose strings add up to
+// more than this is sent in the plain form instead, which streams.
+constexpr size_t kMaxCompactStringBytes = 4 << 20;
 
 bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;
@@ -48,24 +59,63 @@ void Normalize(const proto::Request& request, proto::Response* response) {
   }
 }
 
-}  // namespace
-
-Session::Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredentials peer)
-    : state_(std::move(state)), socket_(std::move(socket)), peer_(peer), in_(kReadChunk) {
-  state_->connections_open.fetch_add(1, std::memory_order_relaxed);
+// What a decoded lookup request holds in memory.
+uint64_t DecodedBytes(const proto::LookupRequest& lookup) {
+  uint64_t n = lookup.addrs.capacity() * sizeof(proto::AddressQuery);
+  for (const proto::AddressQuery& q : lookup.addrs) {
+    if (!q.error.empty()) n += q.error.capacity() + q.raw.capacity();
+  }
+  return n;
 }
 
+}  // namespace
+
+struct Session::Stream {
+  // The request with its addresses moved out: each slice's addresses are put back into it.
+  proto::Request request;
+  std::vector<proto::AddressQuery> addrs;
+  size_t next = 0;          // first address not resolved yet
+  bool have_slice = false;  // `slice` holds an answer not yet (fully) encoded
+  proto::Response slice;    // the answer to the current slice
+  size_t emitted = 0;       // results of `slice` encoded so far
+  size_t total_emitted = 0;
+  bool started = false;  // the answer's head has been written
+  uint64_t charged = 0;  // charged to ServerState::memory for `addrs`
+
+  const std::vector<proto::LookupResult>& results() const {
+    static const std::vector<proto::LookupResult> kNone;
+    const auto* lookup = std::get_if<proto::LookupResponse>(&slice.body);
+    return lookup ? lookup->results : kNone;
+  }
+};
+
+Session::Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredentials peer)
+    : state_(std::move(state)),
+      socket_(std::move(socket)),
+      peer_(std::move(peer)),
+      timer_(socket_.get_executor()),
+      in_(kReadChunk),
+      last_progress_(Clock::now()) {}
+
 Session::~Session() {
-  state_->buffered_request_bytes.fetch_sub(charged_, std::memory_order_relaxed);
+  state_->memory.Release(peer_.uid, charged_);
+  if (stream_) state_->memory.Release(peer_.uid, stream_->charged);
   {
     std::lock_guard lock(state_->mutex);
     state_->sessions.erase(this);
+    auto it = state_->connections_by_uid.find(peer_.uid);
+    if (it != state_->connections_by_uid.end() && --it->second == 0) {
+      state_->connections_by_uid.erase(it);
+    }
+    state_->connections_open.fetch_sub(1, std::memory_order_relaxed);
   }
-  state_->connections_open.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Session::Start() {
-  boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->ReadMore(); });
+  boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->ArmTimer();
+    self->ReadMore();
+  });
 }
 
 void Session::Close() {
@@ -76,8 +126,60 @@ void Session::CloseNow() {
   if (closed_) return;
   closed_ = true;
   boost::system::error_code ignored;
+  timer_.cancel();
   socket_.shutdown(Socket::shutdown_both, ignored);
   socket_.close(ignored);
+  if (stream_) EndStream();
+}
+
+void Session::ArmTimer() {
+  const auto& o = state_->options;
+  std::chrono::milliseconds shortest = std::chrono::milliseconds::max();
+  if (o.idle_timeout.count() > 0) shortest = std::min(shortest, o.idle_timeout);
+  if (o.request_timeout.count() > 0) shortest = std::min(shortest, o.request_timeout);
+  if (shortest == std::chrono::milliseconds::max()) return;
+  // Checked a few times per timeout: a connection is closed at most a quarter late.
+  const auto tick = std::clamp<std::chrono::milliseconds>(
+      shortest / 4, std::chrono::milliseconds(50), std::chrono::milliseconds(5000));
+  timer_.expires_after(tick);
+  timer_.async_wait(boost::asio::bind_executor(
+      socket_.get_executor(), [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->OnTimer();
+      }));
+}
+
+void Session::OnTimer() {
+  if (closed_) return;
+  const auto& o = state_->options;
+  const auto now = Clock::now();
+  const bool idle = o.idle_timeout.count() > 0 && now - last_progress_ >= o.idle_timeout;
+  // The request clock runs only while the daemon waits for the rest of a line, not while it
+  // answers the requests before it (a pipelined line read in part waits for those).
+  const bool slow = reading_ && end_ > begin_ && o.request_timeout.count() > 0 &&
+                    line_waited_ + (now - reading_since_) >= o.request_timeout;
+  if (!idle && !slow) {
+    ArmTimer();
+    return;
+  }
+  state_->connections_timed_out.fetch_add(1, std::memory_order_relaxed);
+  if (!writing_) {
+    // Best effort, never blocking: the client may be reading nothing at all.
+    std::string line;
+    const std::string message = slow ? "request line not complete after " +
+                                           std::to_string(o.request_timeout.count()) +
+                                           " ms (the request timeout); closing"
+                                     : "no request for " + std::to_string(o.idle_timeout.count()) +
+                                           " ms (the idle timeout); closing";
+    proto::EncodeResponse(proto::MakeErrorResponse("", proto::kErrTimeout, message), &line);
+    state_->errors.fetch_add(1, std::memory_order_relaxed);
+    [[maybe_unused]] ssize_t n =
+        ::send(socket_.native_handle(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  JITSYM_LOG(kDebug, "closing the connection of pid ", peer_.pid, " uid ", peer_.uid, ": ",
+             slow       ? "request timeout"
+             : writing_ ? "answer not read"
+                        : "idle");
+  CloseNow();
 }
 
 void Session::ReadMore() {
@@ -85,11 +187,7 @@ void Session::ReadMore() {
   // Drop consumed input, then make sure a whole chunk fits.
   if (begin_ == end_) {
     begin_ = end_ = scanned_ = 0;
-    if (in_.size() > kIdleInputBytes) {
-      std::vector<char>(kIdleInputBytes).swap(in_);
-      state_->buffered_request_bytes.fetch_sub(charged_, std::memory_order_relaxed);
-      charged_ = 0;
-    }
+    if (in_.size() > kIdleInputBytes) ShrinkInput();
   } else if (begin_ > 0) {
     std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
     end_ -= begin_;
@@ -101,12 +199,11 @@ void Session::ReadMore() {
     const size_t limit = state_->options.max_request_bytes + kReadChunk;
     const size_t size = std::max(std::min(in_.size() * 2, limit), end_ + kReadChunk);
     const size_t charge = size - kIdleInputBytes - charged_;
-    const uint64_t total =
-        state_->buffered_request_bytes.fetch_add(charge, std::memory_order_relaxed) + charge;
-    if (total > state_->options.max_buffered_request_bytes) {
-      state_->buffered_request_bytes.fetch_sub(charge, std::memory_order_relaxed);
+    const MemoryBudget::Result r = state_->memory.TryCharge(peer_.uid, charge);
+    if (r != MemoryBudget::Result::kOk) {
+      state_->requests_busy.fetch_add(1, std::memory_order_relaxed);
       Answer(proto::MakeErrorResponse("", proto::kErrBusy,
-                                      "too many long requests being received; retry later"));
+                                      MemoryBusyMessage(r, state_->memory, peer_.uid)));
       close_after_write_ = true;
       Continue();
       return;
@@ -114,11 +211,26 @@ void Session::ReadMore() {
     charged_ += charge;
     in_.resize(size);
   }
+  reading_ = true;
+  reading_since_ = Clock::now();
   socket_.async_read_some(
       boost::asio::buffer(in_.data() + end_, in_.size() - end_),
       boost::asio::bind_executor(socket_.get_executor(),
                                  [self = shared_from_this()](const boost::system::error_code& ec,
                                                              size_t n) { self->OnRead(ec, n); }));
+}
+
+void Session::ShrinkInput() {
+  const size_t pending = end_ - begin_;
+  if (in_.size() <= kIdleInputBytes || pending > kIdleInputBytes / 2) return;
+  std::vector<char> small(kIdleInputBytes);
+  std::memcpy(small.data(), in_.data() + begin_, pending);
+  in_.swap(small);
+  scanned_ -= begin_;
+  end_ = pending;
+  begin_ = 0;
+  state_->memory.Release(peer_.uid, charged_);
+  charged_ = 0;
 }
 
 void Session::OnRead(const boost::system::error_code& ec, size_t n) {
@@ -128,6 +240,11 @@ void Session::OnRead(const boost::system::error_code& ec, size_t n) {
     CloseNow();
     return;
   }
+  const auto now = Clock::now();
+  reading_ = false;
+  // Waiting for a line's first byte is idleness; waiting for the rest of it is the line's.
+  line_waited_ = begin_ == end_ ? Clock::duration::zero() : line_waited_ + (now - reading_since_);
+  last_progress_ = now;
   end_ += n;
   state_->bytes_received.fetch_add(n, std::memory_order_relaxed);
   Continue();
@@ -137,6 +254,10 @@ void Session::Continue() {
   if (closed_) return;
   const size_t max_bytes = state_->options.max_request_bytes;
   while (out_.size() < state_->options.output_high_water && !close_after_write_) {
+    if (stream_) {
+      Produce();
+      continue;
+    }
     const void* nl = std::memchr(in_.data() + scanned_, '\n', end_ - scanned_);
     if (nl == nullptr) {
       scanned_ = end_;
@@ -151,6 +272,8 @@ void Session::Continue() {
     const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - in_.data());
     std::string_view line(in_.data() + begin_, pos - begin_);
     begin_ = scanned_ = pos + 1;
+    // What follows is the start of the next line, with a clock of its own.
+    line_waited_ = Clock::duration::zero();
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.size() > max_bytes) {
       Answer(proto::MakeErrorResponse(
@@ -161,8 +284,11 @@ void Session::Continue() {
     }
     if (IsBlank(line)) continue;  // not a request: convenient for people typing into nc
     HandleLine(line);
+    // A long line has been decoded: its buffer is not needed while the answer is written.
+    ShrinkInput();
   }
   if (!out_.empty()) {
+    writing_ = true;
     boost::asio::async_write(socket_, boost::asio::buffer(out_),
                              boost::asio::bind_executor(socket_.get_executor(),
                                                         [self = shared_from_this()](
@@ -180,11 +306,14 @@ void Session::Continue() {
 }
 
 void Session::OnWritten(const boost::system::error_code& ec, size_t n) {
+  writing_ = false;
+  const auto now = Clock::now();
   state_->bytes_sent.fetch_add(n, std::memory_order_relaxed);
   if (ec) {
     CloseNow();  // EPIPE / ECONNRESET: the client went away
     return;
   }
+  last_progress_ = now;
   out_.clear();
   if (close_after_write_) {
     CloseNow();
@@ -195,15 +324,39 @@ void Session::OnWritten(const boost::system::error_code& ec, size_t n) {
 
 void Session::HandleLine(std::string_view line) {
   state_->requests.fetch_add(1, std::memory_order_relaxed);
+  // A lookup line decodes to up to 2^20 entries (about 90 MiB): the bound is charged before
+  // decoding, so that many connections decoding at once cannot exceed the budget even briefly.
+  uint64_t charge = 0;
+  if (line.size() > kUnchargedLineBytes) {
+    charge = DecodedRequestBound(line);
+    const MemoryBudget::Result r = state_->memory.TryCharge(peer_.uid, charge);
+    if (r != MemoryBudget::Result::kOk) {
+      state_->requests_busy.fetch_add(1, std::memory_order_relaxed);
+      Answer(proto::MakeErrorResponse("", proto::kErrBusy,
+                                      MemoryBusyMessage(r, state_->memory, peer_.uid)));
+      return;
+    }
+  }
   proto::DecodeRequestResult decoded = proto::DecodeRequest(line);
   if (!decoded.request) {
+    state_->memory.Release(peer_.uid, charge);
     Answer(*decoded.error);
     return;
   }
-  const proto::Request& request = *decoded.request;
-  if (const auto* lookup = std::get_if<proto::LookupRequest>(&request.body)) {
+  proto::Request& request = *decoded.request;
+  if (auto* lookup = std::get_if<proto::LookupRequest>(&request.body)) {
     state_->addresses.fetch_add(lookup->addrs.size(), std::memory_order_relaxed);
+    // Keep charged only what the request really holds.
+    const uint64_t held = std::min(charge, DecodedBytes(*lookup));
+    state_->memory.Release(peer_.uid, charge - held);
+    StartStream(std::move(request), held);
+    return;
   }
+  state_->memory.Release(peer_.uid, charge);
+  Answer(CallHandler(request));
+}
+
+proto::Response Session::CallHandler(const proto::Request& request) {
   proto::Response response;
   try {
     response = state_->handler.Handle(request, peer_);
@@ -216,7 +369,102 @@ void Session::HandleLine(std::string_view line) {
     JITSYM_LOG(kError, "request handler failed with a non-standard exception");
     response = proto::MakeErrorResponse(request.id_json, proto::kErrInternal, "internal error");
   }
-  Answer(response);
+  return response;
+}
+
+bool Session::StartStream(proto::Request request, uint64_t charged) {
+  auto& lookup = std::get<proto::LookupRequest>(request.body);
+  auto stream = std::make_unique<Stream>();
+  stream->charged = charged;
+  const size_t slice = std::max<size_t>(1, state_->options.answer_slice);
+  if (lookup.strings && lookup.addrs.size() <= slice) {
+    // The compact form needs every string before the first result: answered whole, as long as
+    // its strings stay small.
+    proto::Response response = CallHandler(request);
+    const auto* answer = std::get_if<proto::LookupResponse>(&response.body);
+    size_t string_bytes = 0;
+    if (answer != nullptr) {
+      for (const proto::LookupResult& r : answer->results) {
+        string_bytes += proto::LookupResultStringBytes(r);
+      }
+    }
+    if (answer == nullptr || string_bytes <= kMaxCompactStringBytes) {
+      state_->memory.Release(peer_.uid, charged);
+      Answer(response);
+      return false;
+    }
+    // Too big to build whole: sent in the plain form, starting from this answer.
+    stream->slice = std::move(response);
+    stream->have_slice = true;
+    stream->next = lookup.addrs.size();
+  }
+  stream->addrs = std::move(lookup.addrs);
+  lookup.addrs.clear();
+  lookup.strings = false;
+  stream->request = std::move(request);
+  stream_ = std::move(stream);
+  return true;
+}
+
+void Session::Produce() {
+  Stream& s = *stream_;
+  if (!s.have_slice) {
+    if (s.started && s.next == s.addrs.size()) {
+      proto::EncodeLookupResponseEnd(&out_);
+      EndStream();
+      return;
+    }
+    const size_t n =
+        std::min(std::max<size_t>(1, state_->options.answer_slice), s.addrs.size() - s.next);
+    auto& lookup = std::get<proto::LookupRequest>(s.request.body);
+    lookup.addrs.assign(s.addrs.begin() + static_cast<ptrdiff_t>(s.next),
+                        s.addrs.begin() + static_cast<ptrdiff_t>(s.next + n));
+    s.slice = CallHandler(s.request);
+    if (auto* error = std::get_if<proto::ErrorResponse>(&s.slice.body)) {
+      if (!s.started) {  // a request-level error: the whole answer
+        Answer(s.slice);
+        EndStream();
+        return;
+      }
+      // Part of the answer is out already: this slice's addresses carry the error instead.
+      JITSYM_LOG(kWarning, "lookup slice failed: ", error->message);
+      proto::LookupResponse failed;
+      for (const proto::AddressQuery& q : lookup.addrs) {
+        proto::LookupResult& r = failed.results.emplace_back();
+        r.addr = q.addr;
+        r.error = error->message;
+      }
+      s.slice.body = std::move(failed);
+      Normalize(s.request, &s.slice);  // unparsable entries keep their own errors
+    }
+    s.next += n;
+    s.have_slice = true;
+    s.emitted = 0;
+  }
+  if (!s.started) {
+    proto::EncodeLookupResponseBegin(s.request.id_json, &out_);
+    s.started = true;
+  }
+  const auto& results = s.results();
+  const uint32_t fields = std::get<proto::LookupRequest>(s.request.body).fields;
+  const size_t high_water = state_->options.output_high_water;
+  while (s.emitted < results.size() && out_.size() < high_water) {
+    if (s.total_emitted++ > 0) out_.push_back(',');
+    proto::EncodeLookupResult(results[s.emitted++], &out_, fields);
+  }
+  if (s.emitted == results.size()) {
+    s.have_slice = false;
+    s.slice = proto::Response{};  // drops the slice's keepalive (index view, modules)
+    if (s.next == s.addrs.size() && s.started) {
+      proto::EncodeLookupResponseEnd(&out_);
+      EndStream();
+    }
+  }
+}
+
+void Session::EndStream() {
+  state_->memory.Release(peer_.uid, stream_->charged);
+  stream_.reset();
 }
 
 void Session::Answer(const proto::Response& response) {

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/server/admission.h"
 #include "daemon/server/server.h"
 
 namespace jitsym::server {
@@ -21,24 +24,30 @@ class Session;
 // What sessions share with the server; kept alive by every session so a late handler never
 // touches a destroyed Server.
 struct ServerState {
-  ServerState(RequestHandler& h, ServerOptions o) : handler(h), options(o) {}
+  ServerState(RequestHandler& h, ServerOptions o)
+      : handler(h),
+        options(std::move(o)),
+        memory(options.max_buffered_request_bytes, options.max_user_request_bytes) {}
 
   RequestHandler& handler;
   const ServerOptions options;
+  MemoryBudget memory;
   std::atomic<bool> stopped{false};
 
   std::atomic<uint64_t> connections_accepted{0};
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> connections_rejected{0};
+  std::atomic<uint64_t> connections_timed_out{0};
+  std::atomic<uint64_t> requests_busy{0};
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> addresses{0};
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> bytes_received{0};
   std::atomic<uint64_t> bytes_sent{0};
-  std::atomic<uint64_t> buffered_request_bytes{0};  // see ServerOptions::max_buffered_request_bytes
 
   std::mutex mutex;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mutex
+  std::unordered_map<unsigned, size_t> connections_by_uid;        // guarded by mutex
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -46,6 +55,8 @@ class Session : public std::enable_shared_from_this<Session> {
   using Socket = boost::asio::local::stream_protocol::socket;
 
   // `socket`'s executor must be a strand of its own: every handler of the session runs on it.
+  // The caller has counted the connection in state->connections_open and connections_by_uid;
+  // the session uncounts it when it ends.
   Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredentials peer);
   ~Session();
 
@@ -54,27 +65,52 @@ class Session : public std::enable_shared_from_this<Session> {
   void Close();
 
  private:
+  // A lookup answer being produced slice by slice (see server.h).
+  struct Stream;
+
   void ReadMore();
   void OnRead(const boost::system::error_code& ec, size_t n);
-  // Answers complete buffered request lines until the output reaches the high-water mark,
-  // then writes, or reads more input.
+  // Produces answers (the current stream, then complete buffered request lines) until the
+  // output reaches the high-water mark, then writes, or reads more input.
   void Continue();
   void OnWritten(const boost::system::error_code& ec, size_t n);
   void HandleLine(std::string_view line);
+  // Starts answering a lookup as a stream, taking over `charged` bytes of the memory budget;
+  // false when it was answered whole instead (a small compact answer).
+  bool StartStream(proto::Request request, uint64_t charged);
+  // Appends more of the current stream's text to out_.
+  void Produce();
+  void EndStream();
+  // The handler's answer to one request (a slice of a lookup), normalized; exceptions become
+  // an "internal" error.
+  proto::Response CallHandler(const proto::Request& request);
   void Answer(const proto::Response& response);
+  // Input buffer back to its idle size once it holds less than that.
+  void ShrinkInput();
+  // The idle/request deadline (see ServerOptions), checked periodically.
+  void ArmTimer();
+  void OnTimer();
   void CloseNow();
 
   std::shared_ptr<ServerState> state_;
   Socket socket_;
   PeerCredentials peer_;
+  boost::asio::steady_timer timer_;
   std::vector<char> in_;
-  size_t charged_ = 0;  // in_.size() beyond the idle size, counted in buffered_request_bytes
+  size_t charged_ = 0;  // in_.size() beyond the idle size, charged to state_->memory
   size_t begin_ = 0;    // unconsumed input is in_[begin_, end_)
   size_t end_ = 0;
   size_t scanned_ = 0;  // in_[begin_, scanned_) holds no '\n'
   std::string out_;
+  std::unique_ptr<Stream> stream_;
+  bool writing_ = false;
   bool close_after_write_ = false;
   bool closed_ = false;
+  std::chrono::steady_clock::time_point last_progress_;  // last byte read or written
+  bool reading_ = false;                                 // a read is pending
+  std::chrono::steady_clock::time_point reading_since_;  // when it was started
+  // Time spent waiting for the rest of the partial line in in_ (request_timeout).
+  std::chrono::steady_clock::duration line_waited_{};
 };
 
 }  // namespace jitsym::server

@@ -536,6 +536,47 @@ TEST(ResponseCodecTest, LookupRoundTrip) {
   EXPECT_FALSE(results[3].loaded_at);
 }
 
+// The daemon writes large lookup answers in pieces (head, results, tail): the pieces must be
+// the bytes of the whole answer, for any split, id and fields.
+TEST(ResponseCodecTest, LookupAnswerInPiecesEqualsTheWholeAnswer) {
+  LookupResponse lookup;
+  lookup.results.push_back(FullResult());
+  LookupResult bad;
+  bad.error = "invalid address";
+  bad.raw = "zz";
+  lookup.results.push_back(bad);
+  LookupResult not_found;
+  not_found.addr = 0x10;
+  lookup.results.push_back(not_found);
+  for (const std::string id : {"", "7", "\"x\""}) {
+    for (const uint32_t fields : {uint32_t{kAllFields}, uint32_t{kFieldName | kFieldFrames}}) {
+      for (size_t n = 0; n <= lookup.results.size(); ++n) {
+        LookupResponse part = lookup;
+        part.results.resize(n);
+        part.fields = fields;
+        std::string whole;
+        EncodeResponse({id, part}, &whole);
+        std::string pieces;
+        EncodeLookupResponseBegin(id, &pieces);
+        for (size_t i = 0; i < n; ++i) {
+          if (i > 0) pieces.push_back(',');
+          EncodeLookupResult(part.results[i], &pieces, fields);
+        }
+        EncodeLookupResponseEnd(&pieces);
+        EXPECT_EQ(pieces, whole) << "id " << id << ", " << n << " results";
+      }
+    }
+  }
+}
+
+TEST(ResponseCodecTest, ResultStringBytesCountsEveryString) {
+  LookupResult r;
+  r.name = "abc";
+  r.source_view = "/tmp/x";
+  r.frames.push_back({"f", "g.cc", 1, 2});
+  EXPECT_EQ(LookupResultStringBytes(r), 3u + 6u + 1u + 4u);
+}
+
 TEST(ResponseCodecTest, WireShapeMatchesTheSpec) {
   LookupResponse lookup;
   lookup.results.push_back(FullResult());

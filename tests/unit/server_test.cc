@@ -13,7 +13,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -33,12 +36,15 @@ class FakeHandler : public RequestHandler {
     last_peer_uid = peer.uid;
     if (const auto* lookup = std::get_if<proto::LookupRequest>(&request.body)) {
       proto::LookupResponse answer;
+      answer.strings = lookup->strings;  // as the query engine does
       for (const proto::AddressQuery& q : lookup->addrs) {
         proto::LookupResult& r = answer.results.emplace_back();
         r.addr = q.addr;
         if (q.addr != 0 && q.error.empty()) {
           r.found = true;
           r.name = "fn_" + proto::FormatAddress(q.addr);
+          // Addresses from 2^48 up have long names: answers too big for the compact form.
+          if (q.addr >> 48) r.name.append(1000, 'x');
           r.start = q.addr;
           r.size = 1;
           r.origin = "jitdump";
@@ -390,6 +396,272 @@ TEST_F(ServerTest, ConnectionLimit) {
   EXPECT_EQ(ErrorCode(response), proto::kErrBusy);
   EXPECT_EQ(server_->counters().connections_rejected, 1u);
   EXPECT_TRUE(first->Call({"", proto::PingRequest{}}, &error)) << error;
+}
+
+// Reads one whole response line from a raw socket (no decoding: the bytes are compared).
+std::string ReadRawLine(ClientConnection& c) {
+  std::string_view line;
+  std::string error;
+  EXPECT_TRUE(c.ReadLine(&line, &error)) << error;
+  return std::string(line) + "\n";
+}
+
+// Fakes the peer of every connection (SO_PEERCRED cannot be made to lie in a test).
+std::function<std::optional<PeerCredentials>(int)> PeerIs(unsigned uid) {
+  return [uid](int) -> std::optional<PeerCredentials> {
+    PeerCredentials peer;
+    peer.pid = 1234;
+    peer.uid = uid;
+    peer.gid = uid;
+    return peer;
+  };
+}
+
+TEST(PeerCredentialsTest, DefaultIsNobodyNotRoot) {
+  const PeerCredentials unfilled;
+  EXPECT_NE(unfilled.uid, 0u);
+  EXPECT_NE(unfilled.gid, 0u);
+}
+
+TEST(PeerCredentialsTest, FailedSoPeercredIsNoPeer) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);  // not a socket: getsockopt fails with ENOTSOCK
+  EXPECT_FALSE(ReadPeerCredentials(fds[0]).has_value());
+  close(fds[0]);
+  close(fds[1]);
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  const auto peer = ReadPeerCredentials(pair[0]);
+  ASSERT_TRUE(peer.has_value());
+  EXPECT_EQ(peer->uid, getuid());
+  EXPECT_EQ(peer->pid, getpid());
+  close(pair[0]);
+  close(pair[1]);
+}
+
+TEST_F(ServerTest, PeerWithoutCredentialsIsRefusedNotTakenForRoot) {
+  ServerOptions options;
+  options.peer_credentials_for_testing = [](int) { return std::optional<PeerCredentials>(); };
+  StartServer(options);
+  auto c = Connect();
+  std::string error;
+  auto response = c->Call(Lookup({1}), &error);
+  ASSERT_TRUE(response) << error;
+  EXPECT_EQ(ErrorCode(*response), proto::kErrPermission);
+  EXPECT_EQ(handler_.last_peer_pid, 0);  // the handler never saw the request
+  EXPECT_EQ(server_->counters().connections_rejected, 1u);
+}
+
+// The answer to a lookup of many addresses is produced in slices and written in pieces; its
+// bytes are exactly those of the whole answer encoded at once.
+TEST_F(ServerTest, SlicedAnswerEqualsTheWholeAnswerByteForByte) {
+  ServerOptions options;
+  options.answer_slice = 7;
+  options.output_high_water = 100;  // a write every few results
+  StartServer(options);
+  auto c = Connect();
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{1000}}) {
+    std::vector<uint64_t> addrs;
+    for (size_t i = 0; i < n; ++i) addrs.push_back(i % 5 == 0 ? 0 : 0x1000 + i);
+    proto::Request request = Lookup(addrs, "\"id-" + std::to_string(n) + "\"");
+    auto& lookup = std::get<proto::LookupRequest>(request.body);
+    if (n > 2) {  // an unparsable entry in the middle of a slice
+      lookup.addrs[3].error = "not an address";
+      lookup.addrs[3].raw = "zz";
+    }
+    lookup.fields = proto::kFieldName | proto::kFieldStart;
+    std::string error;
+    ASSERT_TRUE(c->SendRequest(request, &error)) << error;
+    const std::string streamed = ReadRawLine(*c);
+    // What the handler says for the whole batch as the server decodes it, with the unparsable
+    // entry's error, encoded at once.
+    std::string line;
+    proto::EncodeRequest(request, &line);
+    line.pop_back();
+    const proto::Request decoded = *proto::DecodeRequest(line).request;
+    FakeHandler whole_handler;
+    proto::Response whole = whole_handler.Handle(decoded, PeerCredentials{});
+    whole.id_json = request.id_json;
+    auto& results = std::get<proto::LookupResponse>(whole.body);
+    results.fields = lookup.fields;
+    const auto& queries = std::get<proto::LookupRequest>(decoded.body).addrs;
+    for (size_t i = 0; i < queries.size(); ++i) {
+      if (queries[i].error.empty()) continue;
+      results.results[i] = proto::LookupResult{};
+      results.results[i].error = queries[i].error;
+      results.results[i].raw = queries[i].raw;
+    }
+    std::string expected;
+    proto::EncodeResponse(whole, &expected);
+    EXPECT_EQ(streamed, expected) << n << " addresses";
+  }
+}
+
+// A compact request larger than one slice is answered in the plain form, which streams; the
+// client's decoder reads both.
+TEST_F(ServerTest, CompactRequestOverASliceIsAnsweredPlain) {
+  ServerOptions options;
+  options.answer_slice = 10;
+  StartServer(options);
+  auto c = Connect();
+  std::vector<uint64_t> addrs;
+  for (uint64_t i = 1; i <= 25; ++i) addrs.push_back(i);
+  proto::Request request = Lookup(addrs);
+  std::get<proto::LookupRequest>(request.body).strings = true;
+  std::string error;
+  auto response = c->Call(request, &error);
+  ASSERT_TRUE(response) << error;
+  const auto& results = std::get<proto::LookupResponse>(response->body).results;
+  ASSERT_EQ(results.size(), addrs.size());
+  EXPECT_EQ(results[24].name_or_view(), "fn_0x19");
+  // Within one slice, the compact form as before.
+  addrs.resize(10);
+  request = Lookup(addrs);
+  std::get<proto::LookupRequest>(request.body).strings = true;
+  ASSERT_TRUE(c->SendRequest(request, &error)) << error;
+  EXPECT_NE(ReadRawLine(*c).find("\"strings\":["), std::string::npos);
+}
+
+TEST_F(ServerTest, CompactRequestWithLongStringsIsAnsweredPlain) {
+  StartServer();
+  auto c = Connect();
+  std::vector<uint64_t> addrs;
+  for (uint64_t i = 1; i <= 5000; ++i) addrs.push_back((uint64_t{1} << 48) + i);  // 5 MB of names
+  proto::Request request = Lookup(addrs);
+  std::get<proto::LookupRequest>(request.body).strings = true;
+  std::string error;
+  ASSERT_TRUE(c->SendRequest(request, &error)) << error;
+  const std::string line = ReadRawLine(*c);
+  EXPECT_EQ(line.find("\"strings\":["), std::string::npos);
+  std::string why;
+  auto response = proto::DecodeResponse(std::string_view(line).substr(0, line.size() - 1), &why);
+  ASSERT_TRUE(response) << why;
+  EXPECT_EQ(std::get<proto::LookupResponse>(response->body).results.size(), addrs.size());
+}
+
+TEST_F(ServerTest, LookupOverTheUsersMemoryShareIsBusyAndTheConnectionStaysOpen) {
+  ServerOptions options;
+  options.max_user_request_bytes = 1 << 20;  // less than 100,000 decoded addresses
+  options.peer_credentials_for_testing = PeerIs(1000);
+  StartServer(options);
+  auto c = Connect();
+  std::vector<uint64_t> many(100000, 1);
+  std::string error;
+  auto response = c->Call(Lookup(many, "1"), &error);
+  ASSERT_TRUE(response) << error;
+  EXPECT_EQ(ErrorCode(*response), proto::kErrBusy);
+  EXPECT_NE(std::get<proto::ErrorResponse>(response->body).message.find("per-user"),
+            std::string::npos);
+  EXPECT_EQ(server_->counters().requests_busy, 1u);
+  // Small lookups still go through, on the same connection.
+  response = c->Call(Lookup({1, 2, 3}, "2"), &error);
+  ASSERT_TRUE(response) << error;
+  EXPECT_EQ(std::get<proto::LookupResponse>(response->body).results.size(), 3u);
+}
+
+TEST_F(ServerTest, PerUserConnectionQuotaSaysWhichLimit) {
+  ServerOptions options;
+  options.max_user_connections = 2;
+  options.peer_credentials_for_testing = PeerIs(1000);
+  StartServer(options);
+  auto a = Connect();
+  auto b = Connect();
+  std::string error;
+  ASSERT_TRUE(a->Call({"", proto::PingRequest{}}, &error)) << error;
+  ASSERT_TRUE(b->Call({"", proto::PingRequest{}}, &error)) << error;
+  auto third = Connect();
+  auto response = third->Call({"", proto::PingRequest{}}, &error);  // refused before it sends
+  ASSERT_TRUE(response) << error;
+  EXPECT_EQ(ErrorCode(*response), proto::kErrBusy);
+  EXPECT_NE(std::get<proto::ErrorResponse>(response->body).message.find("per-user"),
+            std::string::npos);
+  // A slot freed is a slot for the same user again.
+  a.reset();
+  ASSERT_TRUE(Eventually([&] { return server_->counters().connections_open == 1; }));
+  auto again = Connect();
+  EXPECT_TRUE(again->Call({"", proto::PingRequest{}}, &error)) << error;
+}
+
+TEST_F(ServerTest, IdleConnectionIsClosedWithATimeoutLine) {
+  ServerOptions options;
+  options.idle_timeout = std::chrono::milliseconds(200);
+  StartServer(options);
+  auto c = Connect();
+  std::string error;
+  ASSERT_TRUE(c->Call({"", proto::PingRequest{}}, &error)) << error;
+  proto::Response response;
+  ASSERT_TRUE(c->ReadResponse(&response, &error)) << error;  // nothing sent: the timeout line
+  EXPECT_EQ(ErrorCode(response), proto::kErrTimeout);
+  std::string_view rest;
+  EXPECT_FALSE(c->ReadLine(&rest, &error));
+  EXPECT_EQ(server_->counters().connections_timed_out, 1u);
+}
+
+TEST_F(ServerTest, RequestLineTricklingInIsCut) {
+  ServerOptions options;
+  options.request_timeout = std::chrono::milliseconds(300);
+  StartServer(options);
+  auto c = Connect();
+  std::string error;
+  const auto start = std::chrono::steady_clock::now();
+  // One byte every 50 ms: never idle, never a whole line.
+  bool closed = false;
+  for (int i = 0; i < 100 && !closed; ++i) {
+    closed = !c->Send("x", &error);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pollfd p{c->fd(), POLLIN, 0};
+    if (poll(&p, 1, 0) == 1) break;
+  }
+  proto::Response response;
+  ASSERT_TRUE(c->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(ErrorCode(response), proto::kErrTimeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// A pipelined request read in part waits while the answer before it is written: that wait is
+// the daemon's, not a slow client's, and does not count against the request timeout.
+TEST_F(ServerTest, PartOfAPipelinedLineWaitingForALongAnswerIsNotCut) {
+  ServerOptions options;
+  options.request_timeout = std::chrono::milliseconds(1000);
+  StartServer(options);
+  auto c = Connect();
+  std::vector<uint64_t> many(200000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = i + 1;
+  std::string batch;
+  proto::EncodeRequest(Lookup(many, "1"), &batch);
+  batch += "{\"v\":1,\"id\":2,\"op\":\"pi";
+  std::string error;
+  ASSERT_TRUE(c->Send(batch, &error)) << error;
+  // Not reading: the daemon's write of the first answer (megabytes) blocks for a while.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  proto::Response response;
+  ASSERT_TRUE(c->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(response.id_json, "1");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(c->Send("ng\"}\n", &error)) << error;
+  ASSERT_TRUE(c->ReadResponse(&response, &error)) << error;
+  EXPECT_EQ(response.id_json, "2");
+  EXPECT_TRUE(std::holds_alternative<proto::PingResponse>(response.body)) << ErrorCode(response);
+}
+
+TEST_F(ServerTest, ClientTimesOutOnADaemonThatDoesNotAnswer) {
+  // A socket that accepts (the kernel does, into the backlog) but never answers: a stopped
+  // daemon.
+  const std::string path = dir_ + "/silent.sock";
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  std::string error;
+  auto c = ClientConnection::Connect(path, &error, 200);
+  ASSERT_TRUE(c) << error;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(c->Call({"", proto::PingRequest{}}, &error));
+  EXPECT_NE(error.find("did not answer within 0.2 s"), std::string::npos) << error;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  close(fd);
 }
 
 TEST_F(ServerTest, ListenRefusesAPathAnotherServerIsServing) {

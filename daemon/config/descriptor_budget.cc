@@ -1,0 +1,32 @@
+// The descriptor budget (descriptor_budget.h): a pure function of the limit and the settings.
+#include "daemon/config/descriptor_budget.h"
+
+#include <algorithm>
+
+namespace jitsym::config {
+
+DescriptorBudget ComputeDescriptorBudget(uint64_t nofile, const DescriptorWishes& wishes) {
+  DescriptorBudget b;
+  b.nofile = nofile;
+  // Under a tiny limit the reserve takes at most half, so files and connections still get some.
+  b.reserve = std::min(kDescriptorReserve, nofile / 2);
+  const uint64_t rest = nofile - b.reserve;
+  const uint64_t for_connections = std::max<uint64_t>(1, rest / 4);
+  const uint64_t for_files = std::max<uint64_t>(1, rest - rest / 4);
+  b.connections = std::clamp<uint64_t>(wishes.connections, 1, for_connections);
+  b.total_files = std::clamp<uint64_t>(wishes.total_files, 1, for_files);
+  b.user_connections =
+      std::clamp<uint64_t>(wishes.user_connections, 1, std::max<uint64_t>(1, b.connections / 2));
+  b.user_files =
+      std::clamp<uint64_t>(wishes.user_files, 1, std::max<uint64_t>(1, b.total_files / 2));
+  return b;
+}
+
+std::string FormatDescriptorBudget(const DescriptorBudget& b) {
+  return "nofile " + std::to_string(b.nofile) + " (reserve " + std::to_string(b.reserve) +
+         "): " + std::to_string(b.connections) + " connections (" +
+         std::to_string(b.user_connections) + " per user), " + std::to_string(b.total_files) +
+         " files (" + std::to_string(b.user_files) + " per user)";
+}
+
+}  // namespace jitsym::config
