@@ -1,12 +1,21 @@
 #include "daemon/ingest/mlpd_source.h"
 
+#include <stdexcept>
+
 #include "daemon/util/log.h"
 
 namespace jitsym::ingest {
 
 void MlpdSource::Feed(std::span<const uint8_t> data) {
   if (failed()) return;
-  parser_.Feed(data, *this);
+  // The index refusing more names (NameTable: over 1 GiB of them) stops this file, not the
+  // daemon: what was indexed before stays.
+  try {
+    parser_.Feed(data, *this);
+  } catch (const std::length_error& e) {
+    SetError(parser_.offset(), e.what());
+    return;
+  }
   if (parser_.failed()) SetError(parser_.error_offset(), parser_.error());
 }
 
