@@ -38,8 +38,9 @@ void MlpdSource::OnCode(const mlpd::Code& code) {
 }
 
 void MlpdSource::OnImage(const mlpd::ImageLoad& image) {
-  if (image.unload) return;
-  images_.push_back({image.image, image.time, std::string(image.name)});
+  if (image.unload || images_.size() >= kMaxImages) return;
+  images_.push_back({image.image, image.time,
+                     std::string(image.name.substr(0, index::NameTable::kMaxNameLength))});
 }
 
 void MlpdSource::OnBadEvent(uint64_t buffer_offset, uint64_t offset, const std::string& why) {
