@@ -20,7 +20,7 @@ using jitsym::index::NameTable;
 constexpr size_t kLengths[] = {0,     1,     2,     4093,  4094,  4095,    4096,    4097,
                                8189,  8190,  8191,  8192,  8193,  16381,   16382,   16383,
                                16384, 16385, 16386, 32768, 65536, 1 << 20, 2 << 20, 12287};
-constexpr size_t kMaxBytesPerInput = size_t{64} << 20;
+constexpr size_t kMaxBytesPerInput = size_t{8} << 20;  // keeps an input under ~10 ms
 
 }  // namespace
 
