@@ -8,16 +8,23 @@ is over a text format's line limit (perf map 64 KiB, r2rmap 1 MiB: that line is 
 neighbours always answer; files with ordinary names are unaffected; and a restart with all the
 files still there comes up and answers the same (the start-up scan reads them all again).
 
+The long-name files are written by the attacker `jsbob` for his own processes (the r2rmaps with
+no process at all), the ordinary ones by the victim `jsalice`; each asks with the real client
+as themselves (tests/integration/users.py).
+
 A name longer than the first 4 KiB block of the name arena once overflowed it (fixed in
 NameTable::Intern): with that bug, this test kills the daemon."""
 
 import json
 import os
+import shutil
 import struct
+import subprocess
 import time
 
 import jitdump
-from harness import Harness, check, hexaddr
+import users
+from harness import Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
 MAX_NAME = 16 * 1024  # index::NameTable::kMaxNameLength
@@ -25,7 +32,8 @@ SIZES = [4 << 10, 20000, 64 << 10, 1 << 20]
 PERFMAP_MAX_LINE = 64 << 10
 R2RMAP_MAX_LINE = 1 << 20
 SIG = "0123456789ABCDEF0123456789ABCDEF"
-S = {"pids": {}, "expect": []}  # expect: (kind, key, addr, name or None, origin)
+# expect: (user, kind, key, addr, name or None, origin); kind "pid" (key a pid) or "image"
+S = {"pids": {}, "expect": []}
 
 
 def long_name(size, tag):
@@ -110,23 +118,30 @@ def mlpd_file(pid, base, names):
 
 # ---- checks -------------------------------------------------------------------------------------
 
-def answers(kind, key, addrs):
+def answers(user, kind, key, addrs):
+    """The real client's answers, run as `user`, one dict per address in order."""
     if kind == "pid":
-        return h.lookup(key, [(a, None) for a in addrs])
-    res = h.client("lookup", "--image", key, "--json", *[hexaddr(a) for a in addrs],
-                   timeout=120)
-    check(res.returncode == 0, f"--image {key}: exit {res.returncode}: {res.stderr[:300]}")
-    return [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
+        args = ["lookup", "--pid", key, "--json"]
+    else:
+        args = ["lookup", "--image", key, "--json"]
+    text = "".join(hexaddr(a) + "\n" for a in addrs)
+    res = users.client(user, S["client"], h.socket_path, *args, input=text, timeout=120)
+    check(res.returncode == 0,
+          f"{user}: jitsym {' '.join(map(str, args))}: exit {res.returncode}: {res.stderr[:300]}")
+    out = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
+    check(len(out) == len(addrs) and all(int(a["addr"], 16) == x for a, x in zip(out, addrs)),
+          f"{user}: {len(out)} answers for {len(addrs)} addresses, or out of order")
+    return out
 
 
 def expected_ok(expect):
-    """Every expected answer, grouped per process or image; returns the mismatches."""
+    """Every expected answer, grouped per user and process or image; returns the mismatches."""
     groups = {}
-    for kind, key, addr, name, origin in expect:
-        groups.setdefault((kind, key), []).append((addr, name, origin))
+    for user, kind, key, addr, name, origin in expect:
+        groups.setdefault((user, kind, key), []).append((addr, name, origin))
     bad = []
-    for (kind, key), items in groups.items():
-        got = answers(kind, key, [a for a, _, _ in items])
+    for (user, kind, key), items in groups.items():
+        got = answers(user, kind, key, [a for a, _, _ in items])
         for (addr, name, origin), a in zip(items, got):
             if name is None:
                 if a.get("found"):
@@ -153,12 +168,21 @@ def alive():
     check(res.returncode == 0, f"ping: exit {res.returncode}: {res.stderr[:300]}")
 
 
+def sleeper(user):
+    """A process of `user`'s, killed when the run ends."""
+    proc = h.spawn(users.argv(user, ["sleep", "600"]), env=users.env(user),
+                   stdin=subprocess.DEVNULL)
+    uid = users.ensure(user).pw_uid
+    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
+    return proc.pid
+
+
 def add_format(fmt, write):
     """Writes one file per size with write(size, index) -> [(kind, key, addr, name, origin)],
     then checks the daemon, these answers, and every earlier file's."""
     new = []
     for i, size in enumerate(SIZES):
-        new += write(size, i)
+        new += [(users.BOB,) + e for e in write(size, i)]
     wait_expected(new, f"{fmt} files with long names to answer")
     alive()
     bad = expected_ok(S["expect"])
@@ -168,20 +192,27 @@ def add_format(fmt, write):
 
 @h.setup
 def start():
-    # Files with ordinary names, there before the long ones: they must not change.
-    control = h.sleeper()
-    S["pids"]["control"] = control
-    h.write_file(os.path.join(h.watch_dir, f"perf-{control}.map"),
-                 b"9000000 100 control_a\n9000100 100 control_b\n")
-    h.write_file(os.path.join(h.watch_dir, "Control.ni.r2rmap"),
-                 r2rmap_file(b"Control::Middle()").replace(SIG.encode(), b"AB" * 16))
+    users.ensure_both()
+    # Like /tmp: the watch directory is writable by everyone, the socket reachable by everyone.
+    os.chmod(h.root, 0o755)
+    os.chmod(h.watch_dir, 0o1777)
+    S["client"] = os.path.join(h.root, "jitsym")
+    shutil.copy(h.jitsym, S["client"])
+    os.chmod(S["client"], 0o755)
+    # The victim's files, with ordinary names, there before the long ones: they must not change.
+    control = sleeper(users.ALICE)
+    users.write(users.ALICE, os.path.join(h.watch_dir, f"perf-{control}.map"),
+                b"9000000 100 control_a\n9000100 100 control_b\n")
+    users.write(users.ALICE, os.path.join(h.watch_dir, "Control.ni.r2rmap"),
+                r2rmap_file(b"Control::Middle()").replace(SIG.encode(), b"AB" * 16))
     h.start_daemon()
-    S["expect"] = [("pid", control, 0x9000000, "control_a", "perfmap"),
-                   ("pid", control, 0x9000150, "control_b", "perfmap"),
-                   ("image", "Control", 0x1150, "Control::Middle()", "r2rmap")]
-    wait_expected(S["expect"], "the control files to answer")
+    S["expect"] = [(users.ALICE, "pid", control, 0x9000000, "control_a", "perfmap"),
+                   (users.ALICE, "pid", control, 0x9000150, "control_b", "perfmap"),
+                   (users.ALICE, "image", "Control", 0x1150, "Control::Middle()", "r2rmap")]
+    wait_expected(S["expect"], "the victim's files to answer")
+    # The attacker's processes, one per name size.
     for size in SIZES:
-        S["pids"][size] = h.sleeper()
+        S["pids"][size] = sleeper(users.BOB)
 
 
 @h.case
@@ -189,7 +220,8 @@ def perfmap_lines():
     def write(size, i):
         pid, base = S["pids"][size], 0x10000000 + i * 0x100000
         name = long_name(size, "P")
-        h.write_file(os.path.join(h.watch_dir, f"perf-{pid}.map"), perfmap_file(base, name))
+        users.write(users.BOB, os.path.join(h.watch_dir, f"perf-{pid}.map"),
+                    perfmap_file(base, name))
         line = len(f"{base + 0x100:x} 100 ") + size
         return [("pid", pid, base + 0x10, f"before_{base:x}", "perfmap"),
                 ("pid", pid, base + 0x1ff, shown(name) if line <= PERFMAP_MAX_LINE else None,
@@ -206,7 +238,7 @@ def jitdump_loads():
     def write(size, i):
         pid, base = S["pids"][size], 0x20000000 + i * 0x100000
         name = long_name(size, "J")
-        h.write_file(h.dump_path(pid), jitdump_file(pid, base, name))
+        users.write(users.BOB, h.dump_path(pid), jitdump_file(pid, base, name))
         return [("pid", pid, base, f"before_{base:x}", "jitdump"),
                 ("pid", pid, base + 0x180, shown(name), "jitdump"),
                 ("pid", pid, base + 0x2ff, f"after_{base:x}", "jitdump")]
@@ -218,8 +250,8 @@ def r2rmap_without_process():
     def write(size, i):
         name = long_name(size, "R")
         image = f"Long{i}"
-        h.write_file(os.path.join(h.watch_dir, f"{image}.ni.r2rmap"),
-                     r2rmap_file(name).replace(SIG.encode(), f"{i:032X}".encode()))
+        users.write(users.BOB, os.path.join(h.watch_dir, f"{image}.ni.r2rmap"),
+                    r2rmap_file(name).replace(SIG.encode(), f"{i:032X}".encode()))
         line = len("00001100 100 ") + size
         return [("image", image, 0x1000, "Before()", "r2rmap"),
                 ("image", image, 0x1110, shown(name) if line <= R2RMAP_MAX_LINE else None,
@@ -233,10 +265,10 @@ def mlpd_jit_events():
     def write(size, i):
         pid, base = S["pids"][size], 0x30000000 + i * 0x100000
         name = long_name(size, "M")
-        h.write_file(os.path.join(h.watch_dir, f"long{i}.mlpd"),
-                     mlpd_file(pid, base, [(base, 0x100, f"Before:M{i} ()".encode()),
-                                           (base + 0x100, 0x100, name),
-                                           (base + 0x200, 0x100, f"After:M{i} ()".encode())]))
+        users.write(users.BOB, os.path.join(h.watch_dir, f"long{i}.mlpd"),
+                    mlpd_file(pid, base, [(base, 0x100, f"Before:M{i} ()".encode()),
+                                          (base + 0x100, 0x100, name),
+                                          (base + 0x200, 0x100, f"After:M{i} ()".encode())]))
         return [("pid", pid, base + 0x20, f"Before:M{i} ()", "mlpd"),
                 ("pid", pid, base + 0x100, shown(name), "mlpd"),
                 ("pid", pid, base + 0x2f0, f"After:M{i} ()", "mlpd")]
