@@ -100,6 +100,7 @@ class CodeMap {
   std::shared_ptr<const CodeMapSnapshot> CompactAll();
 
   const RangeSet& ranges() const { return ranges_; }
+  NameTable& names_for_testing() { return storage_->names; }
   std::string_view name(uint32_t id) const { return storage_->names.Get(id); }
   size_t memory_bytes() const;
   size_t name_bytes() const { return storage_->names.name_bytes(); }

@@ -79,7 +79,9 @@ uint32_t NameTable::Intern(std::string_view name, uint32_t hash) {
   }
   const size_t need = name.size() + 2;
   if (block_count_ == 0 || block_size_ - block_used_ < need) {
-    if (block_count_ == kMaxBlocks) throw std::length_error("name table full");
+    if (block_count_ == max_blocks_) {
+      throw std::length_error("name table full (over 1 GiB of symbol names in one file)");
+    }
     // A block grows geometrically but always holds at least the name being stored: a name
     // longer than the block it would start (one over 4 KiB in the first block) must not be
     // written past its end.

@@ -21,7 +21,8 @@ class NameTable {
   // Names longer than this are cut (a hostile file must not make one name cost megabytes).
   static constexpr size_t kMaxNameLength = 16 * 1024;
 
-  // Returns the name's handle. Throws std::length_error when the table is full (4 GiB).
+  // Returns the name's handle. Throws std::length_error when the table is full (31 blocks,
+  // about 1.1 GiB of names): a Source turns that into its file's error.
   uint32_t Intern(std::string_view name) { return Intern(name, Hash(name)); }
   // The same, split so that a caller interning a stream of names can prefetch the table slot of
   // a name a few names ahead of interning it (the slot is a cache miss for most new names).
@@ -51,6 +52,9 @@ class NameTable {
     __builtin_prefetch(blocks_[handle >> kOffsetBits].get() + (handle & kOffsetMask));
   }
 
+  // Fewer arena blocks than kMaxBlocks, so that a test fills the table with a few names.
+  void set_max_blocks_for_testing(int blocks) { max_blocks_ = blocks; }
+
   size_t size() const { return count_; }
   size_t name_bytes() const { return name_bytes_; }
   // Arena plus the writer's hash index.
@@ -71,6 +75,7 @@ class NameTable {
 
   std::array<std::unique_ptr<char[]>, kMaxBlocks> blocks_{};
   int block_count_ = 0;
+  int max_blocks_ = kMaxBlocks;
   size_t block_used_ = 0;
   size_t block_size_ = 0;
   size_t arena_bytes_ = 0;

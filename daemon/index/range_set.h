@@ -180,8 +180,13 @@ class RangeSet {
   uint32_t AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t payload,
                         bool marked = false);
   // A hint: about this many ranges are coming before the next Publish (the buffer collecting
-  // them is sized for it rather than grown by doubling, copying as it goes).
-  void Reserve(size_t ranges) { last_batch_ = std::max(last_batch_, ranges); }
+  // them is sized for it rather than grown by doubling, copying as it goes). Hints come from
+  // file sizes, which a sparse file makes anything: capped at kMaxReserved (2^26 ranges, the
+  // default limit-file-ranges: 1.8 GB of address space, untouched until filled).
+  static constexpr size_t kMaxReserved = size_t{1} << 26;
+  void Reserve(size_t ranges) {
+    last_batch_ = std::max(last_batch_, std::min(ranges, kMaxReserved));
+  }
   // Publishes what was appended since the last call.
   std::shared_ptr<const RangeSetSnapshot> Publish();
   // Merges every run into one (when the source is idle): fastest lookups.

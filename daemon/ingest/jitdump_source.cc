@@ -1,6 +1,7 @@
 #include "daemon/ingest/jitdump_source.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "daemon/util/log.h"
 
@@ -8,8 +9,15 @@ namespace jitsym::ingest {
 
 void JitdumpSource::Feed(std::span<const uint8_t> data) {
   if (failed()) return;
-  parser_.Feed(data, *this);
+  // The index refusing more names (NameTable: over 1 GiB of them) stops this file, not the
+  // daemon: what was indexed before stays.
+  try {
+    parser_.Feed(data, *this);
+  } catch (const std::length_error& e) {
+    SetError(parser_.offset(), e.what());
+  }
   records_ = parser_.records();
+  if (failed()) return;
   if (parser_.failed()) SetError(parser_.error_offset(), parser_.error());
 }
 

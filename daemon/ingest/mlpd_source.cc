@@ -1,12 +1,21 @@
 #include "daemon/ingest/mlpd_source.h"
 
+#include <stdexcept>
+
 #include "daemon/util/log.h"
 
 namespace jitsym::ingest {
 
 void MlpdSource::Feed(std::span<const uint8_t> data) {
   if (failed()) return;
-  parser_.Feed(data, *this);
+  // The index refusing more names (NameTable: over 1 GiB of them) stops this file, not the
+  // daemon: what was indexed before stays.
+  try {
+    parser_.Feed(data, *this);
+  } catch (const std::length_error& e) {
+    SetError(parser_.offset(), e.what());
+    return;
+  }
   if (parser_.failed()) SetError(parser_.error_offset(), parser_.error());
 }
 
@@ -29,8 +38,9 @@ void MlpdSource::OnCode(const mlpd::Code& code) {
 }
 
 void MlpdSource::OnImage(const mlpd::ImageLoad& image) {
-  if (image.unload) return;
-  images_.push_back({image.image, image.time, std::string(image.name)});
+  if (image.unload || images_.size() >= kMaxImages) return;
+  images_.push_back({image.image, image.time,
+                     std::string(image.name.substr(0, index::NameTable::kMaxNameLength))});
 }
 
 void MlpdSource::OnBadEvent(uint64_t buffer_offset, uint64_t offset, const std::string& why) {

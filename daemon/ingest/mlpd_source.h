@@ -35,7 +35,9 @@ class MlpdSource : public Source, private mlpd::Sink {
     uint64_t time = 0;
     std::string name;
   };
-  // Images the process loaded (for context), in file order.
+  // Images the process loaded (for context), in file order: the first kMaxImages, their names
+  // cut as symbol names are (a file of image events must not cost memory without bound).
+  static constexpr size_t kMaxImages = 4096;
   const std::vector<Image>& images() const { return images_; }
   uint64_t bad_buffers() const { return parser_.bad_buffers(); }
   const mlpd::Parser& parser() const { return parser_; }

@@ -1,6 +1,7 @@
 #include "daemon/ingest/perfmap_source.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
@@ -25,11 +26,18 @@ PerfmapSource::PerfmapSource(std::string path, const SourceContext& context,
 }
 
 void PerfmapSource::Feed(std::span<const uint8_t> data) {
+  if (failed()) return;
   // Every line completed by these bytes was read now; the clock is read at most once per Feed.
   feed_time_known_ = false;
   feeding_ = data;
-  parser_.Feed(data, *this);
-  FlushQueue();
+  // The index refusing more names (NameTable: over 1 GiB of them) stops this file, not the
+  // daemon: what was indexed before stays.
+  try {
+    parser_.Feed(data, *this);
+    FlushQueue();
+  } catch (const std::length_error& e) {
+    SetError(parser_.offset(), e.what());
+  }
   feeding_ = {};
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/ingest/r2rmap_source.h"
 
+#include <stdexcept>
+
 #include "daemon/util/log.h"
 
 namespace jitsym::ingest {
@@ -51,7 +53,15 @@ std::string R2rmapSource::image_signature() const {
 
 void R2rmapSource::Feed(std::span<const uint8_t> data) {
   if (failed()) return;
-  parser_.Feed(data, *this);
+  // The index refusing more names (NameTable: over 1 GiB of them) stops this file, not the
+  // daemon: what was indexed before stays.
+  try {
+    parser_.Feed(data, *this);
+  } catch (const std::length_error& e) {
+    SetError(parser_.offset(), e.what());
+    records_ = parser_.records() - 1;  // the parser counted the record that did not fit
+    return;
+  }
   records_ = parser_.records();
   if (parser_.failed()) {
     // A wrong header rejects the whole file, even the records a late error follows.

@@ -1,5 +1,7 @@
 // Writes the fuzzers' seed corpora: make_seeds DIR writes DIR/<target>/seed-N, small valid (and
-// slightly broken) inputs built with the unit tests' builders.
+// slightly broken) inputs built with the unit tests' builders, and in every format inputs holding
+// one long name between short ones: around each name-arena block size (4, 8, 16 KiB), the 16 KiB
+// name cut, 64 KiB (the perf map line limit) and 1 MiB (the r2rmap line limit).
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -56,6 +58,63 @@ Bytes MlpdSeed() {
   return b.bytes();
 }
 
+// Name lengths of the long-name seeds.
+constexpr size_t kLongNames[] = {4094, 4095, 4096, 4097, 8192, 8193, 16384, 16385, 65536, 1u << 20};
+
+// A name of `len` bytes that looks like a real one: a C# signature repeated (not one byte
+// repeated, so that mutations of it still differ from their neighbours).
+std::string LongName(size_t len, char tag) {
+  static const std::string kPart = "Ns.Outer`1+Inner[System.__Canon]::Method(int32, string)";
+  std::string name(1, tag);
+  while (name.size() < len) name += kPart;
+  name.resize(len);
+  return name;
+}
+
+Bytes JitdumpLongNameSeed(size_t len) {
+  jitsym::testing::JitdumpBuilder b(false);
+  b.Load(100, 0x1000, 16, "before", 1).Load(110, 0x2000, 32, LongName(len, 'J'), 2);
+  b.Debug(120, 0x3000, {{0x3000, 7, 0, LongName(len, 'F')}, {0x3008, 8, 0, "b.js"}});
+  b.Load(130, 0x3000, 16, "after", 3).Move(140, 0x2000, 0x4000, 32, 2);
+  return b.bytes();
+}
+
+std::string PerfmapLongNameSeed(size_t len) {
+  return "1000 10 before\n2000 20 " + LongName(len, 'P') + "\n3000 10 after\n";
+}
+
+std::string R2rmapLongNameSeed(size_t len) {
+  return "FFFFFFFF 00 0123456789ABCDEF0123456789abcdef\nFFFFFFFE 00 1\nFFFFFFFD 00 2\n"
+         "FFFFFFFC 00 3\nFFFFFFFB 00 1\n00001000 10 before\n00002000 20 " +
+         LongName(len, 'R') + "\n00003000 10 after\n";
+}
+
+Bytes MlpdLongNameSeed(size_t len) {
+  using jitsym::testing::MlpdBuilder;
+  jitsym::testing::MlpdBuffer buf(MlpdBuilder::kStartupNs + 10, 0x7000000);
+  buf.Jit(MlpdBuilder::kStartupNs + 20, 0x5000010, 0x7000100, 0x40, "before");
+  buf.Jit(MlpdBuilder::kStartupNs + 21, 0x5000020, 0x7000200, 0x40, LongName(len, 'M'));
+  buf.Usym(MlpdBuilder::kStartupNs + 30, 0x7001000, 0x10, LongName(len, 'U'));
+  buf.Helper(MlpdBuilder::kStartupNs + 40, 5, 0x7002000, 0x20, LongName(len, 'T'));
+  buf.Jit(MlpdBuilder::kStartupNs + 50, 0x5000030, 0x7000300, 0x40, "after");
+  MlpdBuilder b;
+  b.Add(buf);
+  return b.bytes();
+}
+
+// A name_table_fuzz program interning the sizes around block boundaries between short names:
+// op 0x80 | k picks length kLengths[arg] + k; op 0 a name of `arg` bytes.
+Bytes NameTableSeed(int first, int step) {
+  Bytes out;
+  for (int i = first; i < 24; i += step) {
+    out.insert(out.end(), {0x00, 5, 0, 's', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'});
+    out.insert(out.end(), {static_cast<uint8_t>(0x80 | (i % 3)), static_cast<uint8_t>(i), 0,
+                           static_cast<uint8_t>('A' + i), 'n', 'a', 'm', 'e', '0', '1', '2',
+                           static_cast<uint8_t>(i)});
+  }
+  return out;
+}
+
 }  // namespace
 
 // A legacy gperftools CPU profile with 64-bit slots in host (little-endian) order: header
@@ -96,51 +155,98 @@ int main(int argc, char** argv) {
   const Bytes le = JitdumpSeed(false), be = JitdumpSeed(true);
   Bytes cut = le;
   cut.resize(cut.size() - 7);
-  Write(dir, "jitdump_fuzz", {WithSeedByte(0, le), WithSeedByte(3, be), WithSeedByte(1, cut)});
-  Write(dir, "perfmap_fuzz",
-        {WithSeedByte(0, FromString("7f0000001000 20 LazyCompile:~f a.js:1\n"
-                                    "7f0000002000 10 g\n0x7f0000003000 0x8 h i j\r\n")),
-         WithSeedByte(5, FromString("zz 10 bad\n1000 zz bad\n1000 10\n\n"))});
-  Write(dir, "r2rmap_fuzz",
-        {WithSeedByte(0, FromString("FFFFFFFF 00 0123456789ABCDEF0123456789abcdef\n"
-                                    "FFFFFFFE 00 1\nFFFFFFFD 00 2\nFFFFFFFC 00 3\n"
-                                    "FFFFFFFB 00 1\n00001000 20 [S.P.C]System.String::Concat()\n"
-                                    "00002000 10 [S.P.C]System.Object::.ctor()\n")),
-         WithSeedByte(0x80, FromString("00001000 20 headerless\n00002000 08 other\n"))});
+  std::vector<Bytes> jitdump = {WithSeedByte(0, le), WithSeedByte(3, be), WithSeedByte(1, cut)};
+  std::vector<Bytes> perfmap = {
+      WithSeedByte(0, FromString("7f0000001000 20 LazyCompile:~f a.js:1\n"
+                                 "7f0000002000 10 g\n0x7f0000003000 0x8 h i j\r\n")),
+      WithSeedByte(5, FromString("zz 10 bad\n1000 zz bad\n1000 10\n\n"))};
+  std::vector<Bytes> r2rmap = {
+      WithSeedByte(0, FromString("FFFFFFFF 00 0123456789ABCDEF0123456789abcdef\n"
+                                 "FFFFFFFE 00 1\nFFFFFFFD 00 2\nFFFFFFFC 00 3\n"
+                                 "FFFFFFFB 00 1\n00001000 20 [S.P.C]System.String::Concat()\n"
+                                 "00002000 10 [S.P.C]System.Object::.ctor()\n")),
+      WithSeedByte(0x80, FromString("00001000 20 headerless\n00002000 08 other\n"))};
   const Bytes mlpd = MlpdSeed();
-  Write(dir, "mlpd_fuzz",
-        {WithSeedByte(0, mlpd), WithSeedByte(2, Bytes(mlpd.begin(), mlpd.begin() + 40))});
+  std::vector<Bytes> mlpds = {WithSeedByte(0, mlpd),
+                              WithSeedByte(2, Bytes(mlpd.begin(), mlpd.begin() + 40))};
   // The gzip target compresses even-seeded inputs itself; an odd seed byte feeds them raw.
   const Bytes gz = jitsym::testing::Gzip(mlpd);
-  Write(dir, "mlpd_gzip_fuzz",
-        {WithSeedByte(0, mlpd), WithSeedByte(1, Bytes(gz.begin() + 4, gz.end()))});
-  Write(dir, "request_fuzz",
-        {FromString(R"({"v":1,"id":1,"op":"lookup","pid":42,"addrs":["0x1000",4096,)"
-                    R"({"addr":"0x2000","time":"12.5"},"bogus"],"time":123,"fields":["name"]})"),
-         FromString(R"({"op":"lookup","image":"System.Private.CoreLib","addrs":["0x10"]})"),
-         FromString(R"({"op":"processes","id":[1,{"a":null}]})"), FromString(R"({"op":"stats"})"),
-         FromString(R"({"v":2,"op":"ping"})"), FromString(R"({"op":"version","id":"x\u00e9"})")});
-  Write(dir, "response_fuzz",
-        {FromString(R"({"v":1,"id":1,"ok":true,"results":[{"addr":"0x1000","found":true,)"
-                    R"("name":"f","offset":"0x0","start":"0x1000","size":16,"origin":"jitdump",)"
-                    R"("source":"/tmp/jit-1.dump","loaded_at":5,"incarnation":1},)"
-                    R"({"addr":"bogus","found":false,"error":"invalid address"}]})"),
-         FromString(R"({"v":1,"ok":true,"processes":[{"pid":1,"incarnation":2,"alive":true,)"
-                    R"("ranges":3,"sources":[{"origin":"perfmap","path":"/tmp/perf-1.map",)"
-                    R"("state":"following","ranges":3,"bytes_read":9}]}]})"),
-         FromString(R"({"v":1,"ok":true,"strings":["f","elf","/bin/x","a\u0041.c"],)"
-                    R"("results":[{"addr":"0x1000","found":true,"name":0,"offset":0,)"
-                    R"("origin":1,"image":2,"file":3,"line":4,"frames":[[0,3,4,5],[0,3,9,0]]},)"
-                    R"({"addr":"0x2000","found":false}]})"),
-         FromString(R"({"v":1,"ok":true,"stats":{"processes":1,"denied":2}})"),
-         FromString(R"({"v":1,"id":"a","ok":false,"error":{"code":"busy","message":"m"}})")});
-  Write(dir, "perf_script_fuzz",
-        {FromString("node 4242/4243 219.895069:     250000 cpu-clock:pppH: \n"
-                    "\t    7f3a1c0042c0 [unknown] (/tmp/perf-4242.map)\n"
-                    "\t    55d0a1b2c3d4 uv_run+0x1a4 (/usr/bin/node)\n\n"),
-         FromString("node  4242 [001] 219.895069: 250000 cpu-clock:pppH:  7f3a1c0042c0 "
-                    "LazyCompile:*f (/tmp/jit-4242.dump)\n"),
-         FromString("4243 7f3a1c0042c0 [unknown] (//anon)\n")});
-  Write(dir, "gperftools_profile_fuzz", {CpuProfileSeed()});
+  std::vector<Bytes> mlpd_gzip = {WithSeedByte(0, mlpd),
+                                  WithSeedByte(1, Bytes(gz.begin() + 4, gz.end()))};
+  std::vector<Bytes> requests = {
+      FromString(R"({"v":1,"id":1,"op":"lookup","pid":42,"addrs":["0x1000",4096,)"
+                 R"({"addr":"0x2000","time":"12.5"},"bogus"],"time":123,"fields":["name"]})"),
+      FromString(R"({"op":"lookup","image":"System.Private.CoreLib","addrs":["0x10"]})"),
+      FromString(R"({"op":"processes","id":[1,{"a":null}]})"),
+      FromString(R"({"op":"stats"})"),
+      FromString(R"({"v":2,"op":"ping"})"),
+      FromString(R"({"op":"version","id":"x\u00e9"})")};
+  std::vector<Bytes> responses;
+  std::vector<Bytes> perf_script;
+  std::vector<Bytes> profiles = {CpuProfileSeed()};
+  // Long names, each length in every format. Seed bytes vary so that each is fed in different
+  // chunks (odd for mlpd_gzip: the long-name file raw, even: compressed by the target).
+  for (size_t len : kLongNames) {
+    const auto k = static_cast<uint8_t>(len * 7 + (len >> 12));
+    jitdump.push_back(WithSeedByte(k, JitdumpLongNameSeed(len)));
+    perfmap.push_back(WithSeedByte(k, FromString(PerfmapLongNameSeed(len))));
+    r2rmap.push_back(WithSeedByte(k & 0x7f, FromString(R2rmapLongNameSeed(len))));
+    r2rmap.push_back(WithSeedByte(
+        k | 0x80, FromString("00001000 10 x\n00002000 20 " + LongName(len, 'L') + "\n")));
+    const Bytes m = MlpdLongNameSeed(len);
+    mlpds.push_back(WithSeedByte(k, m));
+    mlpd_gzip.push_back(WithSeedByte(k & 0xfe, m));
+    const Bytes mz = jitsym::testing::Gzip(m);
+    mlpd_gzip.push_back(WithSeedByte(k | 1, Bytes(mz.begin() + 4, mz.end())));
+    const std::string name = LongName(len, 'Q');
+    requests.push_back(FromString(R"({"op":"lookup","image":")" + name +
+                                  R"(","addrs":["0x10"],"id":")" + name + R"("})"));
+    responses.push_back(FromString(R"({"v":1,"id":1,"ok":true,"results":[{"addr":"0x1000",)"
+                                   R"("found":true,"name":")" +
+                                   name +
+                                   R"(","offset":"0x0","start":"0x1000","size":16,)"
+                                   R"("origin":"jitdump","source":"/tmp/jit-1.dump"}]})"));
+    perf_script.push_back(
+        FromString("node 4242/4243 219.895069:     250000 cpu-clock:pppH: \n"
+                   "\t    7f3a1c0042c0 " +
+                   name + "+0x10 (/tmp/perf-4242.map)\n\n"));
+    Bytes profile = CpuProfileSeed();
+    const std::string map = "00400000-00402000 r-xp 00000000 08:01 42 /" + name + "\n";
+    profile.insert(profile.end(), map.begin(), map.end());
+    profiles.push_back(profile);
+  }
+  Write(dir, "jitdump_fuzz", jitdump);
+  Write(dir, "perfmap_fuzz", perfmap);
+  Write(dir, "r2rmap_fuzz", r2rmap);
+  Write(dir, "mlpd_fuzz", mlpds);
+  Write(dir, "mlpd_gzip_fuzz", mlpd_gzip);
+  Write(dir, "request_fuzz", requests);
+  Write(dir, "name_table_fuzz", {NameTableSeed(0, 1), NameTableSeed(1, 3), NameTableSeed(5, 7)});
+  responses.insert(
+      responses.begin(),
+      {FromString(R"({"v":1,"id":1,"ok":true,"results":[{"addr":"0x1000","found":true,)"
+                  R"("name":"f","offset":"0x0","start":"0x1000","size":16,"origin":"jitdump",)"
+                  R"("source":"/tmp/jit-1.dump","loaded_at":5,"incarnation":1},)"
+                  R"({"addr":"bogus","found":false,"error":"invalid address"}]})"),
+       FromString(R"({"v":1,"ok":true,"processes":[{"pid":1,"incarnation":2,"alive":true,)"
+                  R"("ranges":3,"sources":[{"origin":"perfmap","path":"/tmp/perf-1.map",)"
+                  R"("state":"following","ranges":3,"bytes_read":9}]}]})"),
+       FromString(R"({"v":1,"ok":true,"strings":["f","elf","/bin/x","a\u0041.c"],)"
+                  R"("results":[{"addr":"0x1000","found":true,"name":0,"offset":0,)"
+                  R"("origin":1,"image":2,"file":3,"line":4,"frames":[[0,3,4,5],[0,3,9,0]]},)"
+                  R"({"addr":"0x2000","found":false}]})"),
+       FromString(R"({"v":1,"ok":true,"stats":{"processes":1,"denied":2}})"),
+       FromString(R"({"v":1,"id":"a","ok":false,"error":{"code":"busy","message":"m"}})")});
+  Write(dir, "response_fuzz", responses);
+  perf_script.insert(
+      perf_script.begin(),
+      {FromString("node 4242/4243 219.895069:     250000 cpu-clock:pppH: \n"
+                  "\t    7f3a1c0042c0 [unknown] (/tmp/perf-4242.map)\n"
+                  "\t    55d0a1b2c3d4 uv_run+0x1a4 (/usr/bin/node)\n\n"),
+       FromString("node  4242 [001] 219.895069: 250000 cpu-clock:pppH:  7f3a1c0042c0 "
+                  "LazyCompile:*f (/tmp/jit-4242.dump)\n"),
+       FromString("4243 7f3a1c0042c0 [unknown] (//anon)\n")});
+  Write(dir, "perf_script_fuzz", perf_script);
+  Write(dir, "gperftools_profile_fuzz", profiles);
   return 0;
 }

@@ -301,12 +301,40 @@ TEST(R2rmapParser, HeaderlessLegacyFilesOnlyWhenAllowed) {
   EXPECT_EQ(v1->parser.records(), 1u);
 }
 
-TEST(R2rmapParser, LineTooLong) {
+TEST(R2rmapParser, HeaderLineTooLongRejects) {
   Options o;
   o.max_line = 64;
-  auto r = Parse(R2rmapBuilder().Header().str() + "00001000 10 " + std::string(100, 'x'), o);
+  auto r = Parse("FFFFFFFF 00 " + std::string(100, '0') + "\n", o);
   EXPECT_TRUE(r->parser.failed());
   EXPECT_NE(r->parser.error().find("line longer than 64 bytes"), std::string::npos);
+}
+
+// A record line over the limit (a name of megabytes) is skipped like any malformed line; the
+// records around it stay, whether the long line arrives whole or cut anywhere.
+TEST(R2rmapParser, RecordLineTooLongIsSkipped) {
+  Options o;
+  o.max_line = 64;
+  const std::string head = R2rmapBuilder().Header().Entry(0x1000, 0x10, "Before()").str();
+  const std::string text =
+      head + "00002000 10 " + std::string(100, 'x') + "\n00003000 10 After()\n";
+  const std::string after = "@" + std::to_string(text.size() - 20) + " 3000+10 After()";
+  for (size_t chunk : {text.size(), size_t{1}, size_t{7}, size_t{50}}) {
+    SCOPED_TRACE(chunk);
+    auto r = std::make_unique<Result>();
+    r->parser = Parser(o);
+    for (size_t i = 0; i < text.size(); i += chunk) {
+      const std::string_view part = std::string_view(text).substr(i, chunk);
+      r->parser.Feed({reinterpret_cast<const uint8_t*>(part.data()), part.size()}, r->rec);
+    }
+    EXPECT_FALSE(r->parser.failed()) << r->parser.error();
+    EXPECT_EQ(r->parser.malformed(), 1u);
+    EXPECT_EQ(r->parser.first_malformed_offset(), head.size());
+    EXPECT_EQ(r->parser.offset(), text.size());
+    EXPECT_EQ(r->parser.records(), 2u);
+    ASSERT_EQ(r->rec.events.size(), 3u);
+    EXPECT_EQ(r->rec.events[1], "@" + std::to_string(head.size() - 21) + " 1000+10 Before()");
+    EXPECT_EQ(r->rec.events[2], after);
+  }
 }
 
 // ---- incremental reading --------------------------------------------------------------------

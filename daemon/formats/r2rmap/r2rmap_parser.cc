@@ -99,9 +99,28 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
   while (p < end && (state_ == State::kHeader || state_ == State::kRecords)) {
     const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
     const char* stop = nl ? nl : end;
-    if (partial_.size() + static_cast<size_t>(stop - p) > options_.max_line) {
-      Fail(offset_, log::Cat("line longer than ", options_.max_line, " bytes"));
-      return;
+    if (dropping_ || partial_.size() + static_cast<size_t>(stop - p) > options_.max_line) {
+      if (state_ == State::kHeader) {
+        Fail(offset_, log::Cat("line longer than ", options_.max_line, " bytes"));
+        return;
+      }
+      // A record line this long (a hostile name) costs that line, not the file: its bytes are
+      // dropped up to its end, never buffered, and it counts as malformed.
+      if (!dropping_) {
+        dropping_ = true;
+        dropped_ = partial_.size();
+        std::vector<char>().swap(partial_);
+      }
+      if (nl == nullptr) {
+        dropped_ += static_cast<size_t>(end - p);
+        return;
+      }
+      if (malformed_++ == 0) first_malformed_offset_ = offset_;
+      offset_ += dropped_ + static_cast<size_t>(nl - p) + 1;
+      dropped_ = 0;
+      dropping_ = false;
+      p = nl + 1;
+      continue;
     }
     if (nl == nullptr) {
       partial_.insert(partial_.end(), p, end);

@@ -75,7 +75,8 @@ class Sink {
 
 struct Options {
   bool allow_headerless = false;  // crossgen1's `.ni.{MVID}.map` files
-  size_t max_line = 1u << 20;     // a longer line is corrupt
+  // A longer record line is skipped (malformed); a longer header line rejects the file.
+  size_t max_line = 1u << 20;
 };
 
 class Parser {
@@ -118,6 +119,8 @@ class Parser {
   uint64_t malformed_ = 0;
   uint64_t first_malformed_offset_ = 0;
   std::vector<char> partial_;  // an incomplete line
+  bool dropping_ = false;      // inside a record line longer than max_line
+  uint64_t dropped_ = 0;       // its bytes so far
   uint64_t error_offset_ = 0;
   std::string error_;
 };

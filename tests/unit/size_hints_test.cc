@@ -1,0 +1,38 @@
+// Sizes the daemon reserves memory for before reading: a perf map found with a size sizes the
+// range buffer and the name index for it. A sparse file can claim exabytes (a tmpfs /tmp takes
+// `truncate -s 8E` from any user), so the hints are capped: the first line must not throw.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "daemon/index/range_set.h"
+#include "daemon/ingest/perfmap_source.h"
+
+namespace jitsym {
+namespace {
+
+TEST(SizeHintsTest, PerfmapFoundWithAnExabyteSizeReadsItsFirstLine) {
+  for (uint64_t size : {uint64_t{1} << 40, uint64_t{1} << 50, uint64_t{1} << 62, ~uint64_t{0}}) {
+    ingest::SourceContext context;
+    context.initial_size = size;
+    ingest::PerfmapSource source("/tmp/perf-1.map", context, [] { return uint64_t{1}; });
+    const std::string line = "1000 10 first\n";
+    ASSERT_NO_THROW(source.Feed({reinterpret_cast<const uint8_t*>(line.data()), line.size()}))
+        << size;
+    auto sym = source.code().Publish()->Find(0x1008, std::nullopt);
+    ASSERT_TRUE(sym) << size;
+    EXPECT_EQ(sym->name, "first");
+  }
+}
+
+TEST(SizeHintsTest, RangeSetReserveIsCapped) {
+  index::RangeSet ranges;
+  ranges.Reserve(~size_t{0});
+  ASSERT_NO_THROW(ranges.Add(0x1000, 0x10, 1, 7));
+  auto snapshot = ranges.Publish();
+  EXPECT_TRUE(snapshot->Find(0x1000, std::nullopt));
+}
+
+}  // namespace
+}  // namespace jitsym
