@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/native/debug_file_locator.h"
+#include "daemon/native/key_index.h"
 #include "daemon/native/module_cache.h"
 #include "daemon/query/process_maps.h"
 
@@ -76,6 +78,45 @@ TEST(NativeDemangle, AsLlvmSymbolizerPrints) {
   EXPECT_EQ(Demangle("main"), "main");
   EXPECT_EQ(Demangle("_Znot-mangled"), "_Znot-mangled");
   EXPECT_EQ(HexBuildId(std::string("\x01\xab", 2)), "01ab");
+}
+
+// The order in which separate debug files are tried: build-id trees first, then debuginfod's
+// files, then the debuglink name beside the binary, in its .debug/, and under each debug dir.
+TEST(NativeDebugFile, CandidatesInSearchOrder) {
+  DebugSearch search;
+  search.debug_dirs = {"/usr/lib/debug", "/opt/dbg"};
+  search.extra_files = {"/cache/debuginfo"};
+  const DebugLink link{"app.debug", 0x1234u};
+  std::vector<std::string> paths;
+  bool debuglink_only_last = true;
+  for (const DebugCandidate& c : DebugFileCandidates("/usr/bin/app", "abcdef", &link, search)) {
+    paths.push_back(c.path);
+    if (c.from_debuglink != c.path.ends_with("app.debug")) debuglink_only_last = false;
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{
+                       "/usr/lib/debug/.build-id/ab/cdef.debug", "/opt/dbg/.build-id/ab/cdef.debug",
+                       "/cache/debuginfo", "/usr/bin/app.debug", "/usr/bin/.debug/app.debug",
+                       "/usr/lib/debug/usr/bin/app.debug", "/opt/dbg/usr/bin/app.debug"}));
+  EXPECT_TRUE(debuglink_only_last);
+  // Without build-id nor debuglink, only what debuginfod found.
+  const auto bare = DebugFileCandidates("app", "", nullptr, search);
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_EQ(bare[0].path, "/cache/debuginfo");
+}
+
+TEST(NativeKeyIndex, FindsTheLastKeyAtMostAsBruteForceDoes) {
+  std::mt19937_64 rng(7);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{1000}}) {
+    std::vector<uint64_t> keys(n);
+    for (uint64_t& k : keys) k = rng() % 5000;  // duplicates included
+    std::sort(keys.begin(), keys.end());
+    KeyIndex index;
+    index.Build(keys);
+    for (uint64_t x = 0; x < 5100; x += 7) {
+      const ptrdiff_t expected = std::upper_bound(keys.begin(), keys.end(), x) - keys.begin() - 1;
+      ASSERT_EQ(index.LastAtMost(x), expected) << "n=" << n << " x=" << x;
+    }
+  }
 }
 
 TEST(NativeModule, SymbolizesItselfWithInlinedFrames) {

@@ -1,0 +1,246 @@
+// Building one CU's tables from its DIEs and line program (cu_tables.h).
+#include "daemon/native/cu_tables.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "daemon/native/demangle.h"
+#include "daemon/util/log.h"
+
+namespace jitsym::native {
+namespace {
+
+constexpr int kMaxDieDepth = 512;
+constexpr uint32_t kNone = CuTables::kNone;
+
+// libdw's file names are directory + name; a relative directory is taken, as llvm-symbolizer
+// does, relative to the compilation directory.
+std::string AbsolutePath(const char* name, const char* comp_dir) {
+  if (name == nullptr) return {};
+  if (name[0] == '/' || comp_dir == nullptr || comp_dir[0] == '\0') return name;
+  std::string out = comp_dir;
+  if (out.back() != '/') out.push_back('/');
+  out += name;
+  return out;
+}
+
+const char* AttrString(Dwarf_Die* die, unsigned name) {
+  Dwarf_Attribute attr;
+  if (dwarf_attr_integrate(die, name, &attr) == nullptr) return nullptr;
+  return dwarf_formstring(&attr);
+}
+
+bool AttrUdata(Dwarf_Die* die, unsigned name, Dwarf_Word* out) {
+  Dwarf_Attribute attr;
+  return dwarf_attr(die, name, &attr) != nullptr && dwarf_formudata(&attr, out) == 0;
+}
+
+// Tags whose children never hold code (skipped while walking a CU). Classes may: GCC puts a
+// lambda's operator() inside its closure type.
+bool NoCodeInside(int tag) {
+  switch (tag) {
+    case DW_TAG_formal_parameter:
+    case DW_TAG_variable:
+    case DW_TAG_member:
+    case DW_TAG_enumeration_type:
+    case DW_TAG_array_type:
+    case DW_TAG_subroutine_type:
+    case DW_TAG_template_type_parameter:
+    case DW_TAG_template_value_parameter:
+    case DW_TAG_GNU_template_parameter_pack:
+    case DW_TAG_GNU_formal_parameter_pack:
+    case DW_TAG_GNU_call_site:
+    case DW_TAG_call_site:
+    case DW_TAG_base_type:
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type:
+    case DW_TAG_const_type:
+    case DW_TAG_volatile_type:
+    case DW_TAG_typedef:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+size_t CuTables::Bytes() const {
+  size_t n = sizeof(*this) + intervals.capacity() * sizeof(Interval) +
+             nodes.capacity() * sizeof(Node) + rows.capacity() * sizeof(Row) +
+             interval_index.Bytes() + row_index.Bytes();
+  for (const auto& s : strings) n += sizeof(s) + s.capacity();
+  return n;
+}
+
+std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
+                                        DemangledNames* demangled) {
+  Dwarf_Die cudie;
+  if (dwarf_offdie(dwarf, die_offset, &cudie) == nullptr) {
+    JITSYM_LOG(kWarning, file, ": CU at offset ", die_offset, ": ", dwarf_errmsg(-1));
+    return nullptr;
+  }
+  auto t = std::make_unique<CuTables>();
+  const char* comp_dir = AttrString(&cudie, DW_AT_comp_dir);
+  std::unordered_map<const char*, uint32_t> file_ids;  // libdw's strings -> ours
+  auto intern_path = [&](const char* name) -> uint32_t {
+    if (name == nullptr) return kNone;
+    auto [it, inserted] = file_ids.try_emplace(name, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(t->strings.size());
+      t->strings.push_back(AbsolutePath(name, comp_dir));
+    }
+    return it->second;
+  };
+
+  // Line table.
+  Dwarf_Lines* lines = nullptr;
+  size_t nlines = 0;
+  if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
+    t->rows.reserve(nlines);
+    for (size_t i = 0; i < nlines; ++i) {
+      Dwarf_Line* line = dwarf_onesrcline(lines, i);
+      Dwarf_Addr addr;
+      int lineno = 0, col = 0;
+      bool end = false;
+      if (line == nullptr || dwarf_lineaddr(line, &addr) != 0) continue;
+      dwarf_lineno(line, &lineno);
+      dwarf_linecol(line, &col);
+      dwarf_lineendsequence(line, &end);
+      t->rows.push_back({addr, intern_path(dwarf_linesrc(line, nullptr, nullptr)),
+                         static_cast<uint32_t>(std::max(lineno, 0)),
+                         static_cast<uint32_t>(std::max(col, 0)), end});
+    }
+    // libdw sorts rows by address with end_sequence rows first; keep that order, but be sure.
+    auto order = [](const CuTables::Row& a, const CuTables::Row& b) {
+      return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
+    };
+    if (!std::is_sorted(t->rows.begin(), t->rows.end(), order)) {
+      std::stable_sort(t->rows.begin(), t->rows.end(), order);
+    }
+  }
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = nullptr;
+
+  // Subprogram and inlined-subroutine DIEs, walked in preorder; each one's ranges are laid over
+  // its parent's as llvm-symbolizer's address-to-DIE map does (a child splits its parent's
+  // range), so that an address maps to the deepest DIE covering it.
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> addr_map;
+  std::vector<Dwarf_Die> node_die;  // the nodes' DIEs (names are resolved at the end)
+  struct Item {
+    Dwarf_Die die;
+    uint32_t node;  // the nearest enclosing subprogram/inlined node
+    int depth;
+  };
+  std::vector<Item> stack;
+  {
+    Dwarf_Die child;
+    if (dwarf_child(&cudie, &child) == 0) stack.push_back({child, kNone, 1});
+  }
+  // Each stack entry stands for a DIE and, through dwarf_siblingof, its following siblings.
+  while (!stack.empty()) {
+    Item item = stack.back();
+    stack.pop_back();
+    Dwarf_Die sibling;
+    if (dwarf_siblingof(&item.die, &sibling) == 0) {
+      stack.push_back({sibling, item.node, item.depth});
+    }
+    const int tag = dwarf_tag(&item.die);
+    uint32_t node = item.node;
+    if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+      CuTables::Node n{};
+      n.parent = tag == DW_TAG_subprogram ? kNone : item.node;
+      n.name = kNone;
+      n.call_file = kNone;
+      n.low_pc = 0;
+      if (tag == DW_TAG_inlined_subroutine) {
+        Dwarf_Word v;
+        if (AttrUdata(&item.die, DW_AT_call_file, &v) && files != nullptr && v < nfiles) {
+          n.call_file = intern_path(dwarf_filesrc(files, v, nullptr, nullptr));
+        }
+        if (AttrUdata(&item.die, DW_AT_call_line, &v)) n.call_line = static_cast<uint32_t>(v);
+        if (AttrUdata(&item.die, DW_AT_call_column, &v)) {
+          n.call_column = static_cast<uint32_t>(v);
+        }
+      }
+      Dwarf_Addr base, lo, hi;
+      ptrdiff_t off = 0;
+      bool first = true;
+      const uint32_t id = static_cast<uint32_t>(t->nodes.size());
+      int guard = 0;
+      while ((off = dwarf_ranges(&item.die, off, &base, &lo, &hi)) > 0 && ++guard < 65536) {
+        if (first) n.low_pc = lo;
+        first = false;
+        if (hi <= lo) continue;
+        auto b = addr_map.upper_bound(lo);
+        if (b != addr_map.begin() && lo < (--b)->second.first) {
+          if (hi < b->second.first) addr_map[hi] = b->second;
+          if (lo > b->first) addr_map[b->first].first = lo;
+        }
+        addr_map[lo] = {hi, id};
+      }
+      t->nodes.push_back(n);
+      node_die.push_back(item.die);
+      node = id;
+    } else if (NoCodeInside(tag)) {
+      continue;
+    }
+    Dwarf_Die child;
+    if (item.depth < kMaxDieDepth && dwarf_haschildren(&item.die) &&
+        dwarf_child(&item.die, &child) == 0) {
+      stack.push_back({child, node, item.depth + 1});
+    }
+    if (stack.size() > (1u << 20)) break;
+  }
+  t->intervals.reserve(addr_map.size());
+  std::vector<bool> used(t->nodes.size(), false);
+  for (const auto& [lo, v] : addr_map) {
+    t->intervals.push_back({lo, v.first, v.second});
+    for (uint32_t n = v.second; n != kNone && !used[n]; n = t->nodes[n].parent) used[n] = true;
+  }
+  // Names: the linkage name (through abstract origins and specifications) demangled, else the
+  // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach.
+  // .debug_str is shared by all CUs, so the same name is the same pointer: demangled once per
+  // module per handle (DemangledNames), interned once per CU.
+  std::unordered_map<const char*, uint32_t> name_ids;
+  for (size_t i = 0; i < t->nodes.size(); ++i) {
+    if (!used[i]) continue;
+    Dwarf_Die& die = node_die[i];
+    const char* linkage = AttrString(&die, DW_AT_linkage_name);
+    if (linkage == nullptr) linkage = AttrString(&die, DW_AT_MIPS_linkage_name);
+    const char* raw = linkage ? linkage : AttrString(&die, DW_AT_name);
+    if (raw == nullptr || raw[0] == '\0') continue;
+    auto [it, inserted] = name_ids.try_emplace(raw, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(t->strings.size());
+      if (!linkage) {
+        t->strings.emplace_back(raw);
+      } else {
+        auto [d, fresh] = demangled->try_emplace(raw);
+        if (fresh) d->second = Demangle(raw);
+        t->strings.push_back(d->second);
+      }
+    }
+    t->nodes[i].name = it->second;
+  }
+  t->intervals.shrink_to_fit();
+  {
+    std::vector<uint64_t> keys(t->intervals.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->intervals[i].lo;
+    t->interval_index.Build(std::move(keys));
+    keys.resize(t->rows.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->rows[i].addr;
+    t->row_index.Build(std::move(keys));
+  }
+  t->nodes.shrink_to_fit();
+  t->rows.shrink_to_fit();
+  return t;
+}
+
+}  // namespace jitsym::native

@@ -1,0 +1,45 @@
+// The ELF layer under NativeModule: opening a file as ELF with its header tables checked against
+// the file's size, finding sections by name, the build-id note, and what libdw will read. Thin
+// wrappers over libelf; everything above them works on an `Elf*` these opened.
+#ifndef JITSYM_DAEMON_NATIVE_ELF_FILE_H_
+#define JITSYM_DAEMON_NATIVE_ELF_FILE_H_
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace jitsym::native {
+
+// elf_version() once per process, before any other libelf call.
+void InitElf();
+
+// An ELF file open for reading: its descriptor and libelf handle, both released by Close().
+struct OpenedElf {
+  int fd = -1;
+  Elf* elf = nullptr;
+  void Close();
+};
+
+// Opens a regular file as ELF (ELF_C_READ: sections are read into memory, so a file truncated
+// later cannot fault the daemon as a mapping would). On failure elf is null and *error (when not
+// null) says why: "PATH: not an ELF file", "PATH: section headers ... truncated", ...
+OpenedElf OpenElf(const std::string& path, std::string* error);
+
+// Section data, or nullptr (also for SHT_NOBITS and sections libelf rejects).
+Elf_Data* SectionData(Elf_Scn* scn);
+// The first section named `name` (and its header in *out), or nullptr.
+Elf_Scn* FindSection(Elf* elf, std::string_view name, GElf_Shdr* out = nullptr);
+// Whether the file holds DWARF (.debug_info, or the old compressed .zdebug_info).
+bool HasDwarf(Elf* elf);
+// The NT_GNU_BUILD_ID note's raw bytes (from a note section, else a PT_NOTE segment); empty if
+// there is none. HexBuildId (native_module.h) spells them.
+std::string ReadBuildId(Elf* elf);
+// Bytes of the .debug* / .zdebug* sections: what libdw reads into memory from this file.
+size_t DebugSectionBytes(Elf* elf);
+
+}  // namespace jitsym::native
+
+#endif  // JITSYM_DAEMON_NATIVE_ELF_FILE_H_

@@ -1,0 +1,144 @@
+// Reading ELF symbol tables and naming PLT entries (symbol_table.h).
+#include "daemon/native/symbol_table.h"
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "daemon/native/demangle.h"
+#include "daemon/native/elf_file.h"
+
+namespace jitsym::native {
+
+bool SymbolTable::Load(Elf* elf, bool dynamic) {
+  const Elf64_Word want = dynamic ? SHT_DYNSYM : SHT_SYMTAB;
+  bool any = false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != want || shdr.sh_entsize == 0) {
+      continue;
+    }
+    Elf_Data* data = SectionData(scn);
+    if (data == nullptr) continue;
+    uint32_t file = kNoFile, file_size = 0;
+    const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, 1u << 24);
+    for (size_t i = 1; i < count; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+      const int type = GELF_ST_TYPE(sym.st_info);
+      if (type == STT_FILE) {
+        // Names the source of the local symbols after it (llvm-symbolizer shows it as the file
+        // of a function without debug info).
+        const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        file = kNoFile;
+        file_size = 0;
+        if (name != nullptr && name[0] != '\0' &&
+            names_.size() + std::strlen(name) + 1 <= 0xffffffffu) {
+          file = static_cast<uint32_t>(names_.size());
+          file_size = static_cast<uint32_t>(std::strlen(name));
+          names_.append(name);
+          names_.push_back('\0');
+        }
+        continue;
+      }
+      if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && type != STT_NOTYPE) {
+        continue;
+      }
+      if (sym.st_shndx == SHN_UNDEF ||
+          (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX)) {
+        continue;
+      }
+      const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (name == nullptr || name[0] == '\0') continue;
+      if (type == STT_NOTYPE && name[0] == '$') continue;  // mapping symbols
+      any = true;
+      // Names are stored demangled: each is shown many times, demangled once.
+      const std::string demangled = Demangle(name);
+      if (names_.size() + demangled.size() + 1 > 0xffffffffu) return any;
+      const bool local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
+      symbols_.push_back({sym.st_value, sym.st_size, static_cast<uint32_t>(names_.size()),
+                          local ? file : kNoFile, static_cast<uint32_t>(demangled.size()),
+                          local ? file_size : 0});
+      names_.append(demangled);
+      names_.push_back('\0');
+    }
+  }
+  return any;
+}
+
+void SymbolTable::AddPltEntries(Elf* elf) {
+  // x86: the PLT has no symbols; entry i (after the 16-byte header of .plt, or from the start
+  // of .plt.sec where IBT splits it) jumps through relocation i of .rela.plt. perf and pprof
+  // name such an address "function@plt"; so do we.
+  GElf_Ehdr eh;
+  if (gelf_getehdr(elf, &eh) == nullptr || (eh.e_machine != EM_X86_64 && eh.e_machine != EM_386)) {
+    return;
+  }
+  GElf_Shdr rel_hdr, plt_hdr, sec_hdr, dynsym_hdr;
+  Elf_Scn* rel = FindSection(elf, ".rela.plt", &rel_hdr);
+  if (rel == nullptr) rel = FindSection(elf, ".rel.plt", &rel_hdr);
+  Elf_Scn* plt = FindSection(elf, ".plt", &plt_hdr);
+  Elf_Scn* sec = FindSection(elf, ".plt.sec", &sec_hdr);
+  if (rel == nullptr || plt == nullptr || rel_hdr.sh_entsize == 0) return;
+  Elf_Scn* dynsym = elf_getscn(elf, rel_hdr.sh_link);
+  if (dynsym == nullptr || gelf_getshdr(dynsym, &dynsym_hdr) == nullptr) return;
+  Elf_Data* rel_data = SectionData(rel);
+  Elf_Data* sym_data = SectionData(dynsym);
+  if (rel_data == nullptr || sym_data == nullptr) return;
+  const uint64_t entry = 16;
+  const uint64_t first = sec != nullptr ? sec_hdr.sh_addr : plt_hdr.sh_addr + entry;
+  const uint64_t end =
+      sec != nullptr ? sec_hdr.sh_addr + sec_hdr.sh_size : plt_hdr.sh_addr + plt_hdr.sh_size;
+  const size_t count = std::min<size_t>(rel_hdr.sh_size / rel_hdr.sh_entsize, 1u << 20);
+  for (size_t i = 0; i < count && first + (i + 1) * entry <= end; ++i) {
+    size_t sym_index = 0;
+    if (rel_hdr.sh_type == SHT_RELA) {
+      GElf_Rela r;
+      if (gelf_getrela(rel_data, static_cast<int>(i), &r) == nullptr) break;
+      sym_index = GELF_R_SYM(r.r_info);  // gelf converts 32-bit r_info
+    } else {
+      GElf_Rel r;
+      if (gelf_getrel(rel_data, static_cast<int>(i), &r) == nullptr) break;
+      sym_index = GELF_R_SYM(r.r_info);  // gelf converts 32-bit r_info
+    }
+    GElf_Sym sym;
+    if (sym_index == 0 || gelf_getsym(sym_data, static_cast<int>(sym_index), &sym) == nullptr) {
+      continue;
+    }
+    const char* name = elf_strptr(elf, dynsym_hdr.sh_link, sym.st_name);
+    if (name == nullptr || name[0] == '\0') continue;
+    const std::string full = Demangle(name) + "@plt";
+    if (names_.size() + full.size() + 1 > 0xffffffffu) return;
+    symbols_.push_back({first + i * entry, entry, static_cast<uint32_t>(names_.size()), kNoFile,
+                        static_cast<uint32_t>(full.size()), 0});
+    names_.append(full);
+    names_.push_back('\0');
+  }
+}
+
+void SymbolTable::Finish() {
+  // Of the symbols that start at one address, llvm-symbolizer keeps the largest, and of equally
+  // large ones the last in symbol table order: so do we.
+  std::stable_sort(symbols_.begin(), symbols_.end(), [](const Symbol& a, const Symbol& b) {
+    return a.addr != b.addr ? a.addr < b.addr : a.size < b.size;
+  });
+  size_t out = 0;
+  for (size_t i = 0; i < symbols_.size(); ++i) {
+    if (i + 1 < symbols_.size() && symbols_[i + 1].addr == symbols_[i].addr) continue;
+    symbols_[out++] = symbols_[i];
+  }
+  symbols_.resize(out);
+  symbols_.shrink_to_fit();
+  std::vector<uint64_t> keys(symbols_.size());
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = symbols_[i].addr;
+  index_.Build(std::move(keys));
+}
+
+void SymbolTable::Clear() {
+  symbols_.clear();
+  names_.clear();
+}
+
+}  // namespace jitsym::native

@@ -1,0 +1,69 @@
+// The ELF symbols of one native module, sorted by address for lookup: functions and objects from
+// .symtab or .dynsym (and MiniDebugInfo's .symtab), names stored demangled, each local symbol
+// with the STT_FILE that precedes it, and "function@plt" names for x86 PLT entries, which have no
+// symbols of their own. Filled while the module opens, read-only after Finish().
+#ifndef JITSYM_DAEMON_NATIVE_SYMBOL_TABLE_H_
+#define JITSYM_DAEMON_NATIVE_SYMBOL_TABLE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/native/key_index.h"
+
+typedef struct Elf Elf;
+
+namespace jitsym::native {
+
+class SymbolTable {
+ public:
+  struct Symbol {
+    uint64_t addr, size;
+    uint32_t name;  // offset into names_
+    uint32_t file;  // the STT_FILE before a local symbol (offset into names_), or kNoFile
+    uint32_t name_size, file_size;
+  };
+
+  // Adds the symbols of the file's SHT_SYMTAB sections (SHT_DYNSYM ones when `dynamic`). True if
+  // it found any.
+  bool Load(Elf* elf, bool dynamic);
+  // x86: "function@plt" for each PLT entry, named through its .rela.plt (or .rel.plt) relocation.
+  void AddPltEntries(Elf* elf);
+  // Forgets every symbol (a debug file's full table replaces what the stripped binary had).
+  void Clear();
+  // Keeps one symbol per address (llvm-symbolizer's choice) and builds the index.
+  void Finish();
+
+  bool empty() const { return symbols_.empty(); }
+  size_t size() const { return symbols_.size(); }
+  // The symbol whose range holds addr (or, size 0, the last one starting at or below it).
+  const Symbol* Find(uint64_t addr) const {
+    const ptrdiff_t i = index_.LastAtMost(addr);
+    if (i < 0) return nullptr;
+    const Symbol& s = symbols_[i];
+    if (s.size != 0 && addr - s.addr >= s.size) return nullptr;
+    return &s;
+  }
+  std::string_view Name(const Symbol& s) const {
+    return std::string_view(names_.data() + s.name, s.name_size);
+  }
+  // The source file named by the symbol's STT_FILE; empty if none.
+  std::string_view File(const Symbol& s) const {
+    if (s.file == kNoFile) return {};
+    return std::string_view(names_.data() + s.file, s.file_size);
+  }
+  // The symbols and their names (the index is not counted).
+  size_t Bytes() const { return symbols_.capacity() * sizeof(Symbol) + names_.capacity(); }
+
+ private:
+  static constexpr uint32_t kNoFile = 0xffffffffu;
+
+  std::vector<Symbol> symbols_;
+  KeyIndex index_;  // over symbols_[].addr
+  std::string names_;
+};
+
+}  // namespace jitsym::native
+
+#endif  // JITSYM_DAEMON_NATIVE_SYMBOL_TABLE_H_
