@@ -35,13 +35,14 @@ struct Settings {
   uint64_t pending_timeout_ms = 5000;      // a file for a pid not there yet waits this long
   uint64_t limit_file_bytes = 8ull << 30;  // bytes read from one file
   uint64_t limit_file_ranges = 64ull << 20;
-  uint64_t limit_user_bytes = 32ull << 30;
+  uint64_t limit_user_bytes = 0;  // 0: security::DefaultUserBytes(physical memory)
   uint64_t limit_user_files = 1024;
-  uint64_t limit_total_bytes = 128ull << 30;
+  uint64_t limit_total_bytes = 0;  // 0: security::DefaultTotalBytes(physical memory)
   uint64_t limit_total_files = 8192;
 };
 
-// Fills in the host-dependent defaults (watch /tmp, the socket path, the thread count).
+// Fills in the host-dependent defaults (watch /tmp, the socket path, the thread count, the byte
+// limits from physical memory).
 void ResolveHostDefaults(Settings& s);
 
 // When a changed value takes effect.
