@@ -42,7 +42,14 @@ Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::
       cell_(cell),
       maintenance_(io),
       pending_timer_(io),
-      ledger_(options_.limits) {
+      ledger_(security::FitToDescriptors(options_.limits, security::DescriptorLimit())),
+      retry_timer_(io) {
+  if (ledger_.limits().total_files != options_.limits.total_files ||
+      ledger_.limits().user_files != options_.limits.user_files) {
+    JITSYM_LOG(kInfo, "descriptor limit ", security::DescriptorLimit(), ": following at most ",
+               ledger_.limits().total_files, " files at once, ", ledger_.limits().user_files,
+               " per user");
+  }
   event_buf_.resize(64 * 1024);
   read_buf_.resize(options_.read_chunk);
 }
@@ -59,7 +66,9 @@ void Ingester::Start() {
   inotify_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, inotify_fd_);
   for (const std::string& dir : options_.watch_dirs) AddWatch(dir);
   // Watch first, then scan: a file created in between is seen twice, which is harmless.
+  startup_scan_ = true;
   for (const auto& [wd, dir] : watch_dirs_) Scan(dir);
+  startup_scan_ = false;
   DrainDirty();
   ReadEvents();
   ScheduleMaintenance();
@@ -69,6 +78,7 @@ void Ingester::Stop() {
   stopped_ = true;
   maintenance_.cancel();
   pending_timer_.cancel();
+  retry_timer_.cancel();
   if (inotify_) inotify_->close();
   for (auto& [pid, incs] : processes_) {
     for (auto& inc : incs) {
@@ -122,6 +132,10 @@ void Ingester::ReadEvents() {
           auto known = by_path_.find(path);
           if (ev.mask & (IN_DELETE | IN_MOVED_FROM)) {
             pending_.erase(path);
+            if (auto r = retry_.find(path); r != retry_.end()) {
+              --retry_per_user_[r->second.uid];
+              retry_.erase(r);
+            }
             evicted_.erase(path);
             if (known != by_path_.end()) {
               FollowedFile& f = *known->second;
@@ -131,7 +145,12 @@ void Ingester::ReadEvents() {
             }
             continue;
           }
-          if (known != by_path_.end()) {
+          // A new file at a known path (created, or renamed over it: how `jitsym perfmap
+          // --force` and most writers replace a file atomically) is a replacement, which
+          // Discover tells from the same file by its inode; so is any event for a file whose
+          // descriptor was given back while idle (Discover reopens it, the same inode only).
+          if (known != by_path_.end() && !(ev.mask & (IN_CREATE | IN_MOVED_TO)) &&
+              !known->second->parked) {
             MarkDirty(*known->second);
           } else if (ev.mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE)) {
             Discover(dir, name);
@@ -174,6 +193,10 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   if (fd < 0) {
     if (errno == ELOOP) {
       JITSYM_LOG(kWarning, path, ": is a symbolic link; not followed");
+    } else if (errno == EMFILE || errno == ENFILE) {
+      // Out of descriptors: not this file's fault. Tried again shortly (idle files give theirs
+      // back), not dropped.
+      Retry(dir, name, errno == EMFILE ? "too many open files in jitsymd" : "too many open files");
     } else if (errno != ENOENT) {
       JITSYM_LOG(kWarning, path, ": cannot open: ", std::strerror(errno));
     }
@@ -192,16 +215,21 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     if (old.dev == st.st_dev && old.ino == st.st_ino) {
+      if (old.parked) {
+        if (!Unpark(old, fd, st)) Retry(dir, name, "over its owner's quota of open files");
+        return;
+      }
       ::close(fd);
       MarkDirty(old);
       return;
     }
   }
-  bool exited = false;
-  if (!Admit(dir, name, path, match->pid, st, &exited)) {
+  Admitted admitted;
+  if (!Admit(dir, name, path, match->pid, st, &admitted)) {
     ::close(fd);
     return;
   }
+  const bool exited = admitted.exited;
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     // Replaced by another file of the same name: the old one's symbols stay.
@@ -215,6 +243,10 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   file->dev = st.st_dev;
   file->ino = st.st_ino;
   file->uid = st.st_uid;
+  const security::FileFacts facts = FileFactsOf(st);
+  file->ctime_ns = facts.ctime_ns;
+  file->nlink = facts.nlink;
+  file->found_at_startup = facts.found_at_startup;
   file->fd = fd;
   file->last_data_ns = MonotonicNowNs();
   file->image = match->image;
@@ -222,13 +254,17 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   context.discovered_ns = file->last_data_ns;
   context.initial_size = static_cast<uint64_t>(st.st_size);
   if (match->pid) {
-    Incarnation* inc =
-        exited ? ExitedIncarnationFor(*match->pid, st.st_uid) : IncarnationFor(*match->pid);
-    if (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid) {
-      // The pid was reused by another user's process since Admit looked.
+    Incarnation* inc = exited ? ExitedIncarnationFor(*match->pid, admitted.identity, st.st_uid)
+                              : IncarnationFor(*match->pid);
+    const bool reused =
+        !exited && admitted.identity && inc->start_ticks != admitted.identity->start_ticks;
+    if (reused || (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid)) {
+      // The pid was reused by another process since Admit looked.
       ++files_untrusted_;
       JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(st.st_uid), " but pid ",
-                 *match->pid, " is now owned by ", security::DescribeUid(*inc->uid), "; ignored");
+                 *match->pid, " is now another process",
+                 inc->uid ? log::Cat(", owned by ", security::DescribeUid(*inc->uid)) : "",
+                 "; ignored");
       ledger_.ReleaseFile(st.st_uid);
       ::close(fd);
       return;
@@ -318,11 +354,39 @@ void Ingester::WatchExit(Incarnation& inc) {
                           JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
                           // Read what it wrote last before saying it exited.
                           for (FollowedFile* f : p->files) {
-                            if (f->fd < 0) continue;
-                            while (Drain(*f)) {
+                            if (f->parked) {
+                              // Idle: anything written since the last look (an event not
+                              // handled yet) is read through a fresh descriptor.
+                              struct stat st {};
+                              int fd = ::open(f->path.c_str(),
+                                              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                              if (fd >= 0) {
+                                if (::fstat(fd, &st) == 0) {
+                                  Unpark(*f, fd, st);
+                                } else {
+                                  ::close(fd);
+                                }
+                              }
+                              if (f->fd < 0) {
+                                f->parked = false;
+                                Finish(*f, "closed");
+                                continue;
+                              }
                             }
-                            // Nobody writes it any more: release the descriptor.
-                            if (f->fd >= 0) Finish(*f, "closed");
+                            if (f->fd < 0) continue;
+                            // One turn now; a file with more to read (a large or compressed
+                            // one) is read on in turns like any other, then closed: nobody
+                            // writes it any more.
+                            if (Drain(*f)) {
+                              f->close_when_drained = true;
+                              MarkDirty(*f);
+                            } else if (f->fd >= 0) {
+                              Finish(*f, "closed");
+                            }
+                          }
+                          if (!dirty_.empty() && !drain_posted_) {
+                            drain_posted_ = true;
+                            boost::asio::post(io_, [this] { DrainDirty(); });
                           }
                           Publish();
                         });
@@ -341,7 +405,11 @@ void Ingester::DrainDirty() {
   work.swap(dirty_);
   for (FollowedFile* f : work) {
     f->dirty = false;
-    if (Drain(*f)) MarkDirty(*f);  // budget spent: continue after the others
+    if (Drain(*f)) {
+      MarkDirty(*f);  // budget spent: continue after the others
+    } else if (f->close_when_drained && f->fd >= 0) {
+      Finish(*f, "closed");
+    }
   }
   Publish();
   if (!dirty_.empty() && !drain_posted_) {
@@ -384,8 +452,34 @@ bool Ingester::Drain(FollowedFile& file) {
   size_t budget = options_.drain_budget;
   const uint64_t records_before = src.records();
   std::string limit;
-  while (file.offset < size && budget > 0) {
-    const uint64_t allowance = ledger_.ByteAllowance(file.uid, file.bytes_read, &limit);
+  // Charges what the source decoded since `before` (a compressed file's inflated bytes).
+  auto charge_decoded = [&](uint64_t before) {
+    const uint64_t n = src.decoded_bytes() - before;
+    file.charged += n;
+    ledger_.ChargeBytes(file.uid, n);
+    budget -= std::min<uint64_t>(budget, n);
+  };
+  // Stops the file at a limit or an error; true if it did.
+  auto stopped = [&]() {
+    if (limit = ledger_.CheckRanges(src.code().ranges().size()); !limit.empty()) {
+      ++files_over_limit_;
+      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
+                 " reached; stopped reading this file, keeping its first ", src.records(),
+                 " records");
+      Finish(file, "limit");
+      return true;
+    }
+    if (src.failed()) {
+      ++files_failed_;
+      JITSYM_LOG(kWarning, file.path, ": offset ", src.error_offset(), ": ", src.error(),
+                 "; stopped reading this file, keeping the ", src.records(), " records before it");
+      Finish(file, "error");
+      return true;
+    }
+    return false;
+  };
+  while ((file.offset < size || src.backlog()) && budget > 0) {
+    const uint64_t allowance = ledger_.ByteAllowance(file.uid, file.charged, &limit);
     if (allowance == 0) {
       ++files_over_limit_;
       JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
@@ -394,12 +488,23 @@ bool Ingester::Drain(FollowedFile& file) {
       Finish(file, "limit");
       break;
     }
+    if (src.backlog()) {
+      // Decode what was read before reading more: one bounded step per iteration, so the
+      // budget (and the limits) count what the file expands to.
+      const uint64_t before = src.decoded_bytes();
+      src.Continue();
+      charge_decoded(before);
+      if (stopped()) break;
+      if (src.decoded_bytes() == before && src.backlog()) break;  // no progress: wait for bytes
+      continue;
+    }
     if (uint64_t skip = src.skippable(); skip > 0) {
       // Code bytes nobody needs: seek over them (they count as ingested).
       const uint64_t n = std::min({skip, size - file.offset, allowance});
       src.Skip(n);
       file.offset += n;
       file.bytes_read += n;
+      file.charged += n;
       bytes_ingested_ += n;
       ledger_.ChargeBytes(file.uid, n);
       continue;
@@ -409,6 +514,7 @@ bool Ingester::Drain(FollowedFile& file) {
     ssize_t got = ::pread(file.fd, read_buf_.data(), want, static_cast<off_t>(file.offset));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
+    const uint64_t decoded_before = src.decoded_bytes();
     src.Feed({read_buf_.data(), static_cast<size_t>(got)});
     // Remember the last bytes read, to notice a rewrite that grew past them.
     file.tail_len = std::min(sizeof(file.tail), static_cast<size_t>(got));
@@ -421,43 +527,43 @@ bool Ingester::Drain(FollowedFile& file) {
     }
     file.offset += static_cast<uint64_t>(got);
     file.bytes_read += static_cast<uint64_t>(got);
+    file.charged += static_cast<uint64_t>(got);
     bytes_ingested_ += static_cast<uint64_t>(got);
     ledger_.ChargeBytes(file.uid, static_cast<uint64_t>(got));
     budget -= std::min(budget, static_cast<size_t>(got));
-    if (limit = ledger_.CheckRanges(src.code().ranges().size()); !limit.empty()) {
-      ++files_over_limit_;
-      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
-                 " reached; stopped reading this file, keeping its first ", src.records(),
-                 " records");
-      Finish(file, "limit");
-      break;
-    }
-    if (src.failed()) {
-      ++files_failed_;
-      JITSYM_LOG(kWarning, file.path, ": offset ", src.error_offset(), ": ", src.error(),
-                 "; stopped reading this file, keeping the ", src.records(), " records before it");
-      Finish(file, "error");
-      break;
-    }
+    charge_decoded(decoded_before);
+    if (stopped()) break;
   }
   // A file whose name named no process belongs to the pid its content names.
   if (!file.incarnation && !file.image) {
     if (auto pid = src.content_pid()) {
-      // The same owner check as for a pid in the file name, now that the header named it.
+      // The same rule as for a pid in the file name, now that the header named it, on the
+      // facts of the file when it was opened.
       const auto identity = ReadProcessIdentity(*pid);
-      const auto verdict = security::JudgeProcessFile(
-          file.uid, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
-      if (verdict != security::FileVerdict::kTrusted) {
+      security::FileFacts facts;
+      facts.uid = file.uid;
+      facts.nlink = file.nlink;
+      facts.ctime_ns = file.ctime_ns;
+      facts.found_at_startup = file.found_at_startup;
+      const security::Admission verdict =
+          security::JudgeAdmission(facts, ProcessFactsOf(identity), started_realtime_ns_);
+      Incarnation* inc = nullptr;
+      if (verdict == security::Admission::kExited) {
+        inc = ExitedIncarnationFor(*pid, identity, file.uid);
+      } else if (verdict == security::Admission::kLive) {
+        inc = IncarnationFor(*pid);
+        if (identity && inc->start_ticks != identity->start_ticks) inc = nullptr;  // reused
+      }
+      if (inc == nullptr) {
         ++files_untrusted_;
         JITSYM_LOG(kWarning, file.path, ": owned by ", security::DescribeUid(file.uid),
                    identity ? log::Cat(" but pid ", *pid, " is owned by ",
                                        security::DescribeUid(identity->uid))
                             : log::Cat(" but names pid ", *pid, ", which does not exist"),
-                   "; ignored");
+                   "; ignored (", security::AdmissionName(verdict), ")");
         Finish(file, "untrusted");
         return false;
       }
-      Incarnation* inc = IncarnationFor(*pid);
       file.incarnation = inc;
       inc->files.push_back(&file);
       JITSYM_LOG(kInfo, file.path, ": belongs to pid ", *pid, " incarnation ", inc->id);
@@ -468,7 +574,7 @@ bool Ingester::Drain(FollowedFile& file) {
     file.last_data_ns = MonotonicNowNs();
     if (file.incarnation) file.incarnation->changed = true;
   }
-  return file.fd >= 0 && file.offset < size && budget == 0;
+  return file.fd >= 0 && (file.offset < size || src.backlog()) && budget == 0;
 }
 
 void Ingester::Finish(FollowedFile& file, const std::string& state) {
@@ -486,19 +592,31 @@ void Ingester::CloseFd(FollowedFile& file) {
   ledger_.ReleaseFile(file.uid);
 }
 
-bool Ingester::FromExitedProcess(const struct stat& st,
-                                 const std::optional<ProcessIdentity>& identity) const {
-  const uint64_t mtime_ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
-                            static_cast<uint64_t>(st.st_mtim.tv_nsec);
-  if (mtime_ns >= started_realtime_ns_) return false;
-  if (!identity) return true;
-  const uint64_t mono_now = MonotonicNowNs();
-  const uint64_t start_mono = std::min(StartTicksToMonotonicNs(identity->start_ticks), mono_now);
-  const uint64_t start_real = NowNs(CLOCK_REALTIME) - (mono_now - start_mono);
-  return mtime_ns < start_real;
+security::FileFacts Ingester::FileFactsOf(const struct stat& st) const {
+  security::FileFacts facts;
+  facts.uid = st.st_uid;
+  facts.nlink = st.st_nlink;
+  facts.ctime_ns = static_cast<uint64_t>(st.st_ctim.tv_sec) * 1000000000ull +
+                   static_cast<uint64_t>(st.st_ctim.tv_nsec);
+  facts.found_at_startup = startup_scan_;
+  return facts;
 }
 
-Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid, uint32_t uid) {
+std::optional<security::ProcessFacts> Ingester::ProcessFactsOf(
+    const std::optional<ProcessIdentity>& identity) {
+  if (!identity) return std::nullopt;
+  return security::ProcessFacts{identity->uid, StartTicksToRealtimeNs(identity->start_ticks)};
+}
+
+Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid,
+                                                      const std::optional<ProcessIdentity>& live,
+                                                      uint32_t uid) {
+  if (live) {
+    // The process holding the pid now is known too, even with no file of its own yet: without
+    // it the exited one would be the newest incarnation, the one a lookup without a time (and
+    // a symbols listing, whose access check is the live process's owner) is answered from.
+    IncarnationFor(pid);
+  }
   auto& incs = processes_[pid];
   for (auto& inc : incs) {
     if (inc->restored && inc->uid == uid) return inc.get();  // its jitdump and perf map
@@ -513,22 +631,39 @@ Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid, uint32_t uid
 }
 
 bool Ingester::Admit(const std::string& dir, const std::string& name, const std::string& path,
-                     std::optional<uint32_t> pid, const struct stat& st, bool* exited) {
-  *exited = false;
+                     std::optional<uint32_t> pid, const struct stat& st, Admitted* out) {
+  *out = Admitted{};
   if (Ignored(path, st)) return false;
   const uint32_t owner = st.st_uid;
   if (pid) {
     const auto identity = ReadProcessIdentity(*pid);
-    if (owner != 0 && (!identity || identity->uid != owner) && FromExitedProcess(st, identity)) {
-      // Written before the daemon started by a process that is gone: believed as that
-      // process, owned by the file's owner, so only its owner (and root, and the trusted group)
-      // is answered from it, and it never speaks for a live process with this pid.
-      JITSYM_LOG(kInfo, path, ": last written before jitsymd started, and pid ", *pid,
-                 identity ? " now belongs to a later process" : " has exited",
-                 "; kept as an exited process of ", security::DescribeUid(owner));
-      *exited = true;
-    } else {
-      if (owner == 0 && st.st_nlink > 1 && !(identity && identity->uid == 0)) {
+    out->identity = identity;
+    const security::Admission verdict =
+        security::JudgeAdmission(FileFactsOf(st), ProcessFactsOf(identity), started_realtime_ns_);
+    switch (verdict) {
+      case security::Admission::kLive:
+        if (pending_.erase(path) > 0) publish_pending_ = true;
+        break;
+      case security::Admission::kExited:
+        // Changed last before the daemon started, and before the process now holding the pid
+        // (if any) started: what an earlier process of this pid left. Kept as that exited
+        // process, owned by the file's owner, so only its owner (and root, and the trusted
+        // group) is answered from it, and it never speaks for the live process.
+        JITSYM_LOG(kInfo, path, ": last changed before jitsymd started, and pid ", *pid,
+                   identity ? " now belongs to a later process" : " has exited",
+                   "; kept as an exited process of ", security::DescribeUid(owner));
+        out->exited = true;
+        break;
+      case security::Admission::kPredates:
+        ++files_untrusted_;
+        publish_pending_ = true;
+        JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner),
+                   ", last changed before pid ", *pid,
+                   " started, so not written by it, and not found at start-up; ignored");
+        pending_.erase(path);
+        Ignore(path, st);
+        return false;
+      case security::Admission::kRootLink:
         // Root's file under a second name: possibly a hard link a user made to a file it cannot
         // read, to have it parsed and answered as its own process's symbols.
         ++files_untrusted_;
@@ -537,10 +672,7 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
                    " hard links, for a process that is not root's; ignored");
         Ignore(path, st);
         return false;
-      }
-      const auto verdict = security::JudgeProcessFile(
-          owner, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
-      if (verdict == security::FileVerdict::kUntrusted) {
+      case security::Admission::kUntrusted:
         ++files_untrusted_;
         publish_pending_ = true;
         JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner), " but pid ", *pid,
@@ -548,12 +680,11 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
         pending_.erase(path);
         Ignore(path, st);
         return false;
-      }
-      if (verdict == security::FileVerdict::kPending) {
+      case security::Admission::kPending: {
         const uint64_t now = MonotonicNowNs();
         auto it = pending_.find(path);
         if (it == pending_.end() || it->second.dev != st.st_dev || it->second.ino != st.st_ino) {
-          if (pending_.size() >= options_.limits.total_files) {
+          if (pending_.size() >= ledger_.limits().total_files) {
             ++files_over_limit_;
             JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (",
                        pending_.size(), ")");
@@ -578,15 +709,15 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
         }
         return false;
       }
-      if (pending_.erase(path) > 0) publish_pending_ = true;
     }
   }
   const std::string refused = ledger_.AdmitFile(owner);
   if (!refused.empty()) {
+    // Over the owner's (or the total) quota of open files: tried again for a while, as the
+    // owner's idle files give their descriptors back; never at the expense of other users.
     ++files_over_limit_;
     publish_pending_ = true;
-    JITSYM_LOG(kWarning, path, ": not followed: ", refused);
-    Ignore(path, st);
+    Retry(dir, name, refused.c_str());
     return false;
   }
   return true;
@@ -632,6 +763,123 @@ void Ingester::Ignore(const std::string& path, const struct stat& st) {
 bool Ingester::Ignored(const std::string& path, const struct stat& st) const {
   auto it = ignored_.find(path);
   return it != ignored_.end() && it->second.first == st.st_dev && it->second.second == st.st_ino;
+}
+
+void Ingester::Park(FollowedFile& file) {
+  if (file.fd < 0 || file.parked) return;
+  CloseFd(file);
+  file.parked = true;
+  JITSYM_LOG(kDebug, file.path, ": idle; descriptor closed until it changes");
+}
+
+bool Ingester::Unpark(FollowedFile& file, int fd, const struct stat& st) {
+  if (!file.parked || st.st_dev != file.dev || st.st_ino != file.ino ||
+      !ledger_.AdmitFile(file.uid).empty()) {
+    ::close(fd);
+    return false;
+  }
+  file.fd = fd;
+  file.parked = false;
+  MarkDirty(file);
+  return true;
+}
+
+void Ingester::ParkIdle() {
+  if (options_.idle_close_ms <= 0) return;
+  const uint64_t now = MonotonicNowNs();
+  const uint64_t idle_ns = static_cast<uint64_t>(options_.idle_close_ms) * 1000000ull;
+  for (auto& f : files_) {
+    if (f->fd < 0 || f->dirty || f->close_when_drained || f->source->backlog()) continue;
+    if (now - std::min(now, f->last_data_ns) < idle_ns) continue;
+    // Nothing new since the last look? (An event may be queued; then it reopens the file.)
+    struct stat st {};
+    if (::fstat(f->fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != f->offset) continue;
+    Park(*f);
+  }
+}
+
+void Ingester::Retry(const std::string& dir, const std::string& name, const char* why) {
+  const std::string path = dir + "/" + name;
+  struct stat st {};
+  auto it = retry_.find(path);
+  if (::lstat(path.c_str(), &st) != 0) {  // gone
+    if (it != retry_.end()) {
+      --retry_per_user_[it->second.uid];
+      retry_.erase(it);
+    }
+    return;
+  }
+  const uint64_t now = MonotonicNowNs();
+  if (it != retry_.end()) {
+    it->second.again = true;
+    if (now < it->second.deadline_ns) {
+      ArmRetryTimer();
+      return;
+    }
+    JITSYM_LOG(kWarning, path, ": not followed: ", why, " for ", options_.retry_timeout_ms,
+               " ms; ignored until it changes");
+    --retry_per_user_[it->second.uid];
+    retry_.erase(it);
+    Ignore(path, st);
+    return;
+  }
+  // Bounded like the files themselves: per owner and in total.
+  size_t& mine = retry_per_user_[st.st_uid];
+  if (mine >= ledger_.limits().user_files || retry_.size() >= ledger_.limits().total_files) {
+    JITSYM_LOG(kWarning, path, ": not followed: ", why, "; too many files waiting to be opened");
+    Ignore(path, st);
+    return;
+  }
+  ++mine;
+  const uint64_t timeout_ns = static_cast<uint64_t>(options_.retry_timeout_ms) * 1000000ull;
+  retry_[path] = Retrying{dir, name, st.st_uid, now + timeout_ns};
+  JITSYM_LOG(kWarning, path, ": not followed yet: ", why, "; trying again for up to ",
+             options_.retry_timeout_ms, " ms");
+  ArmRetryTimer();
+}
+
+void Ingester::RecheckRetries() {
+  retry_timer_armed_ = false;
+  if (stopped_ || retry_.empty()) return;
+  std::vector<Retrying> work;
+  for (const auto& [path, r] : retry_) {
+    // Only when its owner has room: a quota-bound user's files cost no open(2) each tick.
+    if (ledger_.HasRoom(r.uid)) work.push_back(r);
+  }
+  for (const Retrying& r : work) {
+    const std::string path = r.dir + "/" + r.name;
+    auto it = retry_.find(path);
+    if (it == retry_.end()) continue;
+    it->second.again = false;
+    Discover(r.dir, r.name);  // calls Retry (which sets `again`) if there is still no room
+    it = retry_.find(path);
+    if (it != retry_.end() && !it->second.again) {  // followed now, or decided otherwise
+      --retry_per_user_[it->second.uid];
+      retry_.erase(it);
+    }
+  }
+  // Past their deadline: given up (Retry logs and ignores them).
+  const uint64_t now = MonotonicNowNs();
+  std::vector<Retrying> expired;
+  for (const auto& [path, r] : retry_) {
+    if (now >= r.deadline_ns) expired.push_back(r);
+  }
+  for (const Retrying& r : expired) Retry(r.dir, r.name, "no room");
+  if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
+    drain_posted_ = true;
+    boost::asio::post(io_, [this] { DrainDirty(); });
+  }
+  ArmRetryTimer();
+}
+
+void Ingester::ArmRetryTimer() {
+  if (retry_timer_armed_ || retry_.empty() || stopped_) return;
+  retry_timer_armed_ = true;
+  retry_timer_.expires_after(std::chrono::milliseconds(options_.retry_ms));
+  retry_timer_.async_wait([this](const boost::system::error_code& ec) {
+    retry_timer_armed_ = false;
+    if (!ec) RecheckRetries();
+  });
 }
 
 void Ingester::Forget(FollowedFile& file) {
@@ -777,6 +1025,7 @@ void Ingester::ScheduleMaintenance() {
       }
     }
     if (compacted) Publish();
+    ParkIdle();
     EvictExpired();
     // Freed index arrays are kept for the next run built; unmap those unused for a tick.
     index::TrimLargeCache();

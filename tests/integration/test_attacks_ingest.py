@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Attacks on the ingest side, replayed with two real users: `jsalice` (the victim) and `jsbob`
+(the attacker), the real jitsymd and the real client. The watch directory is world-writable
+with the sticky bit, like /tmp.
+
+  - a jitdump of bob's for alice's live process, back-dated with `touch -d` and moved in, is
+    not taken as an exited process of that pid (mtime is not believed, ctime is);
+  - root's perf map, written before alice's process took its pid, is not attached to alice's
+    process after a restart (it is an earlier, exited process of the pid, root's);
+  - a file replaced by rename (temp file + mv over it) is read again;
+  - a gzip'd .mlpd inflating to gigabytes is charged for what it inflates to, and while one is
+    read, alice's new jitdump is answered within a second;
+  - a thousand empty .mlpd files of bob's, with the descriptor limit at 1024, neither stop
+    alice's new file being indexed nor keep their descriptors while idle.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zlib
+
+import jitdump
+import users
+from harness import Failure, Harness, check, hexaddr, wait_until
+
+h = Harness(__doc__)
+S = {}
+
+
+def json_lines(text):
+    return [json.loads(l) for l in text.splitlines() if l.strip()]
+
+
+def warned(*parts):
+    return [l for l in h.daemon.log_lines() if all(str(p) in l for p in parts)]
+
+
+def stats():
+    res = h.client("stats", "--json")
+    check(res.returncode == 0, f"stats: {res.stderr}")
+    return json.loads(res.stdout)
+
+
+def processes():
+    res = h.client("processes", "--json")
+    check(res.returncode == 0, f"processes: {res.stderr}")
+    return json_lines(res.stdout)
+
+
+def jitdump_bytes(pid, addr, name):
+    w = jitdump.Writer(pid)
+    base = time.monotonic_ns()
+    return w.header(base) + w.load(base + 10, addr, 0x80, name, 1)
+
+
+def sleeper_as(user):
+    proc = h.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
+                   env=users.env(user))
+    uid = users.ensure(user).pw_uid
+    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
+    return proc.pid
+
+
+def lookup_as(user, pid, addr):
+    res = users.client(user, S["client"], h.socket_path, "lookup", "--pid", pid, "--json",
+                       hexaddr(addr))
+    docs = json_lines(res.stdout)
+    return docs[0] if docs else {"stderr": res.stderr, "rc": res.returncode}
+
+
+def names_for(pid):
+    """Every name any source of any incarnation of pid answers, as root sees them."""
+    out = []
+    for p in processes():
+        if p["pid"] == pid:
+            out.append(p)
+    return out
+
+
+def restart(extra_args=()):
+    h.daemon.stop()
+    h.start_daemon(list(S["daemon_args"]) + list(extra_args))
+
+
+def mlpd_header(pid):
+    """A Mono log profiler header (data version 17, format 3), written from log.h's layout."""
+    import struct
+    out = struct.pack("<IBBBBQQIIIH", 0x4D505A01, 3, 0, 17, 8, 1700000000000, 1000000, 32, 0,
+                      pid, 0)
+    for s in (b"log:output=x.mlpd", b"x86-64", b"linux"):
+        out += struct.pack("<I", len(s) + 1) + s + b"\0"
+    return out
+
+
+def mlpd_bomb(pid, buffers, buffer_bytes=32 << 20):
+    """A gzip'd .mlpd of `buffers` buffers of bytes that are no event (the rest of each buffer is
+    ignored, as the format says): a few MB that inflate to buffers * buffer_bytes. One gzip
+    member per buffer, concatenated (as `|gzip` restarted writes them): built once, repeated."""
+    import struct
+
+    def member(prefix):
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)
+        out = c.compress(prefix + struct.pack("<II5Q", 0x4D504C01, buffer_bytes, 0, 0, 0, 0, 0))
+        chunk = b"\xff" * (1 << 20)
+        for _ in range(buffer_bytes >> 20):
+            out += c.compress(chunk)
+        return out + c.flush()
+
+    first = member(mlpd_header(pid))
+    rest = member(b"")
+    return first + rest * (buffers - 1)
+
+
+@h.setup
+def start_daemon():
+    users.ensure_both()
+    os.chmod(h.root, 0o755)
+    os.chmod(h.watch_dir, 0o1777)
+    S["client"] = os.path.join(h.root, "jitsym")
+    shutil.copy(h.jitsym, S["client"])
+    os.chmod(S["client"], 0o755)
+    # A directory of bob's own, outside the watched one, to prepare files in.
+    S["bobdir"] = os.path.join(h.root, "bob")
+    os.mkdir(S["bobdir"])
+    bob = users.ensure(users.BOB)
+    os.chown(S["bobdir"], bob.pw_uid, bob.pw_gid)
+    S["daemon_args"] = ["--pending-timeout", "1500ms"]
+    h.start_daemon(S["daemon_args"])
+
+
+@h.case
+def a_backdated_file_moved_in_is_not_an_exited_process_of_a_live_pid():
+    # Alice's live process has no side file yet. Bob prepares a jitdump for her pid in his own
+    # directory, dates it back two hours (touch -d sets mtime at will) and renames it into the
+    # watched directory: it must not become an exited process of that pid owned by bob.
+    alice_pid = sleeper_as(users.ALICE)
+    staged = os.path.join(S["bobdir"], "staged.dump")
+    users.write(users.BOB, staged, jitdump_bytes(alice_pid, 0x4100_0000, "bobs_spoof"))
+    users.run(users.BOB, ["touch", "-d", "2 hours ago", staged], check=True)
+    target = h.dump_path(alice_pid)
+    users.run(users.BOB, ["mv", staged, target], check=True)
+    wait_until(lambda: warned(target), 5, "the daemon to handle bob's file")
+    mine = names_for(alice_pid)
+    check(all(p.get("uid") != users.ensure(users.BOB).pw_uid for p in mine),
+          f"an incarnation of alice's pid owned by bob: {mine}")
+    root_answer = h.lookup_one(alice_pid, 0x4100_0010)
+    check(root_answer.get("name") != "bobs_spoof", f"root is served bob's name: {root_answer}")
+    # Alice is not denied her own process, and her own file is believed.
+    users.write(users.ALICE, os.path.join(h.watch_dir, f"perf-{alice_pid}.map"),
+                "41000000 80 alices_fn\n")
+    h.wait_resolves(alice_pid, 0x4100_0010, "alices_fn")
+    answer = lookup_as(users.ALICE, alice_pid, 0x4100_0010)
+    check(answer.get("name") == "alices_fn", f"alice about her own process: {answer}")
+    res = users.client(users.ALICE, S["client"], h.socket_path, "perfmap", "--pid", alice_pid,
+                       "-o", "-")
+    check(res.returncode == 0 and "bobs_spoof" not in res.stdout and "alices_fn" in res.stdout,
+          f"alice's perfmap: rc {res.returncode} {res.stdout!r} {res.stderr!r}")
+    check(not warned(target, "kept as an exited process"), "bob's file kept as an exited process")
+    check(warned(target, "jsbob", "ignored"), "no log line refusing bob's file")
+
+
+def fork_alice_with_pid(target):
+    """Starts `sleep` as alice with pid `target` (through ns_last_pid); None if another fork on
+    the machine took that pid first."""
+    if "forker" not in S:
+        forker = ("import ctypes, os, sys\n"
+                  "for line in sys.stdin:\n"
+                  "    pid = os.fork()\n"
+                  "    if pid == 0:\n"
+                  "        ctypes.CDLL(None).prctl(1, 9)\n"
+                  "        os.execvp('sleep', ['sleep', '600'])\n"
+                  "    print(pid, flush=True)\n")
+        S["forker"] = h.spawn(users.argv(users.ALICE, [sys.executable, "-c", forker]),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env=users.env(users.ALICE))
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(target - 1))
+    S["forker"].stdin.write("fork\n")
+    S["forker"].stdin.flush()
+    pid = int(S["forker"].stdout.readline())
+    return pid if pid == target else None
+
+
+@h.case
+def roots_stale_perf_map_is_not_given_to_a_new_process_with_its_pid():
+    # Root's perf map for pid X is written while no process has X (a process of root's that has
+    # exited); then alice's process takes pid X; then the daemon restarts and finds the file.
+    # Root's file is trusted for any process, but it was last changed before alice's process
+    # started, so it cannot be hers: alice must not be answered root's symbols.
+    h.daemon.stop()
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    alice_pid = None
+    for attempt in range(30):
+        target = min(pid_max - 10, 3_000_000) - 997 * attempt - (os.getpid() % 300) - 500
+        if os.path.exists(f"/proc/{target}"):
+            continue
+        path = os.path.join(h.watch_dir, f"perf-{target}.map")
+        h.write_file(path, b"42000000 100 roots_secret_fn\n")
+        time.sleep(0.1)  # well past the start-time tolerance
+        if fork_alice_with_pid(target):
+            alice_pid = target
+            break
+        os.unlink(path)
+    if alice_pid is None:
+        raise Failure("could not start alice's process with a chosen pid in 30 attempts")
+    h.start_daemon(S["daemon_args"])
+    answer = lookup_as(users.ALICE, alice_pid, 0x4200_0010)
+    check(answer.get("name") != "roots_secret_fn", f"alice is answered root's symbol: {answer}")
+    res = users.client(users.ALICE, S["client"], h.socket_path, "perfmap", "--pid", alice_pid,
+                       "-o", "-")
+    check("roots_secret_fn" not in res.stdout, f"alice's perfmap lists root's: {res.stdout!r}")
+    mine = names_for(alice_pid)
+    live = [p for p in mine if p.get("alive")]
+    check(all(not p.get("sources") for p in live),
+          f"root's file attached to alice's live process: {live}")
+    check(any(not p.get("alive") and p.get("uid") == 0 for p in mine),
+          f"root's file not kept as an exited process of root's: {mine}")
+    check(warned(f"perf-{alice_pid}.map", "kept as an exited process", "uid 0"),
+          "no log line for root's stale file")
+    # Alice's own file for her process is still hers.
+    users.write(users.ALICE, os.path.join(h.watch_dir, f"jit-{alice_pid}.dump"),
+                jitdump_bytes(alice_pid, 0x4300_0000, "alices_own"))
+    wait_until(lambda: lookup_as(users.ALICE, alice_pid, 0x4300_0000).get("name") == "alices_own",
+               5, "alice's own jitdump")
+
+
+@h.case
+def a_file_replaced_by_rename_is_read_again():
+    alice_pid = sleeper_as(users.ALICE)
+    path = os.path.join(h.watch_dir, f"perf-{alice_pid}.map")
+    users.write(users.ALICE, path, "44000000 100 before_rename\n")
+    h.wait_resolves(alice_pid, 0x4400_0010, "before_rename")
+    # Temp file and rename over the followed one, as `jitsym perfmap --force` writes.
+    tmp = os.path.join(h.watch_dir, f".perf-{alice_pid}.map.tmp")
+    users.write(users.ALICE, tmp, "44000000 100 after_rename\n45000000 10 only_in_new\n")
+    users.run(users.ALICE, ["mv", tmp, path], check=True)
+    h.wait_resolves(alice_pid, 0x4500_0000, "only_in_new")
+    h.wait_resolves(alice_pid, 0x4400_0010, "after_rename")
+    states = sorted(s["state"] for p in names_for(alice_pid) for s in p.get("sources", []))
+    check(states == ["following", "replaced"], f"source states {states}")
+    # And with the client's own writer.
+    users.write(users.ALICE, h.dump_path(alice_pid),
+                jitdump_bytes(alice_pid, 0x4600_0000, "from_jitdump"))
+    h.wait_resolves(alice_pid, 0x4600_0000, "from_jitdump")
+    res = users.client(users.ALICE, S["client"], h.socket_path, "perfmap", "--pid", alice_pid,
+                       "-o", path, "--force")
+    check(res.returncode == 0, f"jitsym perfmap --force: {res.stderr}")
+    wait_until(lambda: sorted(s["state"] for p in names_for(alice_pid)
+                              for s in p.get("sources", []) if s["origin"] == "perfmap")
+               == ["following", "replaced", "replaced"], 5,
+               "the map written by jitsym perfmap --force to be followed")
+
+
+@h.case
+def a_gzip_bomb_is_charged_for_what_it_inflates_to():
+    restart(["--limit-user-bytes", "256M"])
+    bob_pid = sleeper_as(users.BOB)
+    bomb = os.path.join(h.watch_dir, "bomb-limit.mlpd")
+    data = mlpd_bomb(bob_pid, 16)  # 512 MiB inflated, ~1 MB on disk
+    check(len(data) < 4 << 20, f"bomb of {len(data)} bytes")
+    users.write(users.BOB, bomb, data)
+    wait_until(lambda: warned(bomb, "per-user bytes limit"), 30,
+               "the per-user bytes limit to stop the bomb")
+    restart()
+
+
+@h.case
+def while_a_gzip_bomb_is_read_a_new_jitdump_is_answered_within_a_second():
+    bob_pid = sleeper_as(users.BOB)
+    alice_pid = sleeper_as(users.ALICE)
+    bomb = os.path.join(h.watch_dir, "bomb.mlpd")
+    data = mlpd_bomb(bob_pid, 128)  # 4 GiB inflated
+    users.write(users.BOB, bomb, data)
+    wait_until(lambda: warned(bomb, "following"), 5, "the bomb to be followed")
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    users.write(users.ALICE, h.dump_path(alice_pid),
+                jitdump_bytes(alice_pid, 0x4700_0000, "answered_during_bomb"))
+    h.wait_resolves(alice_pid, 0x4700_0000, "answered_during_bomb", timeout=30)
+    delay = time.monotonic() - t0
+    busy = not warned(bomb, "per-user bytes limit") and \
+        not [p for p in names_for(bob_pid) for s in p.get("sources", []) if s["state"] != "following"]
+    print(f"  alice's jitdump answered {delay * 1000:.0f} ms after it was written"
+          f"{' (bomb still being read)' if busy else ''}")
+    check(delay < 1.0, f"alice's jitdump answered only after {delay:.2f}s")
+
+
+@h.case
+def a_thousand_empty_files_of_one_user_leave_room_for_the_others():
+    # The daemon at the descriptor limit of a default service (1024): bob's 1,010 empty .mlpd
+    # files used to take every descriptor, and alice's new file was never indexed.
+    wrapper = os.path.join(h.root, "jitsymd-1024")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nexec prlimit --nofile=1024:1024 -- "{h.jitsymd}" "$@"\n')
+    os.chmod(wrapper, 0o755)
+    real = h.jitsymd
+    h.jitsymd = wrapper
+    try:
+        restart()
+    finally:
+        h.jitsymd = real
+    users.run(users.BOB, ["sh", "-c", 'for i in $(seq 1010); do : > "$0/empty-$i.mlpd"; done',
+                          h.watch_dir], check=True, timeout=120)
+    # Every one of them handled (followed, or refused with a log line).
+    wait_until(lambda: len({l.split("/empty-")[1].split(".")[0] for l in warned("/empty-")})
+               >= 1010, 20, "bob's files to be handled")
+    alice_pid = sleeper_as(users.ALICE)
+    users.write(users.ALICE, h.dump_path(alice_pid),
+                jitdump_bytes(alice_pid, 0x4800_0000, "alice_still_indexed"))
+    h.wait_resolves(alice_pid, 0x4800_0000, "alice_still_indexed", timeout=10)
+    check(not warned("Too many open files"), "the daemon ran out of descriptors")
+    check(warned("not followed yet", "per-user files limit (", "for uid "),
+          "no log line for bob's files over his quota")
+    # Idle files give their descriptors back (after 10 s without growing), and bob's files
+    # waiting for room are opened in their place: more of his files than his quota get read.
+    quota = stats()["files_followed"]
+    wait_until(lambda: len(warned("following ", "/empty-")) > quota, 30,
+               f"idle files to give their descriptors back (quota {quota})")
+    check(stats()["files_followed"] <= quota, "more files open than the quota")
+
+
+h.main()
