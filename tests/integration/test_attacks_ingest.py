@@ -20,10 +20,10 @@ import shutil
 import subprocess
 import sys
 import time
-import zlib
 
 import jitdump
 import users
+from mlpd_bomb import mlpd_bomb
 from harness import Failure, Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
@@ -83,35 +83,6 @@ def names_for(pid):
 def restart(extra_args=()):
     h.daemon.stop()
     h.start_daemon(list(S["daemon_args"]) + list(extra_args))
-
-
-def mlpd_header(pid):
-    """A Mono log profiler header (data version 17, format 3), written from log.h's layout."""
-    import struct
-    out = struct.pack("<IBBBBQQIIIH", 0x4D505A01, 3, 0, 17, 8, 1700000000000, 1000000, 32, 0,
-                      pid, 0)
-    for s in (b"log:output=x.mlpd", b"x86-64", b"linux"):
-        out += struct.pack("<I", len(s) + 1) + s + b"\0"
-    return out
-
-
-def mlpd_bomb(pid, buffers, buffer_bytes=32 << 20):
-    """A gzip'd .mlpd of `buffers` buffers of bytes that are no event (the rest of each buffer is
-    ignored, as the format says): a few MB that inflate to buffers * buffer_bytes. One gzip
-    member per buffer, concatenated (as `|gzip` restarted writes them): built once, repeated."""
-    import struct
-
-    def member(prefix):
-        c = zlib.compressobj(9, zlib.DEFLATED, 31)
-        out = c.compress(prefix + struct.pack("<II5Q", 0x4D504C01, buffer_bytes, 0, 0, 0, 0, 0))
-        chunk = b"\xff" * (1 << 20)
-        for _ in range(buffer_bytes >> 20):
-            out += c.compress(chunk)
-        return out + c.flush()
-
-    first = member(mlpd_header(pid))
-    rest = member(b"")
-    return first + rest * (buffers - 1)
 
 
 @h.setup
