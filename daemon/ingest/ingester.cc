@@ -331,12 +331,20 @@ bool Ingester::HasExited(Incarnation& inc) {
 }
 
 void Ingester::WatchExit(Incarnation& inc) {
+  // A pidfd is a descriptor like a followed file's: charged to the process's owner, so that
+  // one user's many processes cannot take the descriptors either. A process without one is
+  // polled through /proc by the maintenance tick instead (PollExits).
+  if (!inc.uid || !ledger_.AdmitFile(*inc.uid).empty()) return;
   int pidfd = OpenPidfd(inc.pid);
-  if (pidfd < 0) return;
+  if (pidfd < 0) {
+    ledger_.ReleaseFile(*inc.uid);
+    return;
+  }
   // The pid may have been reused between reading /proc and opening the pidfd.
   auto identity = ReadProcessIdentity(inc.pid);
   if (!identity || identity->start_ticks != inc.start_ticks) {
     ::close(pidfd);
+    ledger_.ReleaseFile(*inc.uid);
     inc.alive = false;
     inc.exit_time = MonotonicNowNs();
     return;
@@ -346,50 +354,67 @@ void Ingester::WatchExit(Incarnation& inc) {
   inc.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                         [this, p](const boost::system::error_code& ec) {
                           if (ec || stopped_) return;
-                          const bool was_alive = p->alive;
-                          p->alive = false;
-                          if (was_alive) p->exit_time = MonotonicNowNs();
-                          p->changed = true;
-                          p->pidfd->close();
-                          JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
-                          // Read what it wrote last before saying it exited.
-                          for (FollowedFile* f : p->files) {
-                            if (f->parked) {
-                              // Idle: anything written since the last look (an event not
-                              // handled yet) is read through a fresh descriptor.
-                              struct stat st {};
-                              int fd = ::open(f->path.c_str(),
-                                              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                              if (fd >= 0) {
-                                if (::fstat(fd, &st) == 0) {
-                                  Unpark(*f, fd, st);
-                                } else {
-                                  ::close(fd);
-                                }
-                              }
-                              if (f->fd < 0) {
-                                f->parked = false;
-                                Finish(*f, "closed");
-                                continue;
-                              }
-                            }
-                            if (f->fd < 0) continue;
-                            // One turn now; a file with more to read (a large or compressed
-                            // one) is read on in turns like any other, then closed: nobody
-                            // writes it any more.
-                            if (Drain(*f)) {
-                              f->close_when_drained = true;
-                              MarkDirty(*f);
-                            } else if (f->fd >= 0) {
-                              Finish(*f, "closed");
-                            }
-                          }
-                          if (!dirty_.empty() && !drain_posted_) {
-                            drain_posted_ = true;
-                            boost::asio::post(io_, [this] { DrainDirty(); });
-                          }
-                          Publish();
+                          OnExited(p);
                         });
+}
+
+void Ingester::OnExited(Incarnation* p) {
+  const bool was_alive = p->alive;
+  p->alive = false;
+  if (was_alive) p->exit_time = MonotonicNowNs();
+  p->changed = true;
+  if (p->pidfd && p->pidfd->is_open()) {
+    p->pidfd->close();
+    if (p->uid) ledger_.ReleaseFile(*p->uid);
+  }
+  JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
+  // Read what it wrote last before saying it exited.
+  for (FollowedFile* f : p->files) {
+    if (f->parked) {
+      // Idle: anything written since the last look (an event not handled yet) is read
+      // through a fresh descriptor.
+      struct stat st {};
+      int fd = ::open(f->path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) {
+        if (::fstat(fd, &st) == 0) {
+          Unpark(*f, fd, st);
+        } else {
+          ::close(fd);
+        }
+      }
+      if (f->fd < 0) {
+        f->parked = false;
+        Finish(*f, "closed");
+        continue;
+      }
+    }
+    if (f->fd < 0) continue;
+    // One turn now; a file with more to read (a large or compressed one) is read on in turns
+    // like any other, then closed: nobody writes it any more.
+    if (Drain(*f)) {
+      f->close_when_drained = true;
+      MarkDirty(*f);
+    } else if (f->fd >= 0) {
+      Finish(*f, "closed");
+    }
+  }
+  if (!dirty_.empty() && !drain_posted_) {
+    drain_posted_ = true;
+    boost::asio::post(io_, [this] { DrainDirty(); });
+  }
+  Publish();
+}
+
+void Ingester::PollExits() {
+  std::vector<Incarnation*> gone;
+  for (auto& [pid, incs] : processes_) {
+    for (auto& inc : incs) {
+      if (!inc->alive || (inc->pidfd && inc->pidfd->is_open())) continue;
+      const auto identity = ReadProcessIdentity(inc->pid);
+      if (!identity || identity->start_ticks != inc->start_ticks) gone.push_back(inc.get());
+    }
+  }
+  for (Incarnation* inc : gone) OnExited(inc);
 }
 
 void Ingester::MarkDirty(FollowedFile& file) {
@@ -1026,6 +1051,7 @@ void Ingester::ScheduleMaintenance() {
     }
     if (compacted) Publish();
     ParkIdle();
+    PollExits();
     EvictExpired();
     // Freed index arrays are kept for the next run built; unmap those unused for a tick.
     index::TrimLargeCache();

@@ -150,6 +150,10 @@ class Ingester {
   void Discover(const std::string& dir, const std::string& name);
   Incarnation* IncarnationFor(uint32_t pid);
   void WatchExit(Incarnation& inc);
+  // The process exited: read what it wrote last, close its files.
+  void OnExited(Incarnation* inc);
+  // Exits of live processes that have no pidfd (their owner's descriptor quota was full).
+  void PollExits();
   // Polls the incarnation's pidfd: true (and marks it exited) if the process has exited.
   bool HasExited(Incarnation& inc);
   void MarkDirty(FollowedFile& file);

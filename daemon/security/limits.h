@@ -4,7 +4,8 @@
 // (jitsymd --limit-*); docs/operations.md lists them.
 //
 // Bytes are what the daemon had to process: bytes read, plus what a compressed file inflated
-// to. Files are files followed with an open descriptor (an idle one gives its descriptor back).
+// to. Files are descriptors held for a user: followed files (an idle one gives its descriptor
+// back) and the pidfds of the live processes they belong to.
 #ifndef JITSYM_DAEMON_SECURITY_LIMITS_H_
 #define JITSYM_DAEMON_SECURITY_LIMITS_H_
 

@@ -259,20 +259,29 @@ def while_a_gzip_bomb_is_read_a_new_jitdump_is_answered_within_a_second():
     check(delay < 1.0, f"alice's jitdump answered only after {delay:.2f}s")
 
 
-@h.case
-def a_thousand_empty_files_of_one_user_leave_room_for_the_others():
-    # The daemon at the descriptor limit of a default service (1024): bob's 1,010 empty .mlpd
-    # files used to take every descriptor, and alice's new file was never indexed.
+def restart_at_1024_descriptors():
+    """Restarts the daemon under `prlimit --nofile=1024:1024` (a default service's limit, which
+    the daemon cannot raise) with a fresh watch directory."""
     wrapper = os.path.join(h.root, "jitsymd-1024")
     with open(wrapper, "w") as f:
         f.write(f'#!/bin/sh\nexec prlimit --nofile=1024:1024 -- "{h.jitsymd}" "$@"\n')
     os.chmod(wrapper, 0o755)
+    h.daemon.stop()
+    for name in os.listdir(h.watch_dir):
+        os.unlink(os.path.join(h.watch_dir, name))
     real = h.jitsymd
     h.jitsymd = wrapper
     try:
-        restart()
+        h.start_daemon(S["daemon_args"])
     finally:
         h.jitsymd = real
+
+
+@h.case
+def a_thousand_empty_files_of_one_user_leave_room_for_the_others():
+    # The daemon at the descriptor limit of a default service (1024): bob's 1,010 empty .mlpd
+    # files used to take every descriptor, and alice's new file was never indexed.
+    restart_at_1024_descriptors()
     users.run(users.BOB, ["sh", "-c", 'for i in $(seq 1010); do : > "$0/empty-$i.mlpd"; done',
                           h.watch_dir], check=True, timeout=120)
     # Every one of them handled (followed, or refused with a log line).
@@ -291,6 +300,48 @@ def a_thousand_empty_files_of_one_user_leave_room_for_the_others():
     wait_until(lambda: len(warned("following ", "/empty-")) > quota, 30,
                f"idle files to give their descriptors back (quota {quota})")
     check(stats()["files_followed"] <= quota, "more files open than the quota")
+
+
+
+@h.case
+def a_thousand_processes_of_one_user_do_not_take_the_descriptors():
+    # Still at 1024 descriptors. Each of bob's processes with a side file used to hold a pidfd
+    # outside any quota, and idle files give theirs back, so his quota let in ever more
+    # processes until the daemon had no descriptor left. A pidfd now counts as one of his.
+    restart_at_1024_descriptors()
+    script = ('for i in $(seq 1000); do sleep 600 & echo "49000000 10 bobs_$i" > "$0/perf-$!.map";'
+              ' done; wait')
+    bobs = h.spawn(users.argv(users.BOB, ["sh", "-c", script, h.watch_dir]),
+                   env=users.env(users.BOB), stdin=subprocess.DEVNULL, start_new_session=True)
+    S["bobs_group"] = bobs.pid
+    try:
+        bob_uid = users.ensure(users.BOB).pw_uid
+        wait_until(lambda: len([p for p in os.listdir(h.watch_dir) if p.startswith("perf-")])
+                   >= 1000, 60, "bob's 1000 processes and maps")
+        # Long enough for his first files to go idle and more of his processes to be let in.
+        time.sleep(13)
+        alice_pid = sleeper_as(users.ALICE)
+        users.write(users.ALICE, h.dump_path(alice_pid),
+                    jitdump_bytes(alice_pid, 0x4a00_0000, "alice_among_bobs"))
+        h.wait_resolves(alice_pid, 0x4a00_0000, "alice_among_bobs", timeout=10)
+        check(not warned("Too many open files"), "the daemon ran out of descriptors")
+        fds = len(os.listdir(f"/proc/{h.daemon.proc.pid}/fd"))
+        print(f"  jitsymd holds {fds} descriptors; {len(warned('following ', '/perf-'))} of bob's"
+              " maps followed so far")
+        check(fds < 1024 - 64, f"the daemon holds {fds} descriptors")
+        # bob's processes without a pidfd are still seen to exit.
+        os.killpg(bobs.pid, 9)
+        bobs.wait()
+
+        def all_exited():
+            mine = [p for p in processes() if p.get("uid") == bob_uid]
+            return mine and all(not p["alive"] for p in mine)
+        wait_until(all_exited, 10, "bob's processes to be seen exiting")
+    finally:
+        try:
+            os.killpg(bobs.pid, 9)
+        except ProcessLookupError:
+            pass
 
 
 h.main()
