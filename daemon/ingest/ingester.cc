@@ -132,6 +132,9 @@ void Ingester::ReadEvents() {
           auto known = by_path_.find(path);
           if (ev.mask & (IN_DELETE | IN_MOVED_FROM)) {
             pending_.erase(path);
+            // A refusal was for that file: a new file at the path (which may get the same
+            // inode number) is judged afresh.
+            ignored_.erase(path);
             if (auto r = retry_.find(path); r != retry_.end()) {
               --retry_per_user_[r->second.uid];
               retry_.erase(r);
@@ -604,6 +607,8 @@ bool Ingester::Drain(FollowedFile& file) {
 
 void Ingester::Finish(FollowedFile& file, const std::string& state) {
   file.state = state;
+  file.parked = false;
+  file.source->Release();
   publish_pending_ = true;
   file.changed = true;
   if (file.incarnation) file.incarnation->changed = true;
@@ -907,6 +912,36 @@ void Ingester::ArmRetryTimer() {
   });
 }
 
+void Ingester::PruneEmpty() {
+  bool pruned = false;
+  for (auto& f : files_) {
+    if (f->fd >= 0 || f->parked || f->dirty || f->state == "following" ||
+        f->source->records() != 0 || f->source->code().ranges().size() != 0) {
+      continue;
+    }
+    // Still at its path (refused after reading, e.g. an .mlpd naming another user's pid): not
+    // admitted again unless it changes.
+    auto at = by_path_.find(f->path);
+    if (at != by_path_.end() && at->second == f.get()) {
+      struct stat st {};
+      st.st_dev = f->dev;
+      st.st_ino = f->ino;
+      Ignore(f->path, st);
+      by_path_.erase(at);
+    }
+    if (Incarnation* inc = f->incarnation) {
+      std::erase(inc->files, f.get());
+      inc->changed = true;
+    }
+    f.reset();
+    pruned = true;
+  }
+  if (!pruned) return;
+  std::erase_if(files_, [](const std::unique_ptr<FollowedFile>& f) { return !f; });
+  lifecycle_changed_ = true;
+  Publish();
+}
+
 void Ingester::Forget(FollowedFile& file) {
   auto it = by_path_.find(file.path);
   if (it != by_path_.end() && it->second == &file) by_path_.erase(it);
@@ -1051,6 +1086,7 @@ void Ingester::ScheduleMaintenance() {
     }
     if (compacted) Publish();
     ParkIdle();
+    PruneEmpty();
     PollExits();
     EvictExpired();
     // Freed index arrays are kept for the next run built; unmap those unused for a tick.

@@ -193,6 +193,9 @@ class Ingester {
   // same inode and its owner has room; takes `fd` either way (closes it on failure).
   bool Unpark(FollowedFile& file, int fd, const struct stat& st);
   void ParkIdle();
+  // Finished files that indexed nothing are dropped (an attacker's endless empty or refused
+  // files would otherwise accumulate, each with its reading buffers).
+  void PruneEmpty();
   // Files to open again later (descriptors exhausted, or over the owner's quota).
   void Retry(const std::string& dir, const std::string& name, const char* why);
   void RecheckRetries();

@@ -33,6 +33,7 @@ class MlpdSource : public Source, private mlpd::Sink {
   bool backlog() const override { return parser_.backlog(); }
   void Continue() override;
   uint64_t decoded_bytes() const override { return parser_.inflated(); }
+  void Release() override { parser_.Release(); }
 
   struct Image {
     uint64_t address = 0;

@@ -36,6 +36,9 @@ class Source {
   // charge these as well as the bytes read, so that a small file that inflates to gigabytes
   // counts for what it makes the daemon parse.
   virtual uint64_t decoded_bytes() const { return 0; }
+  // The file is finished (closed, replaced, deleted, stopped): nothing more will be fed. Frees
+  // what only reading needed; what was indexed stays.
+  virtual void Release() {}
 
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }

@@ -14,6 +14,7 @@ with the sticky bit, like /tmp.
     alice's new file being indexed nor keep their descriptors while idle.
 """
 
+import gzip
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ import time
 
 import jitdump
 import users
-from mlpd_bomb import mlpd_bomb
+from mlpd_bomb import mlpd_bomb, mlpd_header
 from harness import Failure, Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
@@ -342,6 +343,46 @@ def a_thousand_processes_of_one_user_do_not_take_the_descriptors():
             os.killpg(bobs.pid, 9)
         except ProcessLookupError:
             pass
+
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+@h.case
+def endless_small_files_of_one_user_do_not_accumulate_in_memory():
+    # Each gzip'd .mlpd used to keep its inflate buffers (~0.3 MiB) after it was refused or
+    # finished, and every finished file stayed in the ingester for good: bob's stream of tiny
+    # files, each refused, grew the daemon without bound. A finished file frees its reading
+    # buffers, and one that indexed nothing is dropped.
+    restart()
+    ghost = 4_000_000 - 23  # a pid no process has: each file is refused once its header is read
+    one = gzip.compress(mlpd_header(ghost), 9)
+    n = 2000
+    for i in range(n):
+        with open(os.path.join(S["bobdir"], f"tiny-{i}.mlpd"), "wb") as f:
+            f.write(one)
+    bob = users.ensure(users.BOB)
+    for i in range(n):
+        os.chown(os.path.join(S["bobdir"], f"tiny-{i}.mlpd"), bob.pw_uid, bob.pw_gid)
+    before = rss_mib(h.daemon.proc.pid)
+    # bob moves them in (each is followed, read, refused), then deletes them, in batches.
+    for batch in range(0, n, 500):
+        users.run(users.BOB, ["sh", "-c", 'for i in $(seq $1 $2); do mv "$0/tiny-$i.mlpd" "$3/";'
+                              ' done', S["bobdir"], batch, batch + 499, h.watch_dir], check=True,
+                  timeout=120)
+        wait_until(lambda: len(warned("tiny-", "ignored")) >= batch + 500, 30,
+                   "bob's files to be refused")
+        users.run(users.BOB, ["sh", "-c", 'rm -f "$0"/tiny-*.mlpd', h.watch_dir], check=True)
+    time.sleep(1.5)  # a maintenance tick
+    grown = rss_mib(h.daemon.proc.pid) - before
+    print(f"  jitsymd grew by {grown:.0f} MiB over {n} refused gzip'd files")
+    check(grown < 100, f"jitsymd grew by {grown:.0f} MiB over {n} tiny refused files")
 
 
 h.main()

@@ -139,6 +139,12 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
   Inflate(sink);
 }
 
+void Parser::Release() {
+  gzip_.reset();
+  std::vector<uint8_t>().swap(pending_);
+  std::vector<uint8_t>().swap(magic_);
+}
+
 void Parser::Continue(Sink& sink) {
   if (gzip_ && state_ != State::kFailed) Inflate(sink);
 }

@@ -150,6 +150,9 @@ class Parser {
   void Continue(Sink& sink);
   // Fed bytes not inflated yet: call Continue (before feeding more, to keep memory bounded).
   bool backlog() const;
+  // The file will not be fed again: frees the inflate state and buffers (a finished file stays
+  // in the index; these would stay with it).
+  void Release();
   // Bytes inflation has produced so far (0 for a plain file).
   uint64_t inflated() const { return inflated_; }
 
