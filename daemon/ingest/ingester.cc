@@ -178,11 +178,16 @@ void Ingester::Scan(const std::string& dir) {
     const std::string name = e->d_name;
     if (!MatchFile(name)) continue;
     auto known = by_path_.find(dir + "/" + name);
-    if (known != by_path_.end()) {
-      MarkDirty(*known->second);
-    } else {
-      Discover(dir, name);
+    if (known != by_path_.end() && !known->second->parked) {
+      // Still the same file? A rescan after lost events may find a replacement.
+      struct stat st {};
+      if (::lstat((dir + "/" + name).c_str(), &st) == 0 && st.st_dev == known->second->dev &&
+          st.st_ino == known->second->ino) {
+        MarkDirty(*known->second);
+        continue;
+      }
     }
+    Discover(dir, name);
   }
   ::closedir(d);
 }

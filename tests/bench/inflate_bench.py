@@ -71,8 +71,8 @@ def main():
         daemon = subprocess.Popen([jitsymd, "--config", "/dev/null", "--watch", watch, "--socket",
                                    sock, "--log-level", "info",
                                    # Scheduling is measured, not the limits: every bomb is read.
-                                   "--limit-user-bytes", "1T", "--limit-total-bytes", "1T"], stdout=log, stderr=log,
-                                  stdin=subprocess.DEVNULL)
+                                   "--limit-user-bytes", "1T", "--limit-total-bytes", "1T"],
+                                  stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         children.append(daemon)
         while not os.path.exists(sock):
             time.sleep(0.01)
