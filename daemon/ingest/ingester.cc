@@ -719,15 +719,21 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
         const uint64_t now = MonotonicNowNs();
         auto it = pending_.find(path);
         if (it == pending_.end() || it->second.dev != st.st_dev || it->second.ino != st.st_ino) {
-          if (pending_.size() >= ledger_.limits().total_files) {
+          // Bounded per owner too: one user's files for pids that never come must not use up
+          // the room another user's file needs while its process starts.
+          size_t mine = 0;
+          for (const auto& [p, waiting] : pending_) mine += waiting.uid == owner;
+          if (pending_.size() >= ledger_.limits().total_files ||
+              mine >= ledger_.limits().user_files) {
             ++files_over_limit_;
             JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (",
-                       pending_.size(), ")");
+                       mine, " of ", security::DescribeUid(owner), ", ", pending_.size(),
+                       " in all)");
             Ignore(path, st);
             return false;
           }
           const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;
-          pending_[path] = Pending{dir, name, st.st_dev, st.st_ino, now + timeout_ns};
+          pending_[path] = Pending{dir, name, st.st_dev, st.st_ino, now + timeout_ns, owner};
           publish_pending_ = true;
           JITSYM_LOG(kInfo, path, ": pid ", *pid, " does not exist (yet); waiting up to ",
                      options_.pending_timeout_ms, " ms for it before following a file owned by ",

@@ -232,6 +232,7 @@ class Ingester {
     dev_t dev = 0;
     ino_t ino = 0;
     uint64_t deadline_ns = 0;
+    uint32_t uid = 0;  // the file's owner
   };
   std::unordered_map<std::string, Pending> pending_;
   std::unordered_map<std::string, std::pair<dev_t, ino_t>> ignored_;

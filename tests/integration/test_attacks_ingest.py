@@ -267,9 +267,9 @@ def while_a_gzip_bomb_is_read_a_new_jitdump_is_answered_within_a_second():
           "the daemon was no longer busy with the bomb (the case tested nothing)")
 
 
-def restart_at_1024_descriptors():
+def restart_at_1024_descriptors(extra_args=(), limit=True):
     """Restarts the daemon under `prlimit --nofile=1024:1024` (a default service's limit, which
-    the daemon cannot raise) with a fresh watch directory."""
+    the daemon cannot raise; without it if not `limit`) with an empty watch directory."""
     wrapper = os.path.join(h.root, "jitsymd-1024")
     with open(wrapper, "w") as f:
         f.write(f'#!/bin/sh\nexec prlimit --nofile=1024:1024 -- "{h.jitsymd}" "$@"\n')
@@ -278,9 +278,10 @@ def restart_at_1024_descriptors():
     for name in os.listdir(h.watch_dir):
         os.unlink(os.path.join(h.watch_dir, name))
     real = h.jitsymd
-    h.jitsymd = wrapper
+    if limit:
+        h.jitsymd = wrapper
     try:
-        h.start_daemon(S["daemon_args"])
+        h.start_daemon(list(S["daemon_args"]) + list(extra_args))
     finally:
         h.jitsymd = real
 
@@ -431,6 +432,34 @@ def a_file_that_meets_no_free_descriptor_is_opened_later():
     h.wait_resolves(alice_pid, 0x4b00_0000, "opened_later", timeout=10)
     check(warned(h.dump_path(alice_pid), "too many open files"),
           "alice's file was not refused for lack of descriptors (the case tested nothing)")
+
+
+
+@h.case
+def one_users_files_for_absent_pids_leave_room_for_anothers():
+    # A file for a pid not there yet waits for its process. Bob's files for pids that never
+    # come used to fill the one list of waiting files (limit-total-files long), and alice's
+    # map, written just before her process took its pid, was refused. Now each user has a share
+    # (limit-user-files, at most half the total).
+    restart_at_1024_descriptors(["--pending-timeout", "60s", "--limit-total-files", "1000"],
+                                limit=False)
+    users.run(users.BOB, ["sh", "-c", 'for i in $(seq 1200); do : > "$0/jit-$((3900000 + i)).dump";'
+                          ' done', h.watch_dir], check=True, timeout=120)
+    wait_until(lambda: stats()["files_pending"] >= 300, 20, "bob's files to wait")
+    time.sleep(0.5)
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    for attempt in range(30):
+        target = min(pid_max - 10, 3_000_000) - 991 * attempt - (os.getpid() % 300) - 1500
+        if os.path.exists(f"/proc/{target}"):
+            continue
+        path = os.path.join(h.watch_dir, f"perf-{target}.map")
+        users.write(users.ALICE, path, "4c000000 40 alice_waited\n")
+        wait_until(lambda: warned(path), 5, "the daemon to see alice's map")
+        if fork_alice_with_pid(target):
+            h.wait_resolves(target, 0x4c00_0000, "alice_waited", timeout=10)
+            return
+        os.unlink(path)
+    raise Failure("could not start alice's process with a chosen pid in 30 attempts")
 
 
 h.main()
