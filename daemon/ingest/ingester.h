@@ -141,7 +141,7 @@ class Ingester {
     dev_t dev = 0;
     ino_t ino = 0;
     off_t size = 0;
-    timespec mtime{};
+    timespec ctime{};  // not mtime: its owner sets that at will
   };
 
   void AddWatch(const std::string& dir);

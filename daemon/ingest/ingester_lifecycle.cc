@@ -80,7 +80,7 @@ bool Ingester::SkipEvicted(const std::string& path, const struct stat& st) {
   if (it == evicted_.end()) return false;
   const EvictedFile& e = it->second;
   if (e.dev == st.st_dev && e.ino == st.st_ino && e.size == st.st_size &&
-      SameTime(e.mtime, st.st_mtim)) {
+      SameTime(e.ctime, st.st_ctim)) {
     return true;  // the file of an evicted process, unchanged
   }
   evicted_.erase(it);  // written again since: read it as a new file
@@ -96,7 +96,7 @@ void Ingester::Evict(uint32_t pid, Incarnation* inc, const char* why) {
     auto at_path = by_path_.find(f->path);
     const bool current = at_path != by_path_.end() && at_path->second == f;
     if (exists && current && st.st_dev == f->dev && st.st_ino == f->ino) {
-      evicted_[f->path] = EvictedFile{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+      evicted_[f->path] = EvictedFile{st.st_dev, st.st_ino, st.st_size, st.st_ctim};
     }
     CloseFd(*f);
     ledger_.ReleaseBytes(f->uid, f->charged);  // what it held is freed
