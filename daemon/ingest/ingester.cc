@@ -160,10 +160,7 @@ void Ingester::ReadEvents() {
           }
         }
         // New bytes to read, or a state change (a deletion) to publish.
-        if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
-          drain_posted_ = true;
-          boost::asio::post(io_, [this] { DrainDirty(); });
-        }
+        if (!dirty_.empty() || publish_pending_) PostDrain();
         ReadEvents();
       });
 }
@@ -377,6 +374,7 @@ void Ingester::OnExited(Incarnation* p) {
   }
   JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
   // Read what it wrote last before saying it exited.
+  uint64_t spent = 0;
   for (FollowedFile* f : p->files) {
     if (f->parked) {
       // Idle: anything written since the last look (an event not handled yet) is read
@@ -397,19 +395,25 @@ void Ingester::OnExited(Incarnation* p) {
       }
     }
     if (f->fd < 0) continue;
-    // One turn now; a file with more to read (a large or compressed one) is read on in turns
-    // like any other, then closed: nobody writes it any more.
-    if (Drain(*f)) {
+    // One turn now, within one turn's budget for all the files together (a process may have
+    // hundreds); a file with more to read (a large or compressed one, or one beyond that
+    // budget) is read on in turns like any other, then closed: nobody writes it any more.
+    if (spent >= options_.drain_budget) {
+      f->close_when_drained = true;
+      MarkDirty(*f);
+      continue;
+    }
+    const uint64_t before = f->charged;
+    const bool more = Drain(*f);
+    spent += f->charged - before;
+    if (more) {
       f->close_when_drained = true;
       MarkDirty(*f);
     } else if (f->fd >= 0) {
       Finish(*f, "closed");
     }
   }
-  if (!dirty_.empty() && !drain_posted_) {
-    drain_posted_ = true;
-    boost::asio::post(io_, [this] { DrainDirty(); });
-  }
+  if (!dirty_.empty()) PostDrain();
   Publish();
 }
 
@@ -431,24 +435,48 @@ void Ingester::MarkDirty(FollowedFile& file) {
   dirty_.push_back(&file);
 }
 
+void Ingester::PostDrain() {
+  if (drain_posted_) return;
+  drain_posted_ = true;
+  // Cleared by the posted call only: DrainDirty called directly (DrainBacklog, which loops on
+  // it before the loop runs) must not queue one more call each time, or the loop would start
+  // with a backlog of them ahead of everything posted later (a SIGTERM's stop, for one).
+  boost::asio::post(io_, [this] {
+    drain_posted_ = false;
+    DrainDirty();
+  });
+}
+
 void Ingester::DrainDirty() {
-  drain_posted_ = false;
   if (stopped_) return;
-  std::vector<FollowedFile*> work;
+  // One pass of the loop gives each owner about kOwnerShareNs: a file's turn is bounded, but
+  // a user with hundreds of busy files (gzip bombs) would otherwise make one pass last
+  // hundreds of turns, during which nobody else's file is read, nothing is published and the
+  // watchdog is not fed. A file whose owner has had its share waits for the next pass, in
+  // order; so does a file with more to read, after the others.
+  constexpr uint64_t kOwnerShareNs = 20ull * 1000 * 1000;
+  std::vector<FollowedFile*> work, later;
   work.swap(dirty_);
+  std::unordered_map<uint32_t, uint64_t> spent;
   for (FollowedFile* f : work) {
+    uint64_t& mine = spent[f->uid];
+    if (mine >= kOwnerShareNs) {
+      later.push_back(f);  // still dirty
+      continue;
+    }
+    const uint64_t t0 = MonotonicNowNs();
     f->dirty = false;
     if (Drain(*f)) {
       MarkDirty(*f);  // budget spent: continue after the others
     } else if (f->close_when_drained && f->fd >= 0) {
       Finish(*f, "closed");
     }
+    mine += MonotonicNowNs() - t0;
   }
+  later.insert(later.end(), dirty_.begin(), dirty_.end());
+  dirty_.swap(later);
   Publish();
-  if (!dirty_.empty() && !drain_posted_) {
-    drain_posted_ = true;
-    boost::asio::post(io_, [this] { DrainDirty(); });
-  }
+  if (!dirty_.empty()) PostDrain();
 }
 
 bool Ingester::Drain(FollowedFile& file) {

@@ -158,6 +158,8 @@ class Ingester {
   bool HasExited(Incarnation& inc);
   void MarkDirty(FollowedFile& file);
   void DrainDirty();
+  // Posts one DrainDirty to the loop unless one is already posted.
+  void PostDrain();
   // Reads what is new in the file; returns true if it stopped on its budget with more to read.
   bool Drain(FollowedFile& file);
   void Finish(FollowedFile& file, const std::string& state);

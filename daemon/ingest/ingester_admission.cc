@@ -169,10 +169,7 @@ void Ingester::RecheckPending() {
     }
     Discover(p.dir, p.name);
   }
-  if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
-    drain_posted_ = true;
-    boost::asio::post(io_, [this] { DrainDirty(); });
-  }
+  if (!dirty_.empty() || publish_pending_) PostDrain();
   ArmPendingTimer();
 }
 

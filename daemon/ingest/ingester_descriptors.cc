@@ -123,10 +123,7 @@ void Ingester::RecheckRetries() {
     if (now >= r.deadline_ns) expired.push_back(r);
   }
   for (const Retrying& r : expired) Retry(r.dir, r.name, "no room");
-  if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
-    drain_posted_ = true;
-    boost::asio::post(io_, [this] { DrainDirty(); });
-  }
+  if (!dirty_.empty() || publish_pending_) PostDrain();
   ArmRetryTimer();
 }
 

@@ -287,6 +287,43 @@ def restart_at_1024_descriptors(extra_args=(), limit=True):
 
 
 @h.case
+def many_gzip_bombs_of_one_user_do_not_delay_another_users_file():
+    # Each file gets a bounded turn, but every dirty file used to get its turn in one pass of
+    # the ingest loop: a hundred bombs of bob's made one pass last seconds, and alice's new file
+    # waited for it. Now a pass gives each owner a bounded share of time.
+    restart()
+    bob_pid = sleeper_as(users.BOB)
+    alice_pid = sleeper_as(users.ALICE)
+    bomb = mlpd_bomb(bob_pid, 8)  # 256 MiB inflated, ~0.25 MB on disk
+    with open(os.path.join(S["bobdir"], "bomb.mlpd"), "wb") as f:
+        f.write(bomb)
+    os.chown(os.path.join(S["bobdir"], "bomb.mlpd"), *[users.ensure(users.BOB).pw_uid,
+                                                        users.ensure(users.BOB).pw_gid])
+    users.run(users.BOB, ["sh", "-c", 'for i in $(seq 100); do cp "$0/bomb.mlpd" "$1/many-$i.mlpd";'
+                          ' done', S["bobdir"], h.watch_dir], check=True, timeout=120)
+    wait_until(lambda: len(warned("following ", "/many-")) >= 100, 20, "bob's bombs followed")
+    t0 = time.monotonic()
+    users.write(users.ALICE, h.dump_path(alice_pid),
+                jitdump_bytes(alice_pid, 0x4d00_0000, "among_many_bombs"))
+    h.wait_resolves(alice_pid, 0x4d00_0000, "among_many_bombs", timeout=60)
+    delay = time.monotonic() - t0
+    print(f"  alice's jitdump answered {delay * 1000:.0f} ms after it was written")
+    check(delay < 1.0, f"alice's jitdump answered only after {delay:.2f}s")
+    # A start with these files still there reads them for at most 10 s before serving; the
+    # rest is read in turns, and a SIGTERM is handled at the next turn. (Each turn of that
+    # start-up reading used to leave one more turn queued, all run before the SIGTERM's stop.)
+    h.daemon.stop()
+    h.start_daemon(S["daemon_args"])
+    t0 = time.monotonic()
+    h.daemon.stop()
+    stopped = time.monotonic() - t0
+    check(warned("the rest is read while serving"), "the start-up reading was not cut short")
+    check(stopped < 3.0, f"jitsymd took {stopped:.1f}s to stop after SIGTERM")
+    for i in range(1, 101):
+        os.unlink(os.path.join(h.watch_dir, f"many-{i}.mlpd"))
+    h.start_daemon(S["daemon_args"])
+
+@h.case
 def a_thousand_empty_files_of_one_user_leave_room_for_the_others():
     # The daemon at the descriptor limit of a default service (1024): bob's 1,010 empty .mlpd
     # files used to take every descriptor, and alice's new file was never indexed.
