@@ -144,16 +144,10 @@ void Ingester::PruneEmpty() {
         f->source->records() != 0 || f->source->code().ranges().size() != 0) {
       continue;
     }
-    // Still at its path (refused after reading, e.g. an .mlpd naming another user's pid): not
-    // admitted again unless it changes.
-    auto at = by_path_.find(f->path);
-    if (at != by_path_.end() && at->second == f.get()) {
-      struct stat st {};
-      st.st_dev = f->dev;
-      st.st_ino = f->ino;
-      Ignore(f->path, st);
-      by_path_.erase(at);
-    }
+    // Still at its path (refused after reading, e.g. an .mlpd naming another user's pid, or an
+    // empty map of an exited process): forgotten, so that if it is written again it is judged
+    // and read as a new file (another process may have the pid by then).
+    Forget(*f);
     if (Incarnation* inc = f->incarnation) {
       std::erase(inc->files, f.get());
       inc->changed = true;
