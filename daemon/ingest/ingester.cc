@@ -150,10 +150,11 @@ void Ingester::ReadEvents() {
           }
           // A new file at a known path (created, or renamed over it: how `jitsym perfmap
           // --force` and most writers replace a file atomically) is a replacement, which
-          // Discover tells from the same file by its inode; so is any event for a file whose
-          // descriptor was given back while idle (Discover reopens it, the same inode only).
+          // Discover tells from the same file by its inode; so is any event for a file not
+          // open: one whose descriptor was given back while idle (Discover reopens it, the same
+          // inode only), or a finished one written again (a new file then).
           if (known != by_path_.end() && !(ev.mask & (IN_CREATE | IN_MOVED_TO)) &&
-              !known->second->parked) {
+              known->second->fd >= 0) {
             MarkDirty(*known->second);
           } else if (ev.mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE)) {
             Discover(dir, name);
@@ -175,7 +176,7 @@ void Ingester::Scan(const std::string& dir) {
     const std::string name = e->d_name;
     if (!MatchFile(name)) continue;
     auto known = by_path_.find(dir + "/" + name);
-    if (known != by_path_.end() && !known->second->parked) {
+    if (known != by_path_.end() && known->second->fd >= 0) {
       // Still the same file? A rescan after lost events may find a replacement.
       struct stat st {};
       if (::lstat((dir + "/" + name).c_str(), &st) == 0 && st.st_dev == known->second->dev &&
@@ -224,9 +225,18 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
         if (!Unpark(old, fd, st)) Retry(dir, name, "over its owner's quota of open files");
         return;
       }
-      ::close(fd);
-      MarkDirty(old);
-      return;
+      const bool unchanged = st.st_ctim.tv_sec == old.finished_ctime.tv_sec &&
+                             st.st_ctim.tv_nsec == old.finished_ctime.tv_nsec;
+      if (old.fd >= 0 || unchanged || !Rewritten(old, fd, static_cast<uint64_t>(st.st_size))) {
+        // Open: read on. Finished: nothing new (its writer's close), or appended to (a file
+        // stopped at an error or limit stays stopped).
+        ::close(fd);
+        MarkDirty(old);
+        return;
+      }
+      // Finished (its process exited, or stopped at an error or limit) and rewritten, e.g.
+      // truncated and written again by a later process with the same pid: a new file from
+      // here on; what the old one read stays.
     }
   }
   Admitted admitted;
@@ -238,7 +248,7 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     // Replaced by another file of the same name: the old one's symbols stay.
-    Finish(old, "replaced");
+    if (old.fd >= 0 || old.parked) Finish(old, "replaced");
     Forget(old);
   }
   auto file = std::make_unique<FollowedFile>();
@@ -287,6 +297,17 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   by_path_[path] = file.get();
   MarkDirty(*file);
   files_.push_back(std::move(file));
+}
+
+bool Ingester::Rewritten(const FollowedFile& file, int fd, uint64_t size) {
+  // Truncated below what was read, or the first or last bytes read are no longer there.
+  auto differs = [fd](const uint8_t* saved, size_t len, uint64_t at) {
+    uint8_t now[64];
+    const ssize_t n = ::pread(fd, now, len, static_cast<off_t>(at));
+    return n != static_cast<ssize_t>(len) || std::memcmp(now, saved, len) != 0;
+  };
+  return size < file.offset || differs(file.head, file.head_len, 0) ||
+         differs(file.tail, file.tail_len, file.tail_offset);
 }
 
 Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
@@ -490,14 +511,8 @@ bool Ingester::Drain(FollowedFile& file) {
   // looks (two small preads per event that brought nothing new). The first bytes are compared
   // too: a rewrite with the same tail (code bytes) differs at the start.
   bool rewritten = size < file.offset;
-  auto changed = [&](const uint8_t* saved, size_t len, uint64_t at) {
-    uint8_t now[64];
-    const ssize_t n = ::pread(file.fd, now, len, static_cast<off_t>(at));
-    return n != static_cast<ssize_t>(len) || std::memcmp(now, saved, len) != 0;
-  };
   if (!rewritten && file.tail_len > 0 && (size != file.checked_size || size == file.offset)) {
-    rewritten =
-        changed(file.tail, file.tail_len, file.tail_offset) || changed(file.head, file.head_len, 0);
+    rewritten = Rewritten(file, file.fd, size);
   }
   file.checked_size = size;
   if (rewritten) {
@@ -639,6 +654,12 @@ bool Ingester::Drain(FollowedFile& file) {
 }
 
 void Ingester::Finish(FollowedFile& file, const std::string& state) {
+  struct stat st {};
+  if (file.fd >= 0 ? ::fstat(file.fd, &st) == 0
+                   : ::lstat(file.path.c_str(), &st) == 0 && st.st_dev == file.dev &&
+                         st.st_ino == file.ino) {
+    file.finished_ctime = st.st_ctim;
+  }
   file.state = state;
   file.parked = false;
   file.source->Release();

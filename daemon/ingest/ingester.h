@@ -97,6 +97,8 @@ class Ingester {
     bool parked = false;
     // Finish as "closed" once everything is read (its process exited).
     bool close_when_drained = false;
+    // ctime when it was finished: a later change at the same inode makes it a new file.
+    timespec finished_ctime{};
     uint64_t offset = 0;  // next file offset to read
     uint64_t bytes_read = 0;
     uint64_t charged = 0;  // bytes charged to the limits: read plus decoded
@@ -162,6 +164,9 @@ class Ingester {
   void PostDrain();
   // Reads what is new in the file; returns true if it stopped on its budget with more to read.
   bool Drain(FollowedFile& file);
+  // Whether the file open as `fd` (now `size` bytes) no longer holds what `file` read from it:
+  // truncated below it, or its first or last bytes read differ.
+  static bool Rewritten(const FollowedFile& file, int fd, uint64_t size);
   void Finish(FollowedFile& file, const std::string& state);
   void Forget(FollowedFile& file);
   void Publish();

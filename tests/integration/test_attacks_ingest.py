@@ -233,6 +233,29 @@ def a_file_replaced_by_rename_is_read_again():
 
 
 @h.case
+def a_finished_file_rewritten_in_place_by_a_later_process_is_read():
+    # Alice's process writes its perf map and exits; the file is closed. A later process of
+    # hers gets the same pid and rewrites the map in place (same inode, as `>` does). The
+    # known, closed file used to swallow every event for that path: the new process's
+    # symbols were never read.
+    first = sleeper_as(users.ALICE)
+    path = os.path.join(h.watch_dir, f"perf-{first}.map")
+    users.write(users.ALICE, path, "4e000000 40 first_life\n")
+    h.wait_resolves(first, 0x4e00_0000, "first_life")
+    inode = os.stat(path).st_ino
+    h.kill_child(first)
+    wait_until(lambda: all(not p["alive"] for p in incarnations_of(first)), 5,
+               "the first process's exit")
+    for _ in range(30):
+        if fork_alice_with_pid(first):
+            break
+    else:
+        raise Failure("could not start alice's second process with the same pid")
+    users.write(users.ALICE, path, "4e000000 40 second_life\n")
+    check(os.stat(path).st_ino == inode, "the map was not rewritten in place")
+    h.wait_resolves(first, 0x4e00_0000, "second_life")
+
+@h.case
 def a_gzip_bomb_is_charged_for_what_it_inflates_to():
     restart(["--limit-user-bytes", "256M"])
     bob_pid = sleeper_as(users.BOB)
