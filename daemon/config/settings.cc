@@ -4,6 +4,7 @@
 #include <charconv>
 #include <thread>
 
+#include "daemon/security/limits.h"
 #include "proto/protocol.h"
 
 namespace jitsym::config {
@@ -68,12 +69,16 @@ const std::vector<SettingDef>& Table() {
        Size(&Settings::limit_file_bytes)},
       {"limit-file-ranges", "N", "code ranges indexed from one file (default: 64M)",
        Apply::kRestart, Size(&Settings::limit_file_ranges)},
-      {"limit-user-bytes", "SIZE", "bytes read from the files one user owns (default: 32G)",
+      {"limit-user-bytes", "SIZE",
+       "bytes read (and inflated) from the files one user owns; 0: a quarter\n"
+       "of physical memory (default)",
        Apply::kRestart, Size(&Settings::limit_user_bytes)},
       {"limit-user-files", "N", "files one user owns followed at once (default: 1024)",
        Apply::kRestart, Size(&Settings::limit_user_files)},
-      {"limit-total-bytes", "SIZE", "bytes read from all files (default: 128G)", Apply::kRestart,
-       Size(&Settings::limit_total_bytes)},
+      {"limit-total-bytes", "SIZE",
+       "bytes read (and inflated) from all files; 0: half of physical\n"
+       "memory (default)",
+       Apply::kRestart, Size(&Settings::limit_total_bytes)},
       {"limit-total-files", "N", "files followed at once (default: 8192)", Apply::kRestart,
        Size(&Settings::limit_total_files)},
       {"max-connections", "N",
@@ -118,6 +123,11 @@ void ResolveHostDefaults(Settings& s) {
   if (s.socket.empty()) s.socket = proto::DefaultSocketPath();
   if (s.threads == 0)
     s.threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  if (s.limit_user_bytes == 0 || s.limit_total_bytes == 0) {
+    const uint64_t ram = security::PhysicalMemoryBytes();
+    if (s.limit_user_bytes == 0) s.limit_user_bytes = security::DefaultUserBytes(ram);
+    if (s.limit_total_bytes == 0) s.limit_total_bytes = security::DefaultTotalBytes(ram);
+  }
 }
 
 std::span<const SettingDef> AllSettings() { return Table(); }

@@ -35,9 +35,9 @@ struct Settings {
   uint64_t pending_timeout_ms = 5000;      // a file for a pid not there yet waits this long
   uint64_t limit_file_bytes = 8ull << 30;  // bytes read from one file
   uint64_t limit_file_ranges = 64ull << 20;
-  uint64_t limit_user_bytes = 32ull << 30;
+  uint64_t limit_user_bytes = 0;  // 0: security::DefaultUserBytes(physical memory)
   uint64_t limit_user_files = 1024;
-  uint64_t limit_total_bytes = 128ull << 30;
+  uint64_t limit_total_bytes = 0;  // 0: security::DefaultTotalBytes(physical memory)
   uint64_t limit_total_files = 8192;
   // Clients (daemon/server/, docs/operations.md "Connections and requests"). The connection
   // counts and the file limits above are lowered to fit the descriptor limit
@@ -50,7 +50,8 @@ struct Settings {
   uint64_t user_request_memory_bytes = 160ull << 20;
 };
 
-// Fills in the host-dependent defaults (watch /tmp, the socket path, the thread count).
+// Fills in the host-dependent defaults (watch /tmp, the socket path, the thread count, the byte
+// limits from physical memory).
 void ResolveHostDefaults(Settings& s);
 
 // When a changed value takes effect.

@@ -41,8 +41,15 @@ Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::
       options_(std::move(options)),
       cell_(cell),
       maintenance_(io),
+      retry_timer_(io),
       pending_timer_(io),
-      ledger_(options_.limits) {
+      ledger_(security::FitToDescriptors(options_.limits, security::DescriptorLimit())) {
+  if (ledger_.limits().total_files != options_.limits.total_files ||
+      ledger_.limits().user_files != options_.limits.user_files) {
+    JITSYM_LOG(kInfo, "descriptor limit ", security::DescriptorLimit(), ": following at most ",
+               ledger_.limits().total_files, " files at once, ", ledger_.limits().user_files,
+               " per user");
+  }
   event_buf_.resize(64 * 1024);
   read_buf_.resize(options_.read_chunk);
 }
@@ -59,7 +66,9 @@ void Ingester::Start() {
   inotify_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, inotify_fd_);
   for (const std::string& dir : options_.watch_dirs) AddWatch(dir);
   // Watch first, then scan: a file created in between is seen twice, which is harmless.
+  startup_scan_ = true;
   for (const auto& [wd, dir] : watch_dirs_) Scan(dir);
+  startup_scan_ = false;
   DrainDirty();
   ReadEvents();
   ScheduleMaintenance();
@@ -69,6 +78,7 @@ void Ingester::Stop() {
   stopped_ = true;
   maintenance_.cancel();
   pending_timer_.cancel();
+  retry_timer_.cancel();
   if (inotify_) inotify_->close();
   for (auto& [pid, incs] : processes_) {
     for (auto& inc : incs) {
@@ -122,6 +132,13 @@ void Ingester::ReadEvents() {
           auto known = by_path_.find(path);
           if (ev.mask & (IN_DELETE | IN_MOVED_FROM)) {
             pending_.erase(path);
+            // A refusal was for that file: a new file at the path (which may get the same
+            // inode number) is judged afresh.
+            ignored_.erase(path);
+            if (auto r = retry_.find(path); r != retry_.end()) {
+              --retry_per_user_[r->second.uid];
+              retry_.erase(r);
+            }
             evicted_.erase(path);
             if (known != by_path_.end()) {
               FollowedFile& f = *known->second;
@@ -131,17 +148,20 @@ void Ingester::ReadEvents() {
             }
             continue;
           }
-          if (known != by_path_.end()) {
+          // A new file at a known path (created, or renamed over it: how `jitsym perfmap
+          // --force` and most writers replace a file atomically) is a replacement, which
+          // Discover tells from the same file by its inode; so is any event for a file not
+          // open: one whose descriptor was given back while idle (Discover reopens it, the same
+          // inode only), or a finished one written again (a new file then).
+          if (known != by_path_.end() && !(ev.mask & (IN_CREATE | IN_MOVED_TO)) &&
+              known->second->fd >= 0) {
             MarkDirty(*known->second);
           } else if (ev.mask & (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE)) {
             Discover(dir, name);
           }
         }
         // New bytes to read, or a state change (a deletion) to publish.
-        if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
-          drain_posted_ = true;
-          boost::asio::post(io_, [this] { DrainDirty(); });
-        }
+        if (!dirty_.empty() || publish_pending_) PostDrain();
         ReadEvents();
       });
 }
@@ -156,11 +176,16 @@ void Ingester::Scan(const std::string& dir) {
     const std::string name = e->d_name;
     if (!MatchFile(name)) continue;
     auto known = by_path_.find(dir + "/" + name);
-    if (known != by_path_.end()) {
-      MarkDirty(*known->second);
-    } else {
-      Discover(dir, name);
+    if (known != by_path_.end() && known->second->fd >= 0) {
+      // Still the same file? A rescan after lost events may find a replacement.
+      struct stat st {};
+      if (::lstat((dir + "/" + name).c_str(), &st) == 0 && st.st_dev == known->second->dev &&
+          st.st_ino == known->second->ino) {
+        MarkDirty(*known->second);
+        continue;
+      }
     }
+    Discover(dir, name);
   }
   ::closedir(d);
 }
@@ -174,6 +199,10 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   if (fd < 0) {
     if (errno == ELOOP) {
       JITSYM_LOG(kWarning, path, ": is a symbolic link; not followed");
+    } else if (errno == EMFILE || errno == ENFILE) {
+      // Out of descriptors: not this file's fault. Tried again shortly (idle files give theirs
+      // back), not dropped.
+      Retry(dir, name, errno == EMFILE ? "too many open files in jitsymd" : "too many open files");
     } else if (errno != ENOENT) {
       JITSYM_LOG(kWarning, path, ": cannot open: ", std::strerror(errno));
     }
@@ -192,20 +221,34 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     if (old.dev == st.st_dev && old.ino == st.st_ino) {
-      ::close(fd);
-      MarkDirty(old);
-      return;
+      if (old.parked) {
+        if (!Unpark(old, fd, st)) Retry(dir, name, "over its owner's quota of open files");
+        return;
+      }
+      const bool unchanged = st.st_ctim.tv_sec == old.finished_ctime.tv_sec &&
+                             st.st_ctim.tv_nsec == old.finished_ctime.tv_nsec;
+      if (old.fd >= 0 || unchanged || !Rewritten(old, fd, static_cast<uint64_t>(st.st_size))) {
+        // Open: read on. Finished: nothing new (its writer's close), or appended to (a file
+        // stopped at an error or limit stays stopped).
+        ::close(fd);
+        MarkDirty(old);
+        return;
+      }
+      // Finished (its process exited, or stopped at an error or limit) and rewritten, e.g.
+      // truncated and written again by a later process with the same pid: a new file from
+      // here on; what the old one read stays.
     }
   }
-  bool exited = false;
-  if (!Admit(dir, name, path, match->pid, st, &exited)) {
+  Admitted admitted;
+  if (!Admit(dir, name, path, match->pid, st, &admitted)) {
     ::close(fd);
     return;
   }
+  const bool exited = admitted.exited;
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     // Replaced by another file of the same name: the old one's symbols stay.
-    Finish(old, "replaced");
+    if (old.fd >= 0 || old.parked) Finish(old, "replaced");
     Forget(old);
   }
   auto file = std::make_unique<FollowedFile>();
@@ -215,6 +258,10 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   file->dev = st.st_dev;
   file->ino = st.st_ino;
   file->uid = st.st_uid;
+  const security::FileFacts facts = FileFactsOf(st);
+  file->ctime_ns = facts.ctime_ns;
+  file->nlink = facts.nlink;
+  file->found_at_startup = facts.found_at_startup;
   file->fd = fd;
   file->last_data_ns = MonotonicNowNs();
   file->image = match->image;
@@ -222,13 +269,17 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   context.discovered_ns = file->last_data_ns;
   context.initial_size = static_cast<uint64_t>(st.st_size);
   if (match->pid) {
-    Incarnation* inc =
-        exited ? ExitedIncarnationFor(*match->pid, st.st_uid) : IncarnationFor(*match->pid);
-    if (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid) {
-      // The pid was reused by another user's process since Admit looked.
+    Incarnation* inc = exited ? ExitedIncarnationFor(*match->pid, admitted.identity, st.st_uid)
+                              : IncarnationFor(*match->pid);
+    const bool reused =
+        !exited && admitted.identity && inc->start_ticks != admitted.identity->start_ticks;
+    if (reused || (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid)) {
+      // The pid was reused by another process since Admit looked.
       ++files_untrusted_;
       JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(st.st_uid), " but pid ",
-                 *match->pid, " is now owned by ", security::DescribeUid(*inc->uid), "; ignored");
+                 *match->pid, " is now another process",
+                 inc->uid ? log::Cat(", owned by ", security::DescribeUid(*inc->uid)) : "",
+                 "; ignored");
       ledger_.ReleaseFile(st.st_uid);
       ::close(fd);
       return;
@@ -246,6 +297,17 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   by_path_[path] = file.get();
   MarkDirty(*file);
   files_.push_back(std::move(file));
+}
+
+bool Ingester::Rewritten(const FollowedFile& file, int fd, uint64_t size) {
+  // Truncated below what was read, or the first or last bytes read are no longer there.
+  auto differs = [fd](const uint8_t* saved, size_t len, uint64_t at) {
+    uint8_t now[64];
+    const ssize_t n = ::pread(fd, now, len, static_cast<off_t>(at));
+    return n != static_cast<ssize_t>(len) || std::memcmp(now, saved, len) != 0;
+  };
+  return size < file.offset || differs(file.head, file.head_len, 0) ||
+         differs(file.tail, file.tail_len, file.tail_offset);
 }
 
 Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
@@ -295,12 +357,20 @@ bool Ingester::HasExited(Incarnation& inc) {
 }
 
 void Ingester::WatchExit(Incarnation& inc) {
+  // A pidfd is a descriptor like a followed file's: charged to the process's owner, so that
+  // one user's many processes cannot take the descriptors either. A process without one is
+  // polled through /proc by the maintenance tick instead (PollExits).
+  if (!inc.uid || !ledger_.AdmitFile(*inc.uid).empty()) return;
   int pidfd = OpenPidfd(inc.pid);
-  if (pidfd < 0) return;
+  if (pidfd < 0) {
+    ledger_.ReleaseFile(*inc.uid);
+    return;
+  }
   // The pid may have been reused between reading /proc and opening the pidfd.
   auto identity = ReadProcessIdentity(inc.pid);
   if (!identity || identity->start_ticks != inc.start_ticks) {
     ::close(pidfd);
+    ledger_.ReleaseFile(*inc.uid);
     inc.alive = false;
     inc.exit_time = MonotonicNowNs();
     return;
@@ -310,22 +380,74 @@ void Ingester::WatchExit(Incarnation& inc) {
   inc.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                         [this, p](const boost::system::error_code& ec) {
                           if (ec || stopped_) return;
-                          const bool was_alive = p->alive;
-                          p->alive = false;
-                          if (was_alive) p->exit_time = MonotonicNowNs();
-                          p->changed = true;
-                          p->pidfd->close();
-                          JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
-                          // Read what it wrote last before saying it exited.
-                          for (FollowedFile* f : p->files) {
-                            if (f->fd < 0) continue;
-                            while (Drain(*f)) {
-                            }
-                            // Nobody writes it any more: release the descriptor.
-                            if (f->fd >= 0) Finish(*f, "closed");
-                          }
-                          Publish();
+                          OnExited(p);
                         });
+}
+
+void Ingester::OnExited(Incarnation* p) {
+  const bool was_alive = p->alive;
+  p->alive = false;
+  if (was_alive) p->exit_time = MonotonicNowNs();
+  p->changed = true;
+  if (p->pidfd && p->pidfd->is_open()) {
+    p->pidfd->close();
+    if (p->uid) ledger_.ReleaseFile(*p->uid);
+  }
+  JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
+  // Read what it wrote last before saying it exited.
+  uint64_t spent = 0;
+  for (FollowedFile* f : p->files) {
+    if (f->parked) {
+      // Idle: anything written since the last look (an event not handled yet) is read
+      // through a fresh descriptor.
+      struct stat st {};
+      int fd = ::open(f->path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) {
+        if (::fstat(fd, &st) == 0) {
+          Unpark(*f, fd, st);
+        } else {
+          ::close(fd);
+        }
+      }
+      if (f->fd < 0) {
+        f->parked = false;
+        Finish(*f, "closed");
+        continue;
+      }
+    }
+    if (f->fd < 0) continue;
+    // One turn now, within one turn's budget for all the files together (a process may have
+    // hundreds); a file with more to read (a large or compressed one, or one beyond that
+    // budget) is read on in turns like any other, then closed: nobody writes it any more.
+    if (spent >= options_.drain_budget) {
+      f->close_when_drained = true;
+      MarkDirty(*f);
+      continue;
+    }
+    const uint64_t before = f->charged;
+    const bool more = Drain(*f);
+    spent += f->charged - before;
+    if (more) {
+      f->close_when_drained = true;
+      MarkDirty(*f);
+    } else if (f->fd >= 0) {
+      Finish(*f, "closed");
+    }
+  }
+  if (!dirty_.empty()) PostDrain();
+  Publish();
+}
+
+void Ingester::PollExits() {
+  std::vector<Incarnation*> gone;
+  for (auto& [pid, incs] : processes_) {
+    for (auto& inc : incs) {
+      if (!inc->alive || (inc->pidfd && inc->pidfd->is_open())) continue;
+      const auto identity = ReadProcessIdentity(inc->pid);
+      if (!identity || identity->start_ticks != inc->start_ticks) gone.push_back(inc.get());
+    }
+  }
+  for (Incarnation* inc : gone) OnExited(inc);
 }
 
 void Ingester::MarkDirty(FollowedFile& file) {
@@ -334,20 +456,48 @@ void Ingester::MarkDirty(FollowedFile& file) {
   dirty_.push_back(&file);
 }
 
+void Ingester::PostDrain() {
+  if (drain_posted_) return;
+  drain_posted_ = true;
+  // Cleared by the posted call only: DrainDirty called directly (DrainBacklog, which loops on
+  // it before the loop runs) must not queue one more call each time, or the loop would start
+  // with a backlog of them ahead of everything posted later (a SIGTERM's stop, for one).
+  boost::asio::post(io_, [this] {
+    drain_posted_ = false;
+    DrainDirty();
+  });
+}
+
 void Ingester::DrainDirty() {
-  drain_posted_ = false;
   if (stopped_) return;
-  std::vector<FollowedFile*> work;
+  // One pass of the loop gives each owner about kOwnerShareNs: a file's turn is bounded, but
+  // a user with hundreds of busy files (gzip bombs) would otherwise make one pass last
+  // hundreds of turns, during which nobody else's file is read, nothing is published and the
+  // watchdog is not fed. A file whose owner has had its share waits for the next pass, in
+  // order; so does a file with more to read, after the others.
+  constexpr uint64_t kOwnerShareNs = 20ull * 1000 * 1000;
+  std::vector<FollowedFile*> work, later;
   work.swap(dirty_);
+  std::unordered_map<uint32_t, uint64_t> spent;
   for (FollowedFile* f : work) {
+    uint64_t& mine = spent[f->uid];
+    if (mine >= kOwnerShareNs) {
+      later.push_back(f);  // still dirty
+      continue;
+    }
+    const uint64_t t0 = MonotonicNowNs();
     f->dirty = false;
-    if (Drain(*f)) MarkDirty(*f);  // budget spent: continue after the others
+    if (Drain(*f)) {
+      MarkDirty(*f);  // budget spent: continue after the others
+    } else if (f->close_when_drained && f->fd >= 0) {
+      Finish(*f, "closed");
+    }
+    mine += MonotonicNowNs() - t0;
   }
+  later.insert(later.end(), dirty_.begin(), dirty_.end());
+  dirty_.swap(later);
   Publish();
-  if (!dirty_.empty() && !drain_posted_) {
-    drain_posted_ = true;
-    boost::asio::post(io_, [this] { DrainDirty(); });
-  }
+  if (!dirty_.empty()) PostDrain();
 }
 
 bool Ingester::Drain(FollowedFile& file) {
@@ -361,14 +511,8 @@ bool Ingester::Drain(FollowedFile& file) {
   // looks (two small preads per event that brought nothing new). The first bytes are compared
   // too: a rewrite with the same tail (code bytes) differs at the start.
   bool rewritten = size < file.offset;
-  auto changed = [&](const uint8_t* saved, size_t len, uint64_t at) {
-    uint8_t now[64];
-    const ssize_t n = ::pread(file.fd, now, len, static_cast<off_t>(at));
-    return n != static_cast<ssize_t>(len) || std::memcmp(now, saved, len) != 0;
-  };
   if (!rewritten && file.tail_len > 0 && (size != file.checked_size || size == file.offset)) {
-    rewritten =
-        changed(file.tail, file.tail_len, file.tail_offset) || changed(file.head, file.head_len, 0);
+    rewritten = Rewritten(file, file.fd, size);
   }
   file.checked_size = size;
   if (rewritten) {
@@ -384,8 +528,34 @@ bool Ingester::Drain(FollowedFile& file) {
   size_t budget = options_.drain_budget;
   const uint64_t records_before = src.records();
   std::string limit;
-  while (file.offset < size && budget > 0) {
-    const uint64_t allowance = ledger_.ByteAllowance(file.uid, file.bytes_read, &limit);
+  // Charges what the source decoded since `before` (a compressed file's inflated bytes).
+  auto charge_decoded = [&](uint64_t before) {
+    const uint64_t n = src.decoded_bytes() - before;
+    file.charged += n;
+    ledger_.ChargeBytes(file.uid, n);
+    budget -= std::min<uint64_t>(budget, n);
+  };
+  // Stops the file at a limit or an error; true if it did.
+  auto stopped = [&]() {
+    if (limit = ledger_.CheckRanges(src.code().ranges().size()); !limit.empty()) {
+      ++files_over_limit_;
+      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
+                 " reached; stopped reading this file, keeping its first ", src.records(),
+                 " records");
+      Finish(file, "limit");
+      return true;
+    }
+    if (src.failed()) {
+      ++files_failed_;
+      JITSYM_LOG(kWarning, file.path, ": offset ", src.error_offset(), ": ", src.error(),
+                 "; stopped reading this file, keeping the ", src.records(), " records before it");
+      Finish(file, "error");
+      return true;
+    }
+    return false;
+  };
+  while ((file.offset < size || src.backlog()) && budget > 0) {
+    const uint64_t allowance = ledger_.ByteAllowance(file.uid, file.charged, &limit);
     if (allowance == 0) {
       ++files_over_limit_;
       JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
@@ -394,12 +564,23 @@ bool Ingester::Drain(FollowedFile& file) {
       Finish(file, "limit");
       break;
     }
+    if (src.backlog()) {
+      // Decode what was read before reading more: one bounded step per iteration, so the
+      // budget (and the limits) count what the file expands to.
+      const uint64_t before = src.decoded_bytes();
+      src.Continue();
+      charge_decoded(before);
+      if (stopped()) break;
+      if (src.decoded_bytes() == before && src.backlog()) break;  // no progress: wait for bytes
+      continue;
+    }
     if (uint64_t skip = src.skippable(); skip > 0) {
       // Code bytes nobody needs: seek over them (they count as ingested).
       const uint64_t n = std::min({skip, size - file.offset, allowance});
       src.Skip(n);
       file.offset += n;
       file.bytes_read += n;
+      file.charged += n;
       bytes_ingested_ += n;
       ledger_.ChargeBytes(file.uid, n);
       continue;
@@ -409,6 +590,7 @@ bool Ingester::Drain(FollowedFile& file) {
     ssize_t got = ::pread(file.fd, read_buf_.data(), want, static_cast<off_t>(file.offset));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
+    const uint64_t decoded_before = src.decoded_bytes();
     src.Feed({read_buf_.data(), static_cast<size_t>(got)});
     // Remember the last bytes read, to notice a rewrite that grew past them.
     file.tail_len = std::min(sizeof(file.tail), static_cast<size_t>(got));
@@ -421,43 +603,43 @@ bool Ingester::Drain(FollowedFile& file) {
     }
     file.offset += static_cast<uint64_t>(got);
     file.bytes_read += static_cast<uint64_t>(got);
+    file.charged += static_cast<uint64_t>(got);
     bytes_ingested_ += static_cast<uint64_t>(got);
     ledger_.ChargeBytes(file.uid, static_cast<uint64_t>(got));
     budget -= std::min(budget, static_cast<size_t>(got));
-    if (limit = ledger_.CheckRanges(src.code().ranges().size()); !limit.empty()) {
-      ++files_over_limit_;
-      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
-                 " reached; stopped reading this file, keeping its first ", src.records(),
-                 " records");
-      Finish(file, "limit");
-      break;
-    }
-    if (src.failed()) {
-      ++files_failed_;
-      JITSYM_LOG(kWarning, file.path, ": offset ", src.error_offset(), ": ", src.error(),
-                 "; stopped reading this file, keeping the ", src.records(), " records before it");
-      Finish(file, "error");
-      break;
-    }
+    charge_decoded(decoded_before);
+    if (stopped()) break;
   }
   // A file whose name named no process belongs to the pid its content names.
   if (!file.incarnation && !file.image) {
     if (auto pid = src.content_pid()) {
-      // The same owner check as for a pid in the file name, now that the header named it.
+      // The same rule as for a pid in the file name, now that the header named it, on the
+      // facts of the file when it was opened.
       const auto identity = ReadProcessIdentity(*pid);
-      const auto verdict = security::JudgeProcessFile(
-          file.uid, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
-      if (verdict != security::FileVerdict::kTrusted) {
+      security::FileFacts facts;
+      facts.uid = file.uid;
+      facts.nlink = file.nlink;
+      facts.ctime_ns = file.ctime_ns;
+      facts.found_at_startup = file.found_at_startup;
+      const security::Admission verdict =
+          security::JudgeAdmission(facts, ProcessFactsOf(identity), started_realtime_ns_);
+      Incarnation* inc = nullptr;
+      if (verdict == security::Admission::kExited) {
+        inc = ExitedIncarnationFor(*pid, identity, file.uid);
+      } else if (verdict == security::Admission::kLive) {
+        inc = IncarnationFor(*pid);
+        if (identity && inc->start_ticks != identity->start_ticks) inc = nullptr;  // reused
+      }
+      if (inc == nullptr) {
         ++files_untrusted_;
         JITSYM_LOG(kWarning, file.path, ": owned by ", security::DescribeUid(file.uid),
                    identity ? log::Cat(" but pid ", *pid, " is owned by ",
                                        security::DescribeUid(identity->uid))
                             : log::Cat(" but names pid ", *pid, ", which does not exist"),
-                   "; ignored");
+                   "; ignored (", security::AdmissionName(verdict), ")");
         Finish(file, "untrusted");
         return false;
       }
-      Incarnation* inc = IncarnationFor(*pid);
       file.incarnation = inc;
       inc->files.push_back(&file);
       JITSYM_LOG(kInfo, file.path, ": belongs to pid ", *pid, " incarnation ", inc->id);
@@ -468,11 +650,19 @@ bool Ingester::Drain(FollowedFile& file) {
     file.last_data_ns = MonotonicNowNs();
     if (file.incarnation) file.incarnation->changed = true;
   }
-  return file.fd >= 0 && file.offset < size && budget == 0;
+  return file.fd >= 0 && (file.offset < size || src.backlog()) && budget == 0;
 }
 
 void Ingester::Finish(FollowedFile& file, const std::string& state) {
+  struct stat st {};
+  if (file.fd >= 0 ? ::fstat(file.fd, &st) == 0
+                   : ::lstat(file.path.c_str(), &st) == 0 && st.st_dev == file.dev &&
+                         st.st_ino == file.ino) {
+    file.finished_ctime = st.st_ctim;
+  }
   file.state = state;
+  file.parked = false;
+  file.source->Release();
   publish_pending_ = true;
   file.changed = true;
   if (file.incarnation) file.incarnation->changed = true;
@@ -484,154 +674,6 @@ void Ingester::CloseFd(FollowedFile& file) {
   ::close(file.fd);
   file.fd = -1;
   ledger_.ReleaseFile(file.uid);
-}
-
-bool Ingester::FromExitedProcess(const struct stat& st,
-                                 const std::optional<ProcessIdentity>& identity) const {
-  const uint64_t mtime_ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
-                            static_cast<uint64_t>(st.st_mtim.tv_nsec);
-  if (mtime_ns >= started_realtime_ns_) return false;
-  if (!identity) return true;
-  const uint64_t mono_now = MonotonicNowNs();
-  const uint64_t start_mono = std::min(StartTicksToMonotonicNs(identity->start_ticks), mono_now);
-  const uint64_t start_real = NowNs(CLOCK_REALTIME) - (mono_now - start_mono);
-  return mtime_ns < start_real;
-}
-
-Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid, uint32_t uid) {
-  auto& incs = processes_[pid];
-  for (auto& inc : incs) {
-    if (inc->restored && inc->uid == uid) return inc.get();  // its jitdump and perf map
-  }
-  auto inc = std::make_unique<Incarnation>();
-  inc->pid = pid;
-  inc->id = next_incarnation_++;
-  inc->uid = uid;
-  inc->restored = true;
-  // Oldest first: it ended before anything the daemon has seen of this pid.
-  return incs.insert(incs.begin(), std::move(inc))->get();
-}
-
-bool Ingester::Admit(const std::string& dir, const std::string& name, const std::string& path,
-                     std::optional<uint32_t> pid, const struct stat& st, bool* exited) {
-  *exited = false;
-  if (Ignored(path, st)) return false;
-  const uint32_t owner = st.st_uid;
-  if (pid) {
-    const auto identity = ReadProcessIdentity(*pid);
-    if (owner != 0 && (!identity || identity->uid != owner) && FromExitedProcess(st, identity)) {
-      // Written before the daemon started by a process that is gone: believed as that
-      // process, owned by the file's owner, so only its owner (and root, and the trusted group)
-      // is answered from it, and it never speaks for a live process with this pid.
-      JITSYM_LOG(kInfo, path, ": last written before jitsymd started, and pid ", *pid,
-                 identity ? " now belongs to a later process" : " has exited",
-                 "; kept as an exited process of ", security::DescribeUid(owner));
-      *exited = true;
-    } else {
-      if (owner == 0 && st.st_nlink > 1 && !(identity && identity->uid == 0)) {
-        // Root's file under a second name: possibly a hard link a user made to a file it cannot
-        // read, to have it parsed and answered as its own process's symbols.
-        ++files_untrusted_;
-        publish_pending_ = true;
-        JITSYM_LOG(kWarning, path, ": owned by root with ", st.st_nlink,
-                   " hard links, for a process that is not root's; ignored");
-        Ignore(path, st);
-        return false;
-      }
-      const auto verdict = security::JudgeProcessFile(
-          owner, identity ? std::optional<uint32_t>(identity->uid) : std::nullopt);
-      if (verdict == security::FileVerdict::kUntrusted) {
-        ++files_untrusted_;
-        publish_pending_ = true;
-        JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner), " but pid ", *pid,
-                   " is owned by ", security::DescribeUid(identity->uid), "; ignored");
-        pending_.erase(path);
-        Ignore(path, st);
-        return false;
-      }
-      if (verdict == security::FileVerdict::kPending) {
-        const uint64_t now = MonotonicNowNs();
-        auto it = pending_.find(path);
-        if (it == pending_.end() || it->second.dev != st.st_dev || it->second.ino != st.st_ino) {
-          if (pending_.size() >= options_.limits.total_files) {
-            ++files_over_limit_;
-            JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (",
-                       pending_.size(), ")");
-            Ignore(path, st);
-            return false;
-          }
-          const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;
-          pending_[path] = Pending{dir, name, st.st_dev, st.st_ino, now + timeout_ns};
-          publish_pending_ = true;
-          JITSYM_LOG(kInfo, path, ": pid ", *pid, " does not exist (yet); waiting up to ",
-                     options_.pending_timeout_ms, " ms for it before following a file owned by ",
-                     security::DescribeUid(owner));
-          ArmPendingTimer();
-        } else if (now >= it->second.deadline_ns) {
-          ++files_untrusted_;
-          publish_pending_ = true;
-          JITSYM_LOG(kWarning, path, ": pid ", *pid, " did not appear within ",
-                     options_.pending_timeout_ms, " ms; file owned by ",
-                     security::DescribeUid(owner), " ignored");
-          pending_.erase(it);
-          Ignore(path, st);
-        }
-        return false;
-      }
-      if (pending_.erase(path) > 0) publish_pending_ = true;
-    }
-  }
-  const std::string refused = ledger_.AdmitFile(owner);
-  if (!refused.empty()) {
-    ++files_over_limit_;
-    publish_pending_ = true;
-    JITSYM_LOG(kWarning, path, ": not followed: ", refused);
-    Ignore(path, st);
-    return false;
-  }
-  return true;
-}
-
-void Ingester::RecheckPending() {
-  pending_timer_armed_ = false;
-  if (stopped_ || pending_.empty()) return;
-  std::vector<Pending> work;
-  for (const auto& [path, p] : pending_) work.push_back(p);
-  for (const Pending& p : work) {
-    const std::string path = p.dir + "/" + p.name;
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || st.st_dev != p.dev || st.st_ino != p.ino) {
-      pending_.erase(path);  // gone or replaced (a replacement is its own event)
-      publish_pending_ = true;
-      continue;
-    }
-    Discover(p.dir, p.name);
-  }
-  if ((!dirty_.empty() || publish_pending_) && !drain_posted_) {
-    drain_posted_ = true;
-    boost::asio::post(io_, [this] { DrainDirty(); });
-  }
-  ArmPendingTimer();
-}
-
-void Ingester::ArmPendingTimer() {
-  if (pending_timer_armed_ || pending_.empty() || stopped_) return;
-  pending_timer_armed_ = true;
-  pending_timer_.expires_after(std::chrono::milliseconds(100));
-  pending_timer_.async_wait([this](const boost::system::error_code& ec) {
-    pending_timer_armed_ = false;
-    if (!ec) RecheckPending();
-  });
-}
-
-void Ingester::Ignore(const std::string& path, const struct stat& st) {
-  if (ignored_.size() >= 65536) ignored_.clear();  // bounded; the cost is a repeated log line
-  ignored_[path] = {st.st_dev, st.st_ino};
-}
-
-bool Ingester::Ignored(const std::string& path, const struct stat& st) const {
-  auto it = ignored_.find(path);
-  return it != ignored_.end() && it->second.first == st.st_dev && it->second.second == st.st_ino;
 }
 
 void Ingester::Forget(FollowedFile& file) {
@@ -777,6 +819,9 @@ void Ingester::ScheduleMaintenance() {
       }
     }
     if (compacted) Publish();
+    ParkIdle();
+    PruneEmpty();
+    PollExits();
     EvictExpired();
     // Freed index arrays are kept for the next run built; unmap those unused for a tick.
     index::TrimLargeCache();

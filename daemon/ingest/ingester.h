@@ -24,6 +24,7 @@
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/proc.h"
 #include "daemon/ingest/source.h"
+#include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
 
@@ -31,10 +32,22 @@ namespace jitsym::ingest {
 
 struct IngesterOptions {
   std::vector<std::string> watch_dirs = {"/tmp"};
-  size_t read_chunk = 1 << 20;      // bytes per read(2)
-  size_t drain_budget = 32u << 20;  // bytes one file may ingest before others get a turn
-  int idle_compact_ms = 1000;       // a source idle this long is compacted to one run
+  size_t read_chunk = 1 << 20;  // bytes per read(2)
+  // Bytes one file may ingest (read, and inflate when compressed) before others get a turn.
+  size_t drain_budget = 32u << 20;
+  int idle_compact_ms = 1000;  // a source idle this long is compacted to one run
+  // Files followed at once are also capped by the descriptor limit (RLIMIT_NOFILE), leaving
+  // room for everything else the daemon opens (security::FitToDescriptors).
   security::Limits limits;
+  // A followed file that has not grown for this long gives its descriptor back; the next
+  // inotify event for its path reopens it (the same inode only). 0: never.
+  int idle_close_ms = 10000;
+  // A file that could not be opened for lack of descriptors (EMFILE, ENFILE) or was over its
+  // owner's quota of followed files is tried again this often, for up to retry_timeout_ms.
+  int retry_ms = 200;
+  int retry_timeout_ms = 60000;
+  // DrainBacklog reads for at most this long; the rest is read in turns while serving.
+  int backlog_ms = 10000;
   // A file naming a pid that does not exist (and not root's) waits this long for the process.
   int pending_timeout_ms = 5000;
   // Lifecycle of exited processes (SetLifecycle changes them at run time).
@@ -73,9 +86,22 @@ class Ingester {
     dev_t dev = 0;
     ino_t ino = 0;
     uint32_t uid = 0;  // the file's owner
+    // Facts of the file when it was admitted (the trust rule may be applied again when an
+    // .mlpd's header names its pid).
+    uint64_t ctime_ns = 0;
+    uint64_t nlink = 1;
+    bool found_at_startup = false;
     int fd = -1;
+    // Descriptor given back while the file is idle (state still "following"); reopened by
+    // path, when the same inode is there, on the next event.
+    bool parked = false;
+    // Finish as "closed" once everything is read (its process exited).
+    bool close_when_drained = false;
+    // ctime when it was finished: a later change at the same inode makes it a new file.
+    timespec finished_ctime{};
     uint64_t offset = 0;  // next file offset to read
     uint64_t bytes_read = 0;
+    uint64_t charged = 0;  // bytes charged to the limits: read plus decoded
     // The last bytes read and where they were: still there, or the file was rewritten.
     uint8_t tail[32] = {};
     size_t tail_len = 0;
@@ -117,7 +143,7 @@ class Ingester {
     dev_t dev = 0;
     ino_t ino = 0;
     off_t size = 0;
-    timespec mtime{};
+    timespec ctime{};  // not mtime: its owner sets that at will
   };
 
   void AddWatch(const std::string& dir);
@@ -126,12 +152,21 @@ class Ingester {
   void Discover(const std::string& dir, const std::string& name);
   Incarnation* IncarnationFor(uint32_t pid);
   void WatchExit(Incarnation& inc);
+  // The process exited: read what it wrote last, close its files.
+  void OnExited(Incarnation* inc);
+  // Exits of live processes that have no pidfd (their owner's descriptor quota was full).
+  void PollExits();
   // Polls the incarnation's pidfd: true (and marks it exited) if the process has exited.
   bool HasExited(Incarnation& inc);
   void MarkDirty(FollowedFile& file);
   void DrainDirty();
+  // Posts one DrainDirty to the loop unless one is already posted.
+  void PostDrain();
   // Reads what is new in the file; returns true if it stopped on its budget with more to read.
   bool Drain(FollowedFile& file);
+  // Whether the file open as `fd` (now `size` bytes) no longer holds what `file` read from it:
+  // truncated below it, or its first or last bytes read differ.
+  static bool Rewritten(const FollowedFile& file, int fd, uint64_t size);
   void Finish(FollowedFile& file, const std::string& state);
   void Forget(FollowedFile& file);
   void Publish();
@@ -139,21 +174,39 @@ class Ingester {
   // File trust and limits (daemon/security): whether a newly opened file may be followed.
   // Sets *exited when the file is believed as the side file of a process that exited while
   // the daemon was not running (see FromExitedProcess).
+  struct Admitted {
+    bool exited = false;                      // an earlier, exited process of the pid
+    std::optional<ProcessIdentity> identity;  // the live process judged against
+  };
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
-             std::optional<uint32_t> pid, const struct stat& st, bool* exited);
-  // A file last written before the daemon started, for a pid that no process has now, or that
-  // a process started after that last write has: it belongs to a process that exited while the
-  // daemon was not running (typically across a restart).
-  bool FromExitedProcess(const struct stat& st,
-                         const std::optional<ProcessIdentity>& identity) const;
+             std::optional<uint32_t> pid, const struct stat& st, Admitted* out);
+  // The facts security::JudgeAdmission decides on.
+  security::FileFacts FileFactsOf(const struct stat& st) const;
+  static std::optional<security::ProcessFacts> ProcessFactsOf(
+      const std::optional<ProcessIdentity>& identity);
   // The incarnation for such files: exited, owned by the files' owner, never the live process.
-  Incarnation* ExitedIncarnationFor(uint32_t pid, uint32_t uid);
+  // `live`: the process holding the pid now, if any (it gets its own incarnation too).
+  Incarnation* ExitedIncarnationFor(uint32_t pid, const std::optional<ProcessIdentity>& live,
+                                    uint32_t uid);
   void RecheckPending();
   void ArmPendingTimer();
   // Remembers a refused file so that its further modifications are not logged again.
   void Ignore(const std::string& path, const struct stat& st);
   bool Ignored(const std::string& path, const struct stat& st) const;
   void CloseFd(FollowedFile& file);
+  // Idle descriptors (see IngesterOptions::idle_close_ms).
+  void Park(FollowedFile& file);
+  // Gives the parked file the descriptor `fd` (opened on its path; `st` its fstat) if it is the
+  // same inode and its owner has room; takes `fd` either way (closes it on failure).
+  bool Unpark(FollowedFile& file, int fd, const struct stat& st);
+  void ParkIdle();
+  // Finished files that indexed nothing are dropped (an attacker's endless empty or refused
+  // files would otherwise accumulate, each with its reading buffers).
+  void PruneEmpty();
+  // Files to open again later (descriptors exhausted, or over the owner's quota).
+  void Retry(const std::string& dir, const std::string& name, const char* why);
+  void RecheckRetries();
+  void ArmRetryTimer();
   // Retention and memory budget (ingester_lifecycle.cc).
   void EvictExpired();
   void Evict(uint32_t pid, Incarnation* inc, const char* why);
@@ -186,9 +239,21 @@ class Ingester {
     dev_t dev = 0;
     ino_t ino = 0;
     uint64_t deadline_ns = 0;
+    uint32_t uid = 0;  // the file's owner
   };
   std::unordered_map<std::string, Pending> pending_;
   std::unordered_map<std::string, std::pair<dev_t, ino_t>> ignored_;
+  struct Retrying {
+    std::string dir, name;
+    uint32_t uid = 0;
+    uint64_t deadline_ns = 0;
+    bool again = false;  // refused again by the last attempt
+  };
+  std::unordered_map<std::string, Retrying> retry_;  // by path
+  std::unordered_map<uint32_t, size_t> retry_per_user_;
+  boost::asio::steady_timer retry_timer_;
+  bool retry_timer_armed_ = false;
+  bool startup_scan_ = false;  // Start's scan is running
   boost::asio::steady_timer pending_timer_;
   bool pending_timer_armed_ = false;
   security::LimitLedger ledger_;

@@ -57,9 +57,13 @@ void Ingester::SetWatchDirs(const std::vector<std::string>& dirs) {
 void Ingester::DrainBacklog() {
   const uint64_t t0 = MonotonicNowNs();
   const uint64_t bytes0 = bytes_ingested_;
-  while (!dirty_.empty() && !stopped_) DrainDirty();
+  // Bounded in time: files that take longer (huge, or inflating to far more than their size)
+  // are read on in turns while the socket is served.
+  const uint64_t bound_ns = static_cast<uint64_t>(options_.backlog_ms) * 1000000ull;
+  while (!dirty_.empty() && !stopped_ && MonotonicNowNs() - t0 < bound_ns) DrainDirty();
   JITSYM_LOG(kInfo, "initial scan: ", files_.size(), " files, ", (bytes_ingested_ - bytes0) >> 20,
-             " MiB read in ", (MonotonicNowNs() - t0) / 1000000, " ms");
+             " MiB read in ", (MonotonicNowNs() - t0) / 1000000, " ms",
+             dirty_.empty() ? "" : "; the rest is read while serving");
 }
 
 void Ingester::SetLifecycle(uint64_t retention_ms, uint64_t memory_budget_bytes) {
@@ -76,7 +80,7 @@ bool Ingester::SkipEvicted(const std::string& path, const struct stat& st) {
   if (it == evicted_.end()) return false;
   const EvictedFile& e = it->second;
   if (e.dev == st.st_dev && e.ino == st.st_ino && e.size == st.st_size &&
-      SameTime(e.mtime, st.st_mtim)) {
+      SameTime(e.ctime, st.st_ctim)) {
     return true;  // the file of an evicted process, unchanged
   }
   evicted_.erase(it);  // written again since: read it as a new file
@@ -92,10 +96,10 @@ void Ingester::Evict(uint32_t pid, Incarnation* inc, const char* why) {
     auto at_path = by_path_.find(f->path);
     const bool current = at_path != by_path_.end() && at_path->second == f;
     if (exists && current && st.st_dev == f->dev && st.st_ino == f->ino) {
-      evicted_[f->path] = EvictedFile{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+      evicted_[f->path] = EvictedFile{st.st_dev, st.st_ino, st.st_size, st.st_ctim};
     }
     CloseFd(*f);
-    ledger_.ReleaseBytes(f->uid, f->bytes_read);  // what it held is freed
+    ledger_.ReleaseBytes(f->uid, f->charged);  // what it held is freed
     Forget(*f);
     dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), f), dirty_.end());
   }

@@ -1,3 +1,4 @@
+// Feeds a Mono log profiler file to the mlpd parser and indexes the code it reports.
 #include "daemon/ingest/mlpd_source.h"
 
 #include <stdexcept>
@@ -16,6 +17,12 @@ void MlpdSource::Feed(std::span<const uint8_t> data) {
     SetError(parser_.offset(), e.what());
     return;
   }
+  if (parser_.failed()) SetError(parser_.error_offset(), parser_.error());
+}
+
+void MlpdSource::Continue() {
+  if (failed()) return;
+  parser_.Continue(*this);
   if (parser_.failed()) SetError(parser_.error_offset(), parser_.error());
 }
 

@@ -24,11 +24,16 @@ class MlpdSource : public Source, private mlpd::Sink {
   // size 0: such a symbol is indexed over those 16 bytes.
   static constexpr uint64_t kUnsizedSymbolBytes = 16;
 
-  explicit MlpdSource(std::string path) : Source(std::move(path)) {}
+  explicit MlpdSource(std::string path, mlpd::Limits limits = {})
+      : Source(std::move(path)), parser_(limits) {}
 
   std::string_view origin() const override { return kOrigin; }
   void Feed(std::span<const uint8_t> data) override;
   std::optional<uint32_t> content_pid() const override { return pid_; }
+  bool backlog() const override { return parser_.backlog(); }
+  void Continue() override;
+  uint64_t decoded_bytes() const override { return parser_.inflated(); }
+  void Release() override { parser_.Release(); }
 
   struct Image {
     uint64_t address = 0;

@@ -1,3 +1,4 @@
+// Reads process identities from /proc and converts their start times.
 #include "daemon/ingest/proc.h"
 
 #include <fcntl.h>
@@ -49,6 +50,25 @@ uint64_t StartTicksToMonotonicNs(uint64_t start_ticks) {
   const uint64_t monotonic = NowNs(CLOCK_MONOTONIC);
   const uint64_t suspended = boottime > monotonic ? boottime - monotonic : 0;
   return boot_ns > suspended ? boot_ns - suspended : 0;
+}
+
+uint64_t BootTicksToRealtimeNs(uint64_t start_ticks, uint64_t ticks_per_second,
+                               uint64_t boottime_now_ns, uint64_t realtime_now_ns) {
+  if (ticks_per_second == 0) return 0;
+  // Whole seconds and the remainder apart: ticks * 1e9 overflows after ~584 years of ticks at
+  // 1 Hz only, but this keeps the result exact for any tick rate that does not divide 1e9.
+  const uint64_t since_boot = start_ticks / ticks_per_second * 1000000000ull +
+                              start_ticks % ticks_per_second * 1000000000ull / ticks_per_second;
+  const uint64_t ago = boottime_now_ns > since_boot ? boottime_now_ns - since_boot : 0;
+  return realtime_now_ns > ago ? realtime_now_ns - ago : 0;
+}
+
+uint64_t StartTicksToRealtimeNs(uint64_t start_ticks) {
+  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  const uint64_t boottime = NowNs(CLOCK_BOOTTIME);
+  const uint64_t realtime = NowNs(CLOCK_REALTIME);
+  return BootTicksToRealtimeNs(start_ticks, static_cast<uint64_t>(ticks_per_second), boottime,
+                               realtime);
 }
 
 int OpenPidfd(uint32_t pid) {

@@ -28,6 +28,17 @@ class Source {
   // Bytes the source does not need to see (the loader may seek over them).
   virtual uint64_t skippable() const { return 0; }
   virtual void Skip(uint64_t n) {}
+  // A source that decodes what it is fed (a gzip'd file) does so in bounded steps: while it has
+  // a backlog, the loader calls Continue (and feeds nothing new) until it has none.
+  virtual bool backlog() const { return false; }
+  virtual void Continue() {}
+  // Bytes decoding has produced from the file's bytes (0 when it is read as it is): the limits
+  // charge these as well as the bytes read, so that a small file that inflates to gigabytes
+  // counts for what it makes the daemon parse.
+  virtual uint64_t decoded_bytes() const { return 0; }
+  // The file is finished (closed, replaced, deleted, stopped): nothing more will be fed. Frees
+  // what only reading needed; what was indexed stays.
+  virtual void Release() {}
 
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }

@@ -2,6 +2,10 @@
 // (uid of the files) and in total. What exceeds a limit is refused with a log line and counted
 // in `stats` (files_over_limit); nothing grows without bound. All are configurable
 // (jitsymd --limit-*); docs/operations.md lists them.
+//
+// Bytes are what the daemon had to process: bytes read, plus what a compressed file inflated
+// to. Files are descriptors held for a user: followed files (an idle one gives its descriptor
+// back) and the pidfds of the live processes they belong to.
 #ifndef JITSYM_DAEMON_SECURITY_LIMITS_H_
 #define JITSYM_DAEMON_SECURITY_LIMITS_H_
 
@@ -12,14 +16,33 @@
 namespace jitsym::security {
 
 struct Limits {
-  uint64_t file_bytes = 8ull << 30;     // bytes read (or seeked over) in one file
-  uint64_t file_ranges = 64ull << 20;   // code ranges indexed from one file
-  uint64_t user_bytes = 32ull << 30;    // bytes read from all the files one uid owns
-  uint64_t user_files = 1024;           // files one uid owns followed at once
-  uint64_t total_bytes = 128ull << 30;  // bytes read from all files
-  uint64_t total_files = 8192;          // files followed at once
+  uint64_t file_bytes = 8ull << 30;    // bytes read (or seeked over, or inflated) in one file
+  uint64_t file_ranges = 64ull << 20;  // code ranges indexed from one file
+  uint64_t user_bytes = 4ull << 30;    // bytes from all the files one uid owns (see below)
+  uint64_t user_files = 1024;          // files one uid owns followed at once
+  uint64_t total_bytes = 8ull << 30;   // bytes from all files (see below)
+  uint64_t total_files = 8192;         // files followed at once
   // Names are cut at index::NameTable::kMaxNameLength (16 KiB); not configurable.
 };
+
+// Default byte limits for a host with `ram_bytes` of physical memory: an index is at most about
+// as large as the bytes it was built from, so one user may make the daemon process a quarter of
+// RAM and all users together half of it (at least 256 MiB and 512 MiB). The jitsymd settings
+// limit-user-bytes and limit-total-bytes default to these (0 in the config file).
+uint64_t DefaultUserBytes(uint64_t ram_bytes);
+uint64_t DefaultTotalBytes(uint64_t ram_bytes);
+// Physical memory (sysconf), 0 if unknown.
+uint64_t PhysicalMemoryBytes();
+
+// Descriptors the daemon keeps for what is not a followed file: client connections, pidfds,
+// ELF files of native lookups, inotify, logs. A quarter of the descriptor limit, at least 64.
+uint64_t ReservedDescriptors(uint64_t descriptor_limit);
+// `limits` with total_files capped so that followed files never take the reserved descriptors,
+// and user_files capped at half of that, so one user's files never take all of them either: a
+// user at their quota leaves room for the others.
+Limits FitToDescriptors(Limits limits, uint64_t descriptor_limit);
+// The soft RLIMIT_NOFILE now.
+uint64_t DescriptorLimit();
 
 // What has been charged against the limits. Used by the ingester's thread only.
 class LimitLedger {
@@ -33,6 +56,8 @@ class LimitLedger {
   std::string AdmitFile(uint32_t uid);
   // A followed file was closed.
   void ReleaseFile(uint32_t uid);
+  // Whether AdmitFile would admit a file owned by `uid` now.
+  bool HasRoom(uint32_t uid) const;
 
   // How many more bytes a file owned by `uid` that has read `file_bytes` may read now, and which
   // limit is the tightest (for the log line when it reaches 0).

@@ -91,6 +91,9 @@ struct Parser::Gzip {
   z_stream zs{};
   bool ended = false;  // a member ended; more input starts another (concatenated gzip)
   std::vector<uint8_t> out = std::vector<uint8_t>(kGzipChunk);
+  std::vector<uint8_t> in;  // compressed bytes fed and not inflated yet, from in_pos
+  size_t in_pos = 0;
+  bool more_out = false;  // the last inflate filled `out`: zlib may hold more output
   Gzip() { inflateInit2(&zs, 16 + MAX_WBITS); }
   ~Gzip() { inflateEnd(&zs); }
 };
@@ -125,30 +128,71 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
     FeedPlain(data, sink);
     return;
   }
-  z_stream& zs = gzip_->zs;
-  zs.next_in = const_cast<Bytef*>(data.data());
-  zs.avail_in = static_cast<uInt>(data.size());
-  while (state_ != State::kFailed) {
-    if (gzip_->ended) {
-      if (zs.avail_in == 0) return;
+  Gzip& g = *gzip_;
+  // Appended after what is still waiting: the caller is told to Continue first (backlog()), so
+  // this holds at most one Feed's bytes.
+  if (g.in_pos > 0) {
+    g.in.erase(g.in.begin(), g.in.begin() + static_cast<ptrdiff_t>(g.in_pos));
+    g.in_pos = 0;
+  }
+  g.in.insert(g.in.end(), data.begin(), data.end());
+  Inflate(sink);
+}
+
+void Parser::Release() {
+  gzip_.reset();
+  std::vector<uint8_t>().swap(pending_);
+  std::vector<uint8_t>().swap(magic_);
+}
+
+void Parser::Continue(Sink& sink) {
+  if (gzip_ && state_ != State::kFailed) Inflate(sink);
+}
+
+bool Parser::backlog() const {
+  return gzip_ && state_ != State::kFailed && (gzip_->in_pos < gzip_->in.size() || gzip_->more_out);
+}
+
+void Parser::Inflate(Sink& sink) {
+  Gzip& g = *gzip_;
+  z_stream& zs = g.zs;
+  uint64_t produced_now = 0;
+  while (state_ != State::kFailed && produced_now < limits_.inflate_step &&
+         (g.in_pos < g.in.size() || g.more_out)) {
+    if (g.ended) {
       inflateReset(&zs);
-      gzip_->ended = false;
+      g.ended = false;
     }
-    zs.next_out = gzip_->out.data();
-    zs.avail_out = static_cast<uInt>(gzip_->out.size());
+    zs.next_in = g.in.data() + g.in_pos;
+    zs.avail_in = static_cast<uInt>(g.in.size() - g.in_pos);
+    zs.next_out = g.out.data();
+    zs.avail_out = static_cast<uInt>(g.out.size());
     const int rc = inflate(&zs, Z_NO_FLUSH);
-    const size_t produced = gzip_->out.size() - zs.avail_out;
-    if (produced > 0) FeedPlain(std::span(gzip_->out.data(), produced), sink);
+    g.in_pos = g.in.size() - zs.avail_in;
+    const size_t produced = g.out.size() - zs.avail_out;
+    // A full output buffer may leave output inside zlib with no input left to drive it.
+    g.more_out = zs.avail_out == 0;
+    inflated_ += produced;
+    produced_now += produced;
+    if (produced > 0) FeedPlain(std::span(g.out.data(), produced), sink);
     if (rc == Z_STREAM_END) {
-      gzip_->ended = true;
+      g.ended = true;  // a member ended; more input starts another (concatenated gzip)
+      g.more_out = false;
       continue;
     }
-    if (rc == Z_BUF_ERROR || (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0)) return;
+    if (rc == Z_BUF_ERROR) {  // no progress possible without more input
+      g.more_out = false;
+      break;
+    }
     if (rc != Z_OK) {
       Fail(offset_ + pending_.size(),
            log::Cat("gzip: ", zs.msg ? zs.msg : "inflate failed", " (zlib error ", rc, ")"));
-      return;
+      break;
     }
+  }
+  if (g.in_pos == g.in.size()) {
+    g.in.clear();
+    g.in_pos = 0;
   }
 }
 

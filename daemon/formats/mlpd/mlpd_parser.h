@@ -21,6 +21,10 @@
 // Incremental: fed the file's bytes in order, in chunks of any size. The header and each buffer
 // are parsed only once complete, so a buffer still being written is never misparsed. A gzip file
 // (magic 1F 8B) is inflated as it arrives; offsets are then in the uncompressed stream.
+// Inflation runs on a budget: one Feed or Continue inflates at most Limits::inflate_step bytes
+// and keeps the compressed bytes it has not reached (at most what one Feed gave it), so a small
+// file that inflates to gigabytes (a gzip bomb) is parsed in bounded steps between which the
+// caller can do other work, and can count (and refuse) what the file inflates to.
 //
 // Data versions 13 to 17 are read (the per-version differences are noted in mlpd_parser.cc);
 // others are refused. A bad header or buffer id, or a buffer longer than Limits::max_buffer,
@@ -127,6 +131,7 @@ class Sink {
 struct Limits {
   uint32_t max_buffer = 64u << 20;        // a buffer's event bytes (mono writes 64 KiB)
   uint32_t max_header_string = 1u << 20;  // args, arch, os
+  uint32_t inflate_step = 4u << 20;       // bytes one Feed or Continue inflates at most
 };
 
 class Parser {
@@ -138,8 +143,18 @@ class Parser {
   Parser(const Parser&) = delete;
   Parser& operator=(const Parser&) = delete;
 
-  // Feeds the next bytes of the file. Stops at the first fatal error (failed()).
+  // Feeds the next bytes of the file. Stops at the first fatal error (failed()). A compressed
+  // file's bytes are inflated up to Limits::inflate_step; the rest waits for Continue.
   void Feed(std::span<const uint8_t> data, Sink& sink);
+  // Inflates (and parses) up to another Limits::inflate_step bytes of what was fed.
+  void Continue(Sink& sink);
+  // Fed bytes not inflated yet: call Continue (before feeding more, to keep memory bounded).
+  bool backlog() const;
+  // The file will not be fed again: frees the inflate state and buffers (a finished file stays
+  // in the index; these would stay with it).
+  void Release();
+  // Bytes inflation has produced so far (0 for a plain file).
+  uint64_t inflated() const { return inflated_; }
 
   State state() const { return state_; }
   bool failed() const { return state_ == State::kFailed; }
@@ -159,6 +174,7 @@ class Parser {
  private:
   struct Gzip;
   void FeedPlain(std::span<const uint8_t> data, Sink& sink);
+  void Inflate(Sink& sink);
   // Parses complete units from the front of `in`; returns the bytes consumed.
   size_t ParseUnits(std::span<const uint8_t> in, Sink& sink);
   // 0 and need_ set when incomplete; 0 and failed on error.
@@ -178,6 +194,7 @@ class Parser {
   uint64_t buffers_ = 0;
   uint64_t events_ = 0;
   uint64_t bad_buffers_ = 0;
+  uint64_t inflated_ = 0;
   uint64_t error_offset_ = 0;
   std::string error_;
 };
