@@ -43,13 +43,7 @@ Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::
       maintenance_(io),
       retry_timer_(io),
       pending_timer_(io),
-      ledger_(security::FitToDescriptors(options_.limits, security::DescriptorLimit())) {
-  if (ledger_.limits().total_files != options_.limits.total_files ||
-      ledger_.limits().user_files != options_.limits.user_files) {
-    JITSYM_LOG(kInfo, "descriptor limit ", security::DescriptorLimit(), ": following at most ",
-               ledger_.limits().total_files, " files at once, ", ledger_.limits().user_files,
-               " per user");
-  }
+      ledger_(options_.limits) {
   event_buf_.resize(64 * 1024);
   read_buf_.resize(options_.read_chunk);
 }

@@ -36,8 +36,8 @@ struct IngesterOptions {
   // Bytes one file may ingest (read, and inflate when compressed) before others get a turn.
   size_t drain_budget = 32u << 20;
   int idle_compact_ms = 1000;  // a source idle this long is compacted to one run
-  // Files followed at once are also capped by the descriptor limit (RLIMIT_NOFILE), leaving
-  // room for everything else the daemon opens (security::FitToDescriptors).
+  // user_files and total_files come from the descriptor budget (config::ComputeDescriptorBudget,
+  // applied by main), so that followed files never take the descriptors the rest needs.
   security::Limits limits;
   // A followed file that has not grown for this long gives its descriptor back; the next
   // inotify event for its path reopens it (the same inode only). 0: never.

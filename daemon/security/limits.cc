@@ -1,7 +1,6 @@
 // The limits ledger and the host-derived defaults of limits.h.
 #include "daemon/security/limits.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,24 +41,6 @@ uint64_t PhysicalMemoryBytes() {
   const long page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return 0;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
-}
-
-uint64_t ReservedDescriptors(uint64_t descriptor_limit) {
-  return std::max<uint64_t>(64, descriptor_limit / 4);
-}
-
-Limits FitToDescriptors(Limits limits, uint64_t descriptor_limit) {
-  const uint64_t reserved = ReservedDescriptors(descriptor_limit);
-  const uint64_t usable = descriptor_limit > reserved ? descriptor_limit - reserved : 0;
-  limits.total_files = std::max<uint64_t>(1, std::min(limits.total_files, usable));
-  limits.user_files = std::max<uint64_t>(1, std::min(limits.user_files, limits.total_files / 2));
-  return limits;
-}
-
-uint64_t DescriptorLimit() {
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 1u << 20;
-  return static_cast<uint64_t>(rl.rlim_cur);
 }
 
 void LimitLedger::ReleaseFile(uint32_t uid) {

@@ -34,16 +34,6 @@ uint64_t DefaultTotalBytes(uint64_t ram_bytes);
 // Physical memory (sysconf), 0 if unknown.
 uint64_t PhysicalMemoryBytes();
 
-// Descriptors the daemon keeps for what is not a followed file: client connections, pidfds,
-// ELF files of native lookups, inotify, logs. A quarter of the descriptor limit, at least 64.
-uint64_t ReservedDescriptors(uint64_t descriptor_limit);
-// `limits` with total_files capped so that followed files never take the reserved descriptors,
-// and user_files capped at half of that, so one user's files never take all of them either: a
-// user at their quota leaves room for the others.
-Limits FitToDescriptors(Limits limits, uint64_t descriptor_limit);
-// The soft RLIMIT_NOFILE now.
-uint64_t DescriptorLimit();
-
 // What has been charged against the limits. Used by the ingester's thread only.
 class LimitLedger {
  public:

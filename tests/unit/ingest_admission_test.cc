@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "daemon/config/descriptor_budget.h"
 #include "daemon/formats/mlpd/mlpd_parser.h"
 #include "daemon/ingest/mlpd_source.h"
 #include "daemon/ingest/proc.h"
@@ -141,13 +142,12 @@ TEST(StartTime, BootTicksToRealtime) {
 }
 
 TEST(Descriptors, FollowedFilesLeaveRoomForEverythingElseAndForOtherUsers) {
-  security::Limits limits;  // 1024 per user, 8192 in total
-  const security::Limits small = security::FitToDescriptors(limits, 1024);
-  EXPECT_EQ(small.total_files, 1024u - 256u);
-  EXPECT_EQ(small.user_files, (1024u - 256u) / 2);
-  const security::Limits large = security::FitToDescriptors(limits, 1u << 20);
-  EXPECT_EQ(large.total_files, limits.total_files);
-  EXPECT_EQ(large.user_files, limits.user_files);
+  // The limits the descriptor budget gives the ingester under the default soft limit.
+  const config::DescriptorBudget budget = config::ComputeDescriptorBudget(1024, {});
+  security::Limits small;
+  small.total_files = budget.total_files;
+  small.user_files = budget.user_files;
+  EXPECT_LT(small.total_files + budget.connections + budget.reserve, 1024u + 1);
   // Bob at his quota: alice still gets files, and the reserved descriptors stay free.
   security::LimitLedger ledger(small);
   uint64_t bobs = 0;
@@ -156,7 +156,6 @@ TEST(Descriptors, FollowedFilesLeaveRoomForEverythingElseAndForOtherUsers) {
   EXPECT_FALSE(ledger.HasRoom(kBob));
   EXPECT_TRUE(ledger.HasRoom(kAlice));
   EXPECT_EQ(ledger.AdmitFile(kAlice), "");
-  EXPECT_LT(bobs + 1 + security::ReservedDescriptors(1024), 1024u + 1);
   ledger.ReleaseFile(kBob);
   EXPECT_TRUE(ledger.HasRoom(kBob));
 }
