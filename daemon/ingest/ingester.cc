@@ -262,6 +262,7 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   SourceContext context;
   context.discovered_ns = file->last_data_ns;
   context.initial_size = static_cast<uint64_t>(st.st_size);
+  context.allocated_size = static_cast<uint64_t>(st.st_blocks) * 512;
   if (match->pid) {
     Incarnation* inc = exited ? ExitedIncarnationFor(*match->pid, admitted.identity, st.st_uid)
                               : IncarnationFor(*match->pid);

@@ -19,10 +19,12 @@ PerfmapSource::PerfmapSource(std::string path, const SourceContext& context,
   // and rehashing as they go). The buffer is sized for short lines: what stays unused of it is
   // never touched, so costs no memory, and is freed at the next publication. The name index is
   // filled when sized, so it is sized for typical lines (one more doubling if they are
-  // shorter); a file of repeated names gets an index larger than it needed.
-  if (context.initial_size > 0) {
-    code_.Reserve(context.initial_size / 32, context.initial_size / 64);
-  }
+  // shorter); a file of repeated names gets an index larger than it needed. Sized from the
+  // bytes stored, not the size: a sparse map of one line must not cost a 128 MiB index.
+  const uint64_t hint = context.allocated_size > 0
+                            ? std::min(context.initial_size, context.allocated_size)
+                            : context.initial_size;
+  if (hint > 0) code_.Reserve(hint / 32, hint / 64);
 }
 
 void PerfmapSource::Feed(std::span<const uint8_t> data) {

@@ -78,6 +78,9 @@ struct SourceContext {
   // written before the daemon could see them.
   uint64_t discovered_ns = 0;
   uint64_t initial_size = 0;
+  // The bytes of it that are stored (st_blocks * 512): what sizes memory reserved up front,
+  // since a sparse file's size says nothing about what it holds. 0: unknown, use initial_size.
+  uint64_t allocated_size = 0;
 };
 
 // What a file name says about its content.

@@ -26,6 +26,20 @@ TEST(SizeHintsTest, PerfmapFoundWithAnExabyteSizeReadsItsFirstLine) {
   }
 }
 
+TEST(SizeHintsTest, SparsePerfmapIsSizedByWhatItStores) {
+  // One 4 KiB block stored in a file of 4 GiB: the index is sized for the block, not the size.
+  ingest::SourceContext sparse;
+  sparse.initial_size = uint64_t{4} << 30;
+  sparse.allocated_size = 4096;
+  ingest::PerfmapSource source("/tmp/perf-1.map", sparse, [] { return uint64_t{1}; });
+  EXPECT_LT(source.code().memory_bytes(), size_t{1} << 20);
+  // The same size stored in full is sized for it.
+  ingest::SourceContext dense = sparse;
+  dense.allocated_size = dense.initial_size;
+  ingest::PerfmapSource full("/tmp/perf-2.map", dense, [] { return uint64_t{1}; });
+  EXPECT_GT(full.code().memory_bytes(), size_t{16} << 20);
+}
+
 TEST(SizeHintsTest, RangeSetReserveIsCapped) {
   index::RangeSet ranges;
   ranges.Reserve(~size_t{0});
