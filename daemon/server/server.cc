@@ -227,13 +227,22 @@ class Server::Impl : public std::enable_shared_from_this<Impl> {
         Accept();
         return;
       }
-      // Out of descriptors or memory: wait a little instead of spinning on the error.
-      JITSYM_LOG(kWarning, "accept on ", path_, " failed: ", ec.message());
+      // Out of descriptors or memory: wait a little instead of spinning on the error, and say
+      // so once per episode (every 100 ms would flood the journal while it lasts).
+      if (!accept_failing_) {
+        JITSYM_LOG(kWarning, "accept on ", path_, " failed: ", ec.message(),
+                   "; retrying every 100 ms");
+        accept_failing_ = true;
+      }
       retry_timer_.expires_after(std::chrono::milliseconds(100));
       retry_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
         if (!e) self->Accept();
       });
       return;
+    }
+    if (accept_failing_) {
+      JITSYM_LOG(kInfo, "accepting on ", path_, " again");
+      accept_failing_ = false;
     }
     state_->connections_accepted.fetch_add(1, std::memory_order_relaxed);
     const ServerOptions& o = state_->options;
@@ -300,6 +309,7 @@ class Server::Impl : public std::enable_shared_from_this<Impl> {
   std::shared_ptr<ServerState> state_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   stream_protocol::acceptor acceptor_;
+  bool accept_failing_ = false;  // on the strand
   boost::asio::steady_timer retry_timer_;
   std::string path_;
   dev_t bound_dev_ = 0;
