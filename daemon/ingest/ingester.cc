@@ -15,7 +15,7 @@
 #include <system_error>
 
 #include "daemon/index/huge_page_allocator.h"
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/ingest/source.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"

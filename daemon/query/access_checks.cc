@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
 namespace jitsym::query {
 

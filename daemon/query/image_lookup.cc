@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/ingest/r2rmap_source.h"
 #include "daemon/security/access_rules.h"
 #include "daemon/security/file_trust.h"

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
-#include "daemon/ingest/proc.h"
-#include "daemon/query/process_maps.h"
+#include "daemon/os/proc.h"
+#include "daemon/os/process_maps.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 

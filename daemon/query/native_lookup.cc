@@ -10,7 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 

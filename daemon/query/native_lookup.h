@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "daemon/native/module_cache.h"
-#include "daemon/query/process_maps.h"
+#include "daemon/os/process_maps.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 

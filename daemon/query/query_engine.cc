@@ -5,7 +5,7 @@
 
 #include <type_traits>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/query/access_checks.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
 namespace jitsym::query {
 namespace {

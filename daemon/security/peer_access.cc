@@ -11,7 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
 namespace jitsym::security {
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "daemon/ingest/r2rmap_source.h"
-#include "daemon/query/process_maps.h"
+#include "daemon/os/process_maps.h"
 
 namespace jitsym::query {
 namespace {

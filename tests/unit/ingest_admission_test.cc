@@ -11,7 +11,7 @@
 #include "daemon/config/descriptor_budget.h"
 #include "daemon/formats/mlpd/mlpd_parser.h"
 #include "daemon/ingest/mlpd_source.h"
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "tests/unit/testing/mlpd_builder.h"

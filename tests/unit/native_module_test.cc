@@ -17,7 +17,7 @@
 #include "daemon/native/debug_file_locator.h"
 #include "daemon/native/key_index.h"
 #include "daemon/native/module_cache.h"
-#include "daemon/query/process_maps.h"
+#include "daemon/os/process_maps.h"
 
 namespace jitsym::native {
 

@@ -1,4 +1,4 @@
-#include "daemon/query/process_maps.h"
+#include "daemon/os/process_maps.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // Reads process identities from /proc and converts their start times.
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
