@@ -28,13 +28,13 @@ security::FileFacts Ingester::FileFactsOf(const struct stat& st) const {
 }
 
 std::optional<security::ProcessFacts> Ingester::ProcessFactsOf(
-    const std::optional<ProcessIdentity>& identity) {
+    const std::optional<os::ProcessIdentity>& identity) {
   if (!identity) return std::nullopt;
-  return security::ProcessFacts{identity->uid, StartTicksToRealtimeNs(identity->start_ticks)};
+  return security::ProcessFacts{identity->uid, os::StartTicksToRealtimeNs(identity->start_ticks)};
 }
 
 Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid,
-                                                      const std::optional<ProcessIdentity>& live,
+                                                      const std::optional<os::ProcessIdentity>& live,
                                                       uint32_t uid) {
   if (live) {
     // The process holding the pid now is known too, even with no file of its own yet: without
@@ -61,7 +61,7 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
   if (Ignored(path, st)) return false;
   const uint32_t owner = st.st_uid;
   if (pid) {
-    const auto identity = ReadProcessIdentity(*pid);
+    const auto identity = os::ReadProcessIdentity(*pid);
     out->identity = identity;
     const security::Admission verdict =
         security::JudgeAdmission(FileFactsOf(st), ProcessFactsOf(identity), started_realtime_ns_);

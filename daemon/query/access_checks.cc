@@ -46,7 +46,7 @@ void SettleProcessDenials(uint32_t pid, const security::PeerAccess& access,
   // Who holds the pid now: "permission denied" only for a live process not the client's, which
   // /proc shows to anyone; any other answer would tell which dead pids the daemon indexed.
   std::optional<uint32_t> live_owner;
-  if (const auto identity = ingest::ReadProcessIdentity(pid)) live_owner = identity->uid;
+  if (const auto identity = os::ReadProcessIdentity(pid)) live_owner = identity->uid;
   const bool deny = security::DecideProcess(access.facts(), std::nullopt, live_owner) ==
                     security::ProcessAccess::kDenied;
   for (proto::LookupResult& r : lookup->results) {

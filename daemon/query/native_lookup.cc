@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "daemon/os/proc.h"
+#include "daemon/os/process_maps.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -181,13 +182,13 @@ std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::Cached(uint32_t 
 
 std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::ReadProcessTable(uint32_t pid) {
   std::shared_ptr<ProcessTable> p;
-  if (auto identity = ingest::ReadProcessIdentity(pid)) {
-    if (auto maps = ReadProcessMaps(pid)) {
+  if (auto identity = os::ReadProcessIdentity(pid)) {
+    if (auto maps = os::ReadProcessMaps(pid)) {
       p = std::make_shared<ProcessTable>();
       p->start_ticks = identity->start_ticks;
       p->uid = identity->uid;
       p->read_ns = MonotonicNowNs();
-      for (const Mapping& m : *maps) {
+      for (const os::Mapping& m : *maps) {
         if (m.perms.size() < 3 || m.perms[2] != 'x' || m.path.empty() || m.path.front() != '/') {
           continue;
         }
@@ -234,7 +235,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
   std::shared_ptr<const ProcessTable> table = Cached(pid, false, &fresh);
   if (table && !fresh && MonotonicNowNs() - table->read_ns >= decltype(processes_)::kMinRereadNs) {
     // The pid may belong to another process by now: then its table is read again.
-    auto identity = ingest::ReadProcessIdentity(pid);
+    auto identity = os::ReadProcessIdentity(pid);
     if (identity && identity->start_ticks != table->start_ticks) {
       table = Cached(pid, true, &fresh);
     }

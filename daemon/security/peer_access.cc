@@ -102,7 +102,7 @@ bool PeerAccess::MaySeeProcess(std::optional<uint32_t> owner) const {
 ProcessAccess PeerAccess::ForProcess(std::optional<uint32_t> owner, uint32_t pid) const {
   if (MaySeeProcess(owner)) return ProcessAccess::kAllowed;
   std::optional<uint32_t> live_owner;
-  if (const auto identity = ingest::ReadProcessIdentity(pid)) live_owner = identity->uid;
+  if (const auto identity = os::ReadProcessIdentity(pid)) live_owner = identity->uid;
   return DecideProcess(facts_, owner, live_owner);
 }
 
