@@ -77,7 +77,7 @@ std::vector<uint32_t> CachedGroupsOfUser(uint32_t uid, uint32_t gid) {
 
 }  // namespace
 
-PeerAccess::PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& policy)
+PeerAccess::PeerAccess(const PeerCredentials& peer, const AccessPolicy& policy)
     : uid_(peer.uid), gid_(peer.gid) {
   groups_.assign(peer.groups.begin(), peer.groups.end());
   std::sort(groups_.begin(), groups_.end());

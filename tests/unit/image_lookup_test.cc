@@ -31,7 +31,7 @@ TEST(ImageLookup, NamesAndSignatures) {
 
 // What a client with this uid (and a group of its own) may do.
 security::PeerAccess AccessOf(uint32_t uid) {
-  server::PeerCredentials peer;
+  security::PeerCredentials peer;
   peer.uid = uid;
   peer.gid = uid;
   return security::PeerAccess(peer, {});
