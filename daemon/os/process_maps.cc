@@ -1,7 +1,10 @@
 #include "daemon/os/process_maps.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <map>
 
 #include "daemon/os/small_file.h"
@@ -64,6 +67,19 @@ std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid) {
   auto file = ReadSmallFile("/proc/" + std::to_string(pid) + "/maps", {});
   if (!file) return std::nullopt;
   return ParseProcessMaps(file->bytes);
+}
+
+std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t inode, uint64_t start,
+                           uint64_t end) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && st.st_ino == inode) return path;
+  std::string root = "/proc/" + std::to_string(pid) + "/root" + path;
+  if (::stat(root.c_str(), &st) == 0 && st.st_ino == inode) return root;
+  char files[96];
+  std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
+                static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
+  if (::stat(files, &st) == 0 && st.st_ino == inode) return files;
+  return path;
 }
 
 std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings) {

@@ -33,6 +33,13 @@ struct MappedFile {
 std::vector<Mapping> ParseProcessMaps(std::string_view text);
 // nullopt when the process is gone or its maps are not readable.
 std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid);
+// Where the daemon can open the file a process maps at [start, end) (path and inode from its
+// maps): the path itself if it still names that inode; else the process's own view of it
+// (/proc/<pid>/root/<path>, for another mount namespace); else the mapping itself
+// (/proc/<pid>/map_files/<start>-<end>, for a file replaced or deleted since); else the path, the
+// best there is once the process is gone.
+std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t inode, uint64_t start,
+                           uint64_t end);
 // Files mapped at offset 0 (pseudo-paths like "[heap]" excluded), sorted by base.
 std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings);
 

@@ -203,21 +203,7 @@ std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::ReadProcessTable
 
 std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, const ExecMapping& m,
                                                               std::string* error) {
-  // The path as the process sees it; if that is another file now (replaced, or another mount
-  // namespace), the process's own view of it while it lives.
-  struct stat st {};
-  if (::stat(m.path.c_str(), &st) == 0 && st.st_ino == m.inode) {
-    return modules_.GetByPath(m.path, error);
-  }
-  const std::string root = "/proc/" + std::to_string(pid) + "/root" + m.path;
-  if (::stat(root.c_str(), &st) == 0 && st.st_ino == m.inode) {
-    return modules_.GetByPath(root, error);
-  }
-  char files[96];
-  std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
-                static_cast<unsigned long long>(m.start), static_cast<unsigned long long>(m.end));
-  if (::stat(files, &st) == 0 && st.st_ino == m.inode) return modules_.GetByPath(files, error);
-  return modules_.GetByPath(m.path, error);  // the best there is (the process may be gone)
+  return modules_.GetByPath(os::MappedFilePath(pid, m.path, m.inode, m.start, m.end), error);
 }
 
 void NativeLookup::LookupInProcess(const proto::LookupRequest& request,

@@ -68,6 +68,30 @@ TEST(ProcessMaps, ReadsOwnProcess) {
   EXPECT_FALSE(ReadProcessMaps(0x7ffffff0u));
 }
 
+TEST(ProcessMaps, MappedFilePathFindsTheMappedInode) {
+  const uint32_t pid = static_cast<uint32_t>(::getpid());
+  auto maps = ReadProcessMaps(pid);
+  ASSERT_TRUE(maps);
+  const Mapping* exe = nullptr;
+  for (const Mapping& m : *maps) {
+    if (!m.path.empty() && m.path.front() == '/' && m.inode != 0 && !m.deleted) {
+      exe = &m;
+      break;
+    }
+  }
+  ASSERT_NE(exe, nullptr);
+  EXPECT_EQ(MappedFilePath(pid, exe->path, exe->inode, exe->start, exe->end), exe->path);
+  // A path that names another file now: the mapping itself, through map_files (readable by the
+  // process's owner), else the path.
+  struct stat st {};
+  const std::string found =
+      MappedFilePath(pid, "/proc/self/exe/../nowhere", exe->inode, exe->start, exe->end);
+  if (found != "/proc/self/exe/../nowhere") {
+    ASSERT_EQ(::stat(found.c_str(), &st), 0);
+    EXPECT_EQ(st.st_ino, exe->inode);
+  }
+}
+
 TEST(ProcessIdentity, OwnProcess) {
   const auto me = ReadProcessIdentity(static_cast<uint32_t>(::getpid()));
   ASSERT_TRUE(me);
