@@ -166,13 +166,14 @@ struct LookupResult {
 
 struct LookupResponse {
   std::vector<LookupResult> results;  // in request order, one per address
-  // Owns what the results' string members point into: in the daemon, the index view and the
-  // modules that answered; in the client, `text`. Copies of the response share it.
+  // Made by the daemon: owns what the results' string members point into (the index view, the
+  // modules and image tables that answered). Copies of the response share it.
   std::shared_ptr<const void> keepalive;
   uint32_t fields = kAllFields;  // members to encode (from the request)
   bool strings = false;          // encode the compact form (LookupRequest::strings)
-  // Decoding: the unescaped text of every string of the response (the compact form's table and
-  // the plain form's members), reused by the next decode when nobody else holds it.
+  // Decoded: the unescaped text of every string of the response (the compact form's table and
+  // the plain form's members), which the results' string members point into. Copies of the
+  // response share it; the next decode into this response reuses it when nobody else does.
   std::shared_ptr<std::string> text;
 };
 

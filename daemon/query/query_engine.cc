@@ -1,11 +1,8 @@
+// Dispatches protocol requests: see query_engine.h.
 #include "daemon/query/query_engine.h"
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <type_traits>
 
-#include "daemon/ingest/proc.h"
 #include "daemon/query/access_checks.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
@@ -70,8 +67,9 @@ std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupReque
                                                         const security::PeerAccess& access,
                                                         LookupBatch& batch) {
   if (!body.image && !body.build_id) {
-    if (!body.pid)
+    if (!body.pid) {
       return proto::ErrorResponse{std::string(proto::kErrBadRequest), "lookup needs \"pid\""};
+    }
     if (*body.pid <= 0 || *body.pid > 0x7fffffff) {
       return proto::ErrorResponse{std::string(proto::kErrBadRequest),
                                   "\"pid\" must be a positive process id"};

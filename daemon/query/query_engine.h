@@ -1,5 +1,8 @@
 // Answers protocol requests from the published IndexView. Called concurrently by server threads;
-// takes the current view once per request and never waits for the ingester.
+// takes the current view once per request and never waits for the ingester. A pid lookup runs
+// through a chain of resolvers (resolver.h): the JIT index, the access decision for the pid,
+// the ReadyToRun images the process maps, its ELF mappings. An image lookup goes to the one
+// resolver of its kind (r2rmap or ELF) once the access rule allowed the path.
 #ifndef JITSYM_DAEMON_QUERY_QUERY_ENGINE_H_
 #define JITSYM_DAEMON_QUERY_QUERY_ENGINE_H_
 
