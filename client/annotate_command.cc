@@ -112,13 +112,13 @@ void AppendHex(uint64_t value, std::string* out) {
 
 // NAME+0xOFF (ORIGIN:IMAGE)
 void AppendAnswer(const proto::LookupResult& r, std::string* out) {
-  AppendClean(r.name_or_view(), out);
+  AppendClean(r.name, out);
   out->push_back('+');
   AppendHex(r.offset, out);
   out->append(" (");
-  AppendClean(r.origin_or_view(), out);
+  AppendClean(proto::OriginName(r.origin), out);
   out->push_back(':');
-  AppendClean(!r.image_or_view().empty() ? r.image_or_view() : r.source_or_view(), out);
+  AppendClean(!r.image.empty() ? r.image : r.source, out);
   out->push_back(')');
 }
 
@@ -352,7 +352,7 @@ class AnnotatePipeline {
   void FoldFrame(const Batch& batch, const LineRec& rec) {
     const char* line = batch.text.data() + rec.begin;
     if (const proto::LookupResult* r = Answer(batch, rec)) {
-      stack_.push_back(FoldName(r->name_or_view()));
+      stack_.push_back(FoldName(r->name));
       return;
     }
     std::string_view sym(line + rec.sym_begin, rec.sym_len);

@@ -190,26 +190,26 @@ void AppendText(const proto::LookupResult& r, uint64_t addr, bool inlines, std::
     return;
   }
   out->push_back('\t');
-  AppendClean(r.name_or_view(), out);
+  AppendClean(r.name, out);
   out->append("+");
   AppendHex(r.offset, out);
   out->push_back('\t');
-  AppendClean(r.origin_or_view(), out);
-  if (!r.file_or_view().empty()) {
+  AppendClean(proto::OriginName(r.origin), out);
+  if (!r.file.empty()) {
     out->push_back('\t');
-    AppendPosition(r.file_or_view(), r.line, r.column, out);
+    AppendPosition(r.file, r.line, r.column, out);
   } else if (inlines) {
     out->append("\t??:0");
   }
   if (inlines) {
     for (const proto::Frame& frame : r.frames) {
       out->push_back('\t');
-      AppendClean(frame.name_or_view(), out);
+      AppendClean(frame.name, out);
       out->push_back('\t');
-      if (frame.file_or_view().empty()) {
+      if (frame.file.empty()) {
         out->append("??:0");
       } else {
-        AppendPosition(frame.file_or_view(), frame.line, frame.column, out);
+        AppendPosition(frame.file, frame.line, frame.column, out);
       }
     }
   }

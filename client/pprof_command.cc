@@ -124,9 +124,9 @@ class Resolver {
 std::vector<std::string> FunctionsOf(const proto::LookupResult& r) {
   std::vector<std::string> out;
   for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) {
-    out.emplace_back(it->name_or_view());
+    out.emplace_back(it->name);
   }
-  if (out.empty()) out.emplace_back(r.name_or_view());
+  if (out.empty()) out.emplace_back(r.name);
   return out;
 }
 

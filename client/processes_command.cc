@@ -55,7 +55,8 @@ int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& a
     for (const proto::SourceInfo& s : p.sources) {
       if (!first) out.append(", ");
       first = false;
-      out.append(s.origin).append(":").append(s.path).append(" (").append(s.state);
+      out.append(proto::OriginName(s.origin)).append(":").append(s.path).append(" (");
+      out.append(proto::SourceStateName(s.state));
       if (!s.error.empty()) out.append(": ").append(s.error);
       out.append(")");
     }

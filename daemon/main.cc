@@ -167,12 +167,6 @@ int main(int argc, char** argv) {
 #endif
   const config::DescriptorBudget descriptors = BudgetFor(RaiseDescriptorLimit(), settings);
   JITSYM_LOG(kInfo, "descriptor budget: ", config::FormatDescriptorBudget(descriptors));
-  query::SetR2rmapSearchDirs(settings.r2rmap_dirs);  // read by the query engine it builds
-  // Native (ELF/DWARF) lookups: also read by the query engine it builds.
-  query::NativeOptions native;
-  if (!settings.debug_dirs.empty()) native.debug_dirs = settings.debug_dirs;
-  native.cache_bytes = static_cast<size_t>(settings.debug_cache_mb) << 20;
-  query::SetNativeOptions(std::move(native));
 
   index::ViewCell cell;
   boost::asio::io_context ingest_io;
@@ -191,17 +185,21 @@ int main(int argc, char** argv) {
   limits.user_files = descriptors.user_files;
   limits.total_bytes = settings.limit_total_bytes;
   limits.total_files = descriptors.total_files;
-  security::AccessPolicy access;
+  query::QueryEngine::Options query_options;
+  security::AccessPolicy& access = query_options.access;
   if (!settings.trusted_group.empty()) {
     access.trusted_gid = security::ResolveGroup(settings.trusted_group);
     if (!access.trusted_gid) UsageError("trusted-group: no group '" + settings.trusted_group + "'");
   }
+  query_options.images.search_dirs = settings.r2rmap_dirs;
+  if (!settings.debug_dirs.empty()) query_options.native.debug_dirs = settings.debug_dirs;
+  query_options.native.cache_bytes = static_cast<size_t>(settings.debug_cache_mb) << 20;
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;
   query::QueryEngine engine(
-      cell, [&server_ptr] { return server_ptr ? server_ptr->counters() : server::Counters{}; });
-  engine.set_access_policy(access);
+      cell, [&server_ptr] { return server_ptr ? server_ptr->counters() : server::Counters{}; },
+      std::move(query_options));
   server::ServerOptions server_options;
   server_options.max_connections = descriptors.connections;
   server_options.max_user_connections = descriptors.user_connections;

@@ -22,6 +22,8 @@
 #include <variant>
 #include <vector>
 
+#include "proto/wire_enums.h"
+
 namespace jitsym::proto {
 
 inline constexpr int kProtocolVersion = 1;
@@ -97,8 +99,9 @@ struct LookupRequest {
   std::optional<std::string> image;     // image lookups (r2rmap, ELF); later formats
   std::optional<std::string> build_id;  // ELF image lookups by build-id (hex)
   bool file_offset = false;  // ELF image lookups: addrs are file offsets, not virtual addresses
-  std::optional<std::string> origin;  // restrict answers to one source kind
-  std::optional<uint64_t> time;       // batch time; absent = now / last known
+  // Restrict answers to one kind of source (an Origin's name; any other name matches nothing).
+  std::optional<std::string> origin;
+  std::optional<uint64_t> time;  // batch time; absent = now / last known
   std::vector<AddressQuery> addrs;
   uint32_t fields = kAllFields;  // "fields": which members found results carry
   // "strings": true asks for the compact answer form: each distinct string of the response
@@ -128,16 +131,15 @@ struct Request {
 
 // ---- responses --------------------------------------------------------------------------------
 
+// The string members of lookup answers are views: a batch of a million answers would otherwise
+// allocate millions of strings (native answers carry several frames each). The daemon's views
+// point into the index and the modules, the decoder's into its own copy of the text; either way
+// LookupResponse owns what they point into, so results are read only while it is held.
 struct Frame {  // one inlined frame (native code), innermost first
-  std::string name;
-  std::string file;
+  std::string_view name;
+  std::string_view file;
   uint32_t line = 0;
   uint32_t column = 0;
-  // Set instead of the strings when borrowed, as LookupResult's *_view members.
-  std::string_view name_view, file_view;
-
-  std::string_view name_or_view() const { return name_view.data() ? name_view : name; }
-  std::string_view file_or_view() const { return file_view.data() ? file_view : file; }
 };
 
 struct LookupResult {
@@ -146,46 +148,33 @@ struct LookupResult {
   std::string error;  // per-address error (bad input, permission); found is false
   std::string raw;    // with error: the unparsable input, sent as "addr" instead of the value
   // When found:
-  std::string name;
+  std::string_view name;
   uint64_t offset = 0;  // addr - start
   uint64_t start = 0;
   uint64_t size = 0;
-  std::string origin;  // "jitdump", later "perfmap", "r2rmap", "mlpd", "elf"
-  std::string image;   // image name or path, when the answer comes from one
-  std::string source;  // the file the answer was read from
-  std::string file;    // source position, when debug info gives one
+  Origin origin = Origin::kUnknown;
+  std::string_view image;   // image name or path, when the answer comes from one
+  std::string_view source;  // the file the answer was read from
+  std::string_view file;    // source position, when debug info gives one
   uint32_t line = 0;
   uint32_t column = 0;
   std::optional<uint64_t> loaded_at;    // when this code became valid (CLOCK_MONOTONIC ns)
   std::optional<uint64_t> incarnation;  // which incarnation of the pid answered
-  std::string build_id;
+  std::string_view build_id;
   std::vector<Frame> frames;
-  // String members borrowed instead of copied (a batch of a million answers would otherwise
-  // allocate millions of strings; native answers carry several frames each). The daemon borrows
-  // from the index and the modules (LookupResponse::keepalive owns those); decoding a compact
-  // response borrows from its string table (LookupResponse::string_table), decoding the plain
-  // form fills the strings. A view is set when its data() is non-null: read members through
-  // the *_or_view() accessors, which work either way.
-  std::string_view name_view, origin_view, source_view, file_view, image_view, build_id_view;
-
-  std::string_view name_or_view() const { return name_view.data() ? name_view : name; }
-  std::string_view origin_or_view() const { return origin_view.data() ? origin_view : origin; }
-  std::string_view source_or_view() const { return source_view.data() ? source_view : source; }
-  std::string_view file_or_view() const { return file_view.data() ? file_view : file; }
-  std::string_view image_or_view() const { return image_view.data() ? image_view : image; }
-  std::string_view build_id_or_view() const {
-    return build_id_view.data() ? build_id_view : build_id;
-  }
 };
 
 struct LookupResponse {
-  std::vector<LookupResult> results;      // in request order, one per address
-  std::shared_ptr<const void> keepalive;  // owns what results' *_view members point into
-  uint32_t fields = kAllFields;           // members to encode (from the request)
-  bool strings = false;                   // encode the compact form (LookupRequest::strings)
-  // Decoding a compact response: the string table's bytes. The results' *_view members point
-  // into it (their strings stay empty); copies of the response share it.
-  std::shared_ptr<std::string> string_table;
+  std::vector<LookupResult> results;  // in request order, one per address
+  // Made by the daemon: owns what the results' string members point into (the index view, the
+  // modules and image tables that answered). Copies of the response share it.
+  std::shared_ptr<const void> keepalive;
+  uint32_t fields = kAllFields;  // members to encode (from the request)
+  bool strings = false;          // encode the compact form (LookupRequest::strings)
+  // Decoded: the unescaped text of every string of the response (the compact form's table and
+  // the plain form's members), which the results' string members point into. Copies of the
+  // response share it; the next decode into this response reuses it when nobody else does.
+  std::shared_ptr<std::string> text;
 };
 
 // One range of a symbols answer: code at [start, start + size) is `name` now.
@@ -193,8 +182,8 @@ struct SymbolEntry {
   uint64_t start = 0;  // absolute address (image ranges with the image base applied)
   uint64_t size = 0;
   std::string name;
-  std::string origin;  // "jitdump", "perfmap", "mlpd", "r2rmap"
-  std::string image;   // r2rmap answers: the image name
+  Origin origin = Origin::kUnknown;
+  std::string image;  // r2rmap answers: the image name
 };
 
 struct SymbolsResponse {
@@ -204,9 +193,9 @@ struct SymbolsResponse {
 };
 
 struct SourceInfo {
-  std::string origin;
+  Origin origin = Origin::kUnknown;
   std::string path;
-  std::string state;  // "following", "closed", "deleted", "error"
+  SourceState state = SourceState::kUnknown;
   uint64_t ranges = 0;
   uint64_t bytes_read = 0;
   std::string error;  // last error, if state is "error"

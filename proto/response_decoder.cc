@@ -19,7 +19,7 @@ using Kind = JsonReader::Kind;
 // a bug somewhere, so it fails whole (unknown members are still skipped).
 class Decoder {
  public:
-  explicit Decoder(std::string_view line) : r_(line) {}
+  explicit Decoder(std::string_view line) : r_(line), line_size_(line.size()) {}
 
   JsonReader& reader() { return r_; }
   bool ok() const { return r_.ok() && error_.empty(); }
@@ -38,44 +38,72 @@ class Decoder {
     out->assign(text);
     return true;
   }
+  // A lookup response: its strings are copied into *text (reused when nobody else holds it),
+  // reserved for the whole line so that no copy moves what earlier views point to (a string's
+  // unescaped text is never longer than its JSON).
+  void UseText(std::shared_ptr<std::string>* text) {
+    if (text_ != nullptr) return;
+    if (*text == nullptr || text->use_count() != 1) *text = std::make_shared<std::string>();
+    text_ = text->get();
+    text_->clear();
+    text_->reserve(line_size_);
+  }
+  bool Keep(std::string_view member, std::string_view s, std::string_view* out) {
+    if (text_ == nullptr || text_->capacity() - text_->size() < s.size()) {
+      return Fail(member, "does not fit the response");  // not reached: see UseText
+    }
+    const size_t at = text_->size();
+    text_->append(s);
+    *out = std::string_view(text_->data() + at, s.size());
+    return true;
+  }
   // A string member of a result: the string itself, or in the compact form the index of a
-  // string in the response's table (then *view points into the table and *out stays empty).
-  bool StringOrIndex(std::string_view member, std::string* out, std::string_view* view) {
-    if (r_.Peek() != Kind::kNumber) return String(member, out);
+  // string in the response's table. Either way *out points into the response's text.
+  bool StringOrIndex(std::string_view member, std::string_view* out) {
+    if (r_.Peek() != Kind::kNumber) {
+      std::string_view text;
+      if (r_.Peek() != Kind::kString) return Fail(member, "must be a string");
+      if (!r_.ReadString(&text)) return false;
+      return Keep(member, text, out);
+    }
     size_t index = 0;
     if (!Uint(member, &index)) return false;
     if (index >= table_.size()) return Fail(member, "refers to no entry of 'strings'");
-    *view = table_[index];
+    *out = table_[index];
     return true;
   }
-  // The compact form's "strings" array, into *storage (reused when nobody else holds it).
-  bool StringTable(std::shared_ptr<std::string>* storage) {
+  // A wire enum (origin, state): a name of its table; kUnknown for a name this build does not
+  // know, which a newer daemon may send.
+  template <typename E, typename FromName>
+  bool Enum(std::string_view member, E* out, FromName from_name) {
+    std::string_view text;
+    if (r_.Peek() == Kind::kNumber) {  // compact form: an index into the string table
+      size_t index = 0;
+      if (!Uint(member, &index)) return false;
+      if (index >= table_.size()) return Fail(member, "refers to no entry of 'strings'");
+      text = table_[index];
+    } else {
+      if (r_.Peek() != Kind::kString) return Fail(member, "must be a string");
+      if (!r_.ReadString(&text)) return false;
+    }
+    *out = from_name(text).value_or(E::kUnknown);
+    return true;
+  }
+  // The compact form's "strings" array (UseText first).
+  bool StringTable() {
     // Once per response: results decoded so far may point into the table.
     if (have_table_) return Fail("strings", "appears twice");
     have_table_ = true;
     if (r_.Peek() != Kind::kArray) return Fail("strings", "must be an array of strings");
-    if (*storage == nullptr || storage->use_count() != 1) {
-      *storage = std::make_shared<std::string>();
-    }
-    std::string& bytes = **storage;
-    bytes.clear();
-    ends_.clear();
+    table_.clear();
     if (!r_.BeginArray()) return false;
     while (r_.NextElement()) {
       std::string_view text;
       if (r_.Peek() != Kind::kString) return Fail("strings", "must be an array of strings");
       if (!r_.ReadString(&text)) return false;
-      bytes.append(text);
-      ends_.push_back(bytes.size());
+      if (!Keep("strings", text, &table_.emplace_back())) return false;
     }
-    if (!r_.ok()) return false;
-    table_.clear();
-    size_t begin = 0;
-    for (size_t end : ends_) {  // views only now: appending may have moved the bytes
-      table_.emplace_back(bytes.data() + begin, end - begin);
-      begin = end;
-    }
-    return true;
+    return r_.ok();
   }
   template <typename T>
   bool Uint(std::string_view member, T* out) {
@@ -152,8 +180,9 @@ class Decoder {
 
  private:
   JsonReader r_;
+  size_t line_size_;
   std::string error_;
-  std::vector<size_t> ends_;
+  std::string* text_ = nullptr;          // where string members are copied (UseText)
   std::vector<std::string_view> table_;  // the compact form's strings
   bool have_table_ = false;
 };
@@ -163,19 +192,14 @@ void ResetResult(LookupResult* r) {
   r->found = false;
   r->error.clear();
   r->raw.clear();
-  r->name.clear();
+  r->name = {};
   r->offset = r->start = r->size = 0;
-  r->origin.clear();
-  r->image.clear();
-  r->source.clear();
-  r->file.clear();
+  r->origin = Origin::kUnknown;
+  r->image = r->source = r->file = r->build_id = {};
   r->line = r->column = 0;
   r->loaded_at.reset();
   r->incarnation.reset();
-  r->build_id.clear();
   r->frames.clear();
-  r->name_view = r->origin_view = r->source_view = r->file_view = r->image_view =
-      r->build_id_view = {};
 }
 
 bool DecodeFrame(Decoder& d, Frame* frame) {
@@ -184,9 +208,9 @@ bool DecodeFrame(Decoder& d, Frame* frame) {
     const bool ok = d.Array("frames", [&] {
       switch (i++) {
         case 0:
-          return d.StringOrIndex("frames", &frame->name, &frame->name_view);
+          return d.StringOrIndex("frames", &frame->name);
         case 1:
-          return d.StringOrIndex("frames", &frame->file, &frame->file_view);
+          return d.StringOrIndex("frames", &frame->file);
         case 2:
           return d.Uint("frames", &frame->line);
         case 3:
@@ -198,8 +222,8 @@ bool DecodeFrame(Decoder& d, Frame* frame) {
     return ok && (i >= 4 || d.Fail("frames", "must have name, file, line and column"));
   }
   return d.Object("frames", [&](std::string_view key) {
-    if (key == "name") return d.StringOrIndex(key, &frame->name, &frame->name_view);
-    if (key == "file") return d.StringOrIndex(key, &frame->file, &frame->file_view);
+    if (key == "name") return d.StringOrIndex(key, &frame->name);
+    if (key == "file") return d.StringOrIndex(key, &frame->file);
     if (key == "line") return d.Uint(key, &frame->line);
     if (key == "column") return d.Uint(key, &frame->column);
     return d.reader().Skip();
@@ -226,20 +250,20 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
       return true;
     }
     if (key == "found") return d.Bool(key, &r->found);
-    if (key == "name") return d.StringOrIndex(key, &r->name, &r->name_view);
+    if (key == "name") return d.StringOrIndex(key, &r->name);
     if (key == "offset") return d.Uint(key, &r->offset);
     if (key == "start") return d.Address(key, &r->start);
     if (key == "size") return d.Uint(key, &r->size);
-    if (key == "origin") return d.StringOrIndex(key, &r->origin, &r->origin_view);
-    if (key == "source") return d.StringOrIndex(key, &r->source, &r->source_view);
+    if (key == "origin") return d.Enum(key, &r->origin, OriginFromName);
+    if (key == "source") return d.StringOrIndex(key, &r->source);
     if (key == "error") return d.String(key, &r->error);
     if (key == "loaded_at") return d.OptionalUint(key, &r->loaded_at);
     if (key == "incarnation") return d.OptionalUint(key, &r->incarnation);
-    if (key == "file") return d.StringOrIndex(key, &r->file, &r->file_view);
+    if (key == "file") return d.StringOrIndex(key, &r->file);
     if (key == "line") return d.Uint(key, &r->line);
     if (key == "column") return d.Uint(key, &r->column);
-    if (key == "image") return d.StringOrIndex(key, &r->image, &r->image_view);
-    if (key == "build_id") return d.StringOrIndex(key, &r->build_id, &r->build_id_view);
+    if (key == "image") return d.StringOrIndex(key, &r->image);
+    if (key == "build_id") return d.StringOrIndex(key, &r->build_id);
     if (key == "frames") {
       return d.Array(key, [&] { return DecodeFrame(d, &r->frames.emplace_back()); });
     }
@@ -254,9 +278,9 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
 
 bool DecodeSource(Decoder& d, SourceInfo* s) {
   return d.Object("sources", [&](std::string_view key) {
-    if (key == "origin") return d.String(key, &s->origin);
+    if (key == "origin") return d.Enum(key, &s->origin, OriginFromName);
     if (key == "path") return d.String(key, &s->path);
-    if (key == "state") return d.String(key, &s->state);
+    if (key == "state") return d.Enum(key, &s->state, SourceStateFromName);
     if (key == "ranges") return d.Uint(key, &s->ranges);
     if (key == "bytes_read") return d.Uint(key, &s->bytes_read);
     if (key == "error") return d.String(key, &s->error);
@@ -285,7 +309,7 @@ bool DecodeSymbol(Decoder& d, SymbolEntry* s) {
     if (key == "start") return d.Address(key, &s->start);
     if (key == "size") return d.Uint(key, &s->size);
     if (key == "name") return d.String(key, &s->name);
-    if (key == "origin") return d.String(key, &s->origin);
+    if (key == "origin") return d.Enum(key, &s->origin, OriginFromName);
     if (key == "image") return d.String(key, &s->image);
     return d.reader().Skip();
   });
@@ -349,11 +373,13 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
     }
     if (key == "strings") {
       if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
-      return d.StringTable(&lookup->string_table);
+      d.UseText(&lookup->text);
+      return d.StringTable();
     }
     if (key == "results") {
       body = Body::kLookup;
       if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
+      d.UseText(&lookup->text);
       return d.Array(key, [&] {
         if (n_results == lookup->results.size()) lookup->results.emplace_back();
         return DecodeLookupResult(d, &lookup->results[n_results++]);

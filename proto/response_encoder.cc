@@ -109,8 +109,8 @@ class StringWriter {
 
 void EncodeFrame(const Frame& frame, const StringWriter& strings, std::string* out) {
   if (strings.compact()) {  // [name, file, line, column]: no member names to send and parse
-    strings.Value('[', frame.name_or_view(), out);
-    strings.Value(',', frame.file_or_view(), out);
+    strings.Value('[', frame.name, out);
+    strings.Value(',', frame.file, out);
     out->push_back(',');
     AppendUint(frame.line, out);
     out->push_back(',');
@@ -118,8 +118,8 @@ void EncodeFrame(const Frame& frame, const StringWriter& strings, std::string* o
     out->push_back(']');
     return;
   }
-  strings.Member("{\"name\":", frame.name_or_view(), out);
-  if (!frame.file_or_view().empty()) strings.Member(",\"file\":", frame.file_or_view(), out);
+  strings.Member("{\"name\":", frame.name, out);
+  if (!frame.file.empty()) strings.Member(",\"file\":", frame.file, out);
   if (frame.line != 0) {
     out->append(",\"line\":");
     AppendUint(frame.line, out);
@@ -146,7 +146,7 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
     return;
   }
   out->append(",\"found\":true");
-  if (fields & kFieldName) strings.Member(",\"name\":", r.name_or_view(), out);
+  if (fields & kFieldName) strings.Member(",\"name\":", r.name, out);
   if (fields & kFieldOffset) {
     out->append(",\"offset\":");
     AppendUint(r.offset, out);
@@ -159,9 +159,9 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
     out->append(",\"size\":");
     AppendUint(r.size, out);
   }
-  if (fields & kFieldOrigin) strings.Member(",\"origin\":", r.origin_or_view(), out);
-  if ((fields & kFieldSource) && !r.source_or_view().empty()) {
-    strings.Member(",\"source\":", r.source_or_view(), out);
+  if (fields & kFieldOrigin) strings.Member(",\"origin\":", OriginName(r.origin), out);
+  if ((fields & kFieldSource) && !r.source.empty()) {
+    strings.Member(",\"source\":", r.source, out);
   }
   if ((fields & kFieldLoadedAt) && r.loaded_at) {
     out->append(",\"loaded_at\":");
@@ -172,7 +172,7 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
     AppendUint(*r.incarnation, out);
   }
   if (fields & kFieldPosition) {
-    if (!r.file_or_view().empty()) strings.Member(",\"file\":", r.file_or_view(), out);
+    if (!r.file.empty()) strings.Member(",\"file\":", r.file, out);
     if (r.line != 0) {
       out->append(",\"line\":");
       AppendUint(r.line, out);
@@ -182,11 +182,11 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
       AppendUint(r.column, out);
     }
   }
-  if ((fields & kFieldImage) && !r.image_or_view().empty()) {
-    strings.Member(",\"image\":", r.image_or_view(), out);
+  if ((fields & kFieldImage) && !r.image.empty()) {
+    strings.Member(",\"image\":", r.image, out);
   }
-  if ((fields & kFieldBuildId) && !r.build_id_or_view().empty()) {
-    strings.Member(",\"build_id\":", r.build_id_or_view(), out);
+  if ((fields & kFieldBuildId) && !r.build_id.empty()) {
+    strings.Member(",\"build_id\":", r.build_id, out);
   }
   if ((fields & kFieldFrames) && !r.frames.empty()) {
     out->append(",\"frames\":[");
@@ -203,9 +203,9 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
 }
 
 void EncodeSource(const SourceInfo& source, std::string* out) {
-  AppendMember("{\"origin\":", source.origin, out);
+  AppendMember("{\"origin\":", OriginName(source.origin), out);
   AppendMember(",\"path\":", source.path, out);
-  AppendMember(",\"state\":", source.state, out);
+  AppendMember(",\"state\":", SourceStateName(source.state), out);
   out->append(",\"ranges\":");
   AppendUint(source.ranges, out);
   out->append(",\"bytes_read\":");
@@ -266,7 +266,7 @@ struct BodyEncoder {
       out->append(",\"size\":");
       AppendUint(s.size, out);
       AppendMember(",\"name\":", s.name, out);
-      AppendMember(",\"origin\":", s.origin, out);
+      AppendMember(",\"origin\":", OriginName(s.origin), out);
       if (!s.image.empty()) AppendMember(",\"image\":", s.image, out);
       out->push_back('}');
     }
@@ -307,10 +307,10 @@ void EncodeLookupResponseBegin(std::string_view id_json, std::string* out) {
 void EncodeLookupResponseEnd(std::string* out) { out->append("]}\n"); }
 
 size_t LookupResultStringBytes(const LookupResult& r) {
-  size_t n = r.name_or_view().size() + r.origin_or_view().size() + r.source_or_view().size() +
-             r.file_or_view().size() + r.image_or_view().size() + r.build_id_or_view().size() +
-             r.error.size() + r.raw.size();
-  for (const Frame& f : r.frames) n += f.name_or_view().size() + f.file_or_view().size();
+  size_t n = r.name.size() + (r.origin == Origin::kUnknown ? 0 : OriginName(r.origin).size()) +
+             r.source.size() + r.file.size() + r.image.size() + r.build_id.size() + r.error.size() +
+             r.raw.size();
+  for (const Frame& f : r.frames) n += f.name.size() + f.file.size();
   return n;
 }
 

@@ -35,25 +35,25 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
                               "the image file is not readable by you"};
 }
 
-void SettleProcessDenials(uint32_t pid, const security::PeerAccess& access,
-                          proto::LookupResponse* lookup) {
-  if (access.trusted()) return;
-  bool unanswered = false;
-  for (const proto::LookupResult& r : lookup->results) {
-    unanswered |= !r.found && (r.error.empty() || r.error == kDeniedError);
+std::optional<proto::ErrorResponse> ProcessDenials::Resolve(LookupBatch& batch) {
+  const security::PeerAccess& access = batch.access();
+  if (access.trusted()) {
+    batch.DenyHidden();  // not reached: the trusted group sees every process
+    return std::nullopt;
   }
-  if (!unanswered) return;
   // Who holds the pid now: "permission denied" only for a live process not the client's, which
   // /proc shows to anyone; any other answer would tell which dead pids the daemon indexed.
   std::optional<uint32_t> live_owner;
-  if (const auto identity = os::ReadProcessIdentity(pid)) live_owner = identity->uid;
+  if (const auto identity = os::ReadProcessIdentity(batch.pid())) live_owner = identity->uid;
   const bool deny = security::DecideProcess(access.facts(), std::nullopt, live_owner) ==
                     security::ProcessAccess::kDenied;
-  for (proto::LookupResult& r : lookup->results) {
-    if (r.found) continue;
-    if (deny && r.error.empty()) r.error = kDeniedError;
-    if (!deny && r.error == kDeniedError) r.error.clear();
+  if (deny) {
+    batch.DenyHidden();
+    batch.DenyPending();
+  } else {
+    batch.RestoreHidden();
   }
+  return std::nullopt;
 }
 
 }  // namespace jitsym::query

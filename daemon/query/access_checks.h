@@ -9,13 +9,11 @@
 #include <optional>
 #include <string_view>
 
+#include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
 namespace jitsym::query {
-
-// The per-address error for a process the client may not query.
-inline constexpr std::string_view kDeniedError = "permission denied";
 
 // An "image" / "build_id" lookup: nullopt if it may go on, else the error to send. An image
 // that contains a '/' is a path: a relative one is a bad request (it would be resolved against
@@ -27,14 +25,16 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
                                                       const security::PeerAccess& access,
                                                       std::optional<security::WalkedPath>* walked);
 
-// A pid lookup after the JIT sources answered (before images and ELF mappings): makes what a
+// The step of a pid lookup after the JIT index (before images and ELF mappings): makes what a
 // client that may not see the pid is told the same whether or not the daemon indexed it
 // (security::DecideProcess). If the pid is now a live process the client may not see, every
 // address not answered from an incarnation it may see gets "permission denied"; otherwise
-// addresses denied for an incarnation it may not see become plain "not found" (and may still
-// be answered from the client's own live process's mappings).
-void SettleProcessDenials(uint32_t pid, const security::PeerAccess& access,
-                          proto::LookupResponse* lookup);
+// addresses hidden for an incarnation it may not see (LookupBatch::Hide) are asked of the next
+// resolvers (and may be answered from the client's own live process's mappings).
+class ProcessDenials : public Resolver {
+ public:
+  std::optional<proto::ErrorResponse> Resolve(LookupBatch& batch) override;
+};
 
 }  // namespace jitsym::query
 

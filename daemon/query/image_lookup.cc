@@ -22,12 +22,7 @@ namespace {
 constexpr uint64_t kRetryLoadNs = 1000000000ull;  // a missing r2rmap is looked for again after 1 s
 constexpr size_t kMaxFileBytes = 1ull << 30;
 // The state of sources loaded from --r2rmap-dir (the ingester never uses it).
-constexpr std::string_view kLoadedState = "loaded";
-
-std::vector<std::string>& SearchDirs() {
-  static std::vector<std::string> dirs;
-  return dirs;
-}
+constexpr std::string_view kLoadedState = proto::SourceStateName(proto::SourceState::kLoaded);
 
 bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
   if (s.size() < suffix.size()) return false;
@@ -59,17 +54,21 @@ std::optional<std::string> ReadFile(const std::string& path,
   return std::move(file->bytes);
 }
 
-// Fills an answer from an image source; `base` is where the image is (0 for RVA lookups).
-void Fill(const index::Symbol& sym, const index::SourceView& source, uint64_t base, uint64_t addr,
-          proto::LookupResult* r) {
-  r->found = true;
-  r->name_view = sym.name;
-  r->start = base + sym.start;
-  r->size = sym.size;
-  r->offset = addr - r->start;
-  r->origin_view = source.origin;
-  r->source_view = source.path;
-  r->image_view = source.image;
+// An answer from an image source; `base` is where the image is (0 for RVA lookups).
+Answer FromImage(const index::Symbol& sym, const index::SourceView& source, proto::Origin origin,
+                 uint64_t base) {
+  Answer a;
+  a.name = sym.name;
+  a.start = base + sym.start;
+  a.size = sym.size;
+  a.origin = origin;
+  a.source = source.path;
+  a.image = source.image;
+  return a;
+}
+
+proto::Origin OriginOf(const index::SourceView& source) {
+  return proto::OriginFromName(source.origin).value_or(proto::Origin::kUnknown);
 }
 
 bool FromOperatorDir(const index::SourceView& source) { return source.state == kLoadedState; }
@@ -100,14 +99,7 @@ ImageLookup::Sources Believed(std::vector<std::shared_ptr<const index::SourceVie
   return out;
 }
 
-bool OriginAllows(const proto::LookupRequest& request, const index::SourceView& source) {
-  return !request.origin || *request.origin == source.origin;
-}
-
 }  // namespace
-
-void SetR2rmapSearchDirs(std::vector<std::string> dirs) { SearchDirs() = std::move(dirs); }
-const std::vector<std::string>& R2rmapSearchDirs() { return SearchDirs(); }
 
 std::string ImageNameFromPath(std::string_view path) {
   const size_t slash = path.rfind('/');
@@ -130,7 +122,6 @@ std::string NormalizeSignature(std::string_view text) {
   return out.size() == 32 ? out : std::string();
 }
 
-ImageLookup::ImageLookup() : ImageLookup(Options{R2rmapSearchDirs(), "/tmp"}) {}
 ImageLookup::ImageLookup(Options options) : options_(std::move(options)) {}
 
 std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::string& name) {
@@ -199,43 +190,41 @@ ImageLookup::Sources ImageLookup::FindBySignature(const index::IndexView& view,
   return Believed(std::move(out), for_uid);
 }
 
-bool ImageLookup::LookupImage(const index::IndexView& view, const proto::LookupRequest& request,
-                              uint32_t for_uid, proto::LookupResponse* out,
-                              std::vector<std::shared_ptr<const void>>* keep) {
-  Sources sources = FindByName(view, ImageNameFromPath(*request.image), for_uid);
+bool ImageLookup::LookupImage(LookupBatch& batch, uint32_t for_uid) {
+  const index::IndexView& view = batch.view();
+  const std::string& image = *batch.request().image;
+  Sources sources = FindByName(view, ImageNameFromPath(image), for_uid);
   if (sources.empty()) {
-    const std::string sig = NormalizeSignature(*request.image);
+    const std::string sig = NormalizeSignature(image);
     if (!sig.empty()) sources = FindBySignature(view, sig, for_uid);
   }
   if (sources.empty()) return false;
-  keep->insert(keep->end(), sources.begin(), sources.end());
-  const size_t n = request.addrs.size();
-  out->results.resize(n);
+  for (const auto& s : sources) batch.Keep(s);
   // All addresses go to the index together (as for processes): their cache misses overlap.
   std::vector<uint64_t> rvas;
   std::vector<size_t> where;
-  rvas.reserve(n);
-  where.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const proto::AddressQuery& q = request.addrs[i];
-    proto::LookupResult& r = out->results[i];
-    r.addr = q.addr;
-    if (!q.error.empty()) {
-      r.error = q.error;
-    } else if (q.addr <= 0xFFFFFFFFu) {  // RVAs are 32-bit
-      rvas.push_back(q.addr);
-      where.push_back(i);
-    }
+  rvas.reserve(batch.pending().size());
+  where.reserve(batch.pending().size());
+  for (size_t i : batch.pending()) {
+    if (batch.addr(i) > 0xFFFFFFFFu) continue;  // RVAs are 32-bit
+    rvas.push_back(batch.addr(i));
+    where.push_back(i);
   }
   std::vector<std::optional<index::Symbol>> found(rvas.size());
-  std::vector<bool> filled(rvas.size(), false);
   for (const auto& s : sources) {
-    if (!OriginAllows(request, *s) || rvas.empty()) continue;
+    const proto::Origin origin = OriginOf(*s);
+    if (!batch.AllowsOrigin(origin) || rvas.empty()) continue;
     s->code->FindBatch(rvas.data(), rvas.size(), std::nullopt, found.data());
+    // Only maps believed for the client answer (Believed); of those, only the ones it could
+    // read itself: the others' answers are denied, asked once per map.
+    std::optional<bool> readable;
     for (size_t k = 0; k < rvas.size(); ++k) {
-      if (found[k] && !filled[k]) {
-        Fill(*found[k], *s, 0, rvas[k], &out->results[where[k]]);
-        filled[k] = true;
+      if (!found[k] || !batch.is_pending(where[k])) continue;
+      if (!readable) readable = batch.access().MayRead(s->path);
+      if (*readable) {
+        batch.Answer(where[k], FromImage(*found[k], *s, origin, 0));
+      } else {
+        batch.Deny(where[k]);
       }
     }
   }
@@ -297,17 +286,13 @@ std::optional<ImageLookup::LiveProcess> ImageLookup::LiveMappedImages(const inde
   return out;
 }
 
-void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
-                                  const security::PeerAccess& access, proto::LookupResponse* out,
-                                  std::vector<std::shared_ptr<const void>>* keep) {
-  if (request.origin && *request.origin != ingest::R2rmapSource::kOrigin) return;
-  const uint32_t pid = static_cast<uint32_t>(*request.pid);
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < out->results.size(); ++i) {
-    const proto::LookupResult& r = out->results[i];
-    if (!r.found && r.error.empty()) todo.push_back(i);
-  }
-  if (todo.empty()) return;
+std::optional<proto::ErrorResponse> ImageLookup::Resolve(LookupBatch& batch) {
+  if (!batch.AllowsOrigin(proto::Origin::kR2rmap)) return std::nullopt;
+  const index::IndexView& view = batch.view();
+  const security::PeerAccess& access = batch.access();
+  const uint32_t pid = batch.pid();
+  std::vector<size_t> todo = batch.pending();
+  if (todo.empty()) return std::nullopt;
   bool fresh = false;
   std::shared_ptr<const ProcessImages> images = Cached(pid, false, &fresh);
   if (images && !fresh &&
@@ -318,13 +303,12 @@ void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::Loo
       images = Cached(pid, true, &fresh);
     }
   }
-  if (images && !access.MaySeeProcess(images->uid)) return;
+  if (images && !access.MaySeeProcess(images->uid)) return std::nullopt;
   std::unordered_map<std::string, Sources> by_name;  // this request's image resolutions
   for (int pass = 0; pass < 2 && images && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
     for (size_t i : todo) {
-      proto::LookupResult& r = out->results[i];
-      const uint64_t addr = request.addrs[i].addr;
+      const uint64_t addr = batch.addr(i);
       auto next = std::upper_bound(images->images.begin(), images->images.end(), addr,
                                    [](uint64_t a, const Placed& p) { return a < p.base; });
       if (next == images->images.begin()) {
@@ -343,11 +327,11 @@ void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::Loo
         // Anyone can put a map in a shared watch directory such as /tmp: for a process, only
         // the maps believed for its owner count.
         it->second = FindByName(view, img.name, images->uid);
-        keep->insert(keep->end(), it->second.begin(), it->second.end());
+        for (const auto& s : it->second) batch.Keep(s);
       }
       for (const auto& s : it->second) {
         if (auto sym = s->code->Find(rva, std::nullopt)) {
-          Fill(*sym, *s, img.base, addr, &r);
+          batch.Answer(i, FromImage(*sym, *s, OriginOf(*s), img.base));
           break;
         }
       }
@@ -359,6 +343,7 @@ void ImageLookup::LookupInProcess(const index::IndexView& view, const proto::Loo
     if (!fresh || !access.MaySeeProcess(images->uid)) break;
     todo.swap(misses);
   }
+  return std::nullopt;
 }
 
 }  // namespace jitsym::query

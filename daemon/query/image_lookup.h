@@ -28,43 +28,36 @@
 #include "daemon/index/index_view.h"
 #include "daemon/os/proc.h"
 #include "daemon/os/process_table_cache.h"
+#include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
 namespace jitsym::query {
-
-// Directories searched for `<image>.ni.r2rmap` (jitsymd --r2rmap-dir). Set once at startup,
-// before the query engine exists.
-void SetR2rmapSearchDirs(std::vector<std::string> dirs);
-const std::vector<std::string>& R2rmapSearchDirs();
 
 // "/usr/share/dotnet/.../System.Private.CoreLib.dll" -> "System.Private.CoreLib".
 std::string ImageNameFromPath(std::string_view path);
 // "{0D2A...-...}" / "0d2a..." -> 32 lower-case hex digits; empty if it is not a signature.
 std::string NormalizeSignature(std::string_view text);
 
-class ImageLookup {
+// As a Resolver: the second step of a pid lookup, after the JIT index.
+class ImageLookup : public Resolver {
  public:
   using Sources = std::vector<std::shared_ptr<const index::SourceView>>;
   struct Options {
+    // Directories searched for `<image>.ni.r2rmap` (jitsymd --r2rmap-dir).
     std::vector<std::string> search_dirs;
     std::string perfinfo_dir = "/tmp";
   };
-  ImageLookup();
   explicit ImageLookup(Options options);
 
-  // An "image" request. False if the image is unknown (nothing filled). `for_uid`: whose
+  // An "image" request. False if the image is unknown (nothing answered). `for_uid`: whose
   // maps count besides the operator's, root's and the daemon's (the client; 0 for the trusted
-  // group). `keep` receives what the results borrow from besides the view.
-  bool LookupImage(const index::IndexView& view, const proto::LookupRequest& request,
-                   uint32_t for_uid, proto::LookupResponse* out,
-                   std::vector<std::shared_ptr<const void>>* keep);
-  // A pid request: answers the addresses no JIT source knew (not found, no error). Where a
-  // process maps its images is only told to a peer that may see the process (it would
+  // group). Answers from a map the client could not read itself are denied.
+  bool LookupImage(LookupBatch& batch, uint32_t for_uid);
+  // A pid request: answers the pending addresses that fall in an image the process maps. Where
+  // a process maps its images is only told to a peer that may see the process (it would
   // otherwise defeat the address-space randomization of others).
-  void LookupInProcess(const index::IndexView& view, const proto::LookupRequest& request,
-                       const security::PeerAccess& access, proto::LookupResponse* out,
-                       std::vector<std::shared_ptr<const void>>* keep);
+  std::optional<proto::ErrorResponse> Resolve(LookupBatch& batch) override;
 
   // The image sources (r2rmaps) of the images the live process `pid` maps now, each with its
   // base and end (0: unknown), with the maps believed for its owner; and who that process is

@@ -18,13 +18,6 @@
 namespace jitsym::query {
 namespace {
 
-constexpr std::string_view kOrigin = "elf";
-
-NativeOptions& Options() {
-  static NativeOptions options;
-  return options;
-}
-
 native::ModuleCache::Options CacheOptions(const NativeOptions& o) {
   native::ModuleCache::Options c;
   c.debug_dirs = o.debug_dirs;
@@ -32,38 +25,27 @@ native::ModuleCache::Options CacheOptions(const NativeOptions& o) {
   return c;
 }
 
-// Fills one answer. `addr` is the address asked for and `vaddr` the ELF virtual address it
-// stands for: start is reported in the caller's address space. Name and file are borrowed from
-// the module and `image` is borrowed too (the response keeps both alive); frames are built only
-// when asked for.
-void Fill(const native::NativeModule& m, const native::NativeAnswer& a, const std::string& image,
-          uint64_t addr, uint64_t vaddr, uint32_t fields, proto::LookupResult* r) {
+// The answer for one address. `addr` is the address asked for and `vaddr` the ELF virtual
+// address it stands for: start is reported in the caller's address space. Name, file and
+// frames are borrowed from the module and `image` is borrowed too (the response keeps both
+// alive).
+Answer FromModule(const native::NativeModule& m, const native::NativeAnswer& a,
+                  std::string_view image, uint64_t addr, uint64_t vaddr) {
   static constexpr std::string_view kUnknown = "??";
-  r->found = true;
-  r->name_view = a.name.empty() ? kUnknown : a.name;
-  r->offset = vaddr - a.start;
-  r->start = addr - r->offset;
-  r->size = a.size;
-  r->origin_view = kOrigin;
-  if (fields & proto::kFieldImage) r->image_view = image;
-  if (fields & proto::kFieldBuildId) r->build_id_view = m.build_id();
-  r->frames.clear();
-  if (fields & proto::kFieldFrames) {
-    r->frames.resize(a.frames.size());
-    for (size_t k = 0; k < a.frames.size(); ++k) {
-      const native::NativeFrame& f = a.frames[k];
-      proto::Frame& out = r->frames[k];
-      out.name_view = f.name.empty() ? kUnknown : f.name;
-      out.file_view = f.file.empty() ? std::string_view() : f.file;
-      out.line = f.line;
-      out.column = f.column;
-    }
-  }
+  Answer r;
+  r.name = a.name.empty() ? kUnknown : a.name;
+  r.start = addr - (vaddr - a.start);
+  r.size = a.size;
+  r.origin = proto::Origin::kElf;
+  r.image = image;
+  r.build_id = m.build_id();
+  r.frames = a.frames;
   if (!a.frames.empty() && !a.frames.front().file.empty()) {
-    r->file_view = a.frames.front().file;
-    r->line = a.frames.front().line;
-    r->column = a.frames.front().column;
+    r.file = a.frames.front().file;
+    r.line = a.frames.front().line;
+    r.column = a.frames.front().column;
   }
+  return r;
 }
 
 // A first batch over a large binary reads most of its CUs: on several threads, when there are
@@ -81,10 +63,6 @@ bool WorthPrefetching(const native::NativeModule& m) {
 
 }  // namespace
 
-void SetNativeOptions(NativeOptions options) { Options() = std::move(options); }
-const NativeOptions& GetNativeOptions() { return Options(); }
-
-NativeLookup::NativeLookup() : NativeLookup(Options()) {}
 NativeLookup::NativeLookup(NativeOptions options) : modules_(CacheOptions(options)) {}
 
 bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
@@ -103,18 +81,10 @@ bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
   return elf;
 }
 
-std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
-    const proto::LookupRequest& request, const security::PeerAccess& access,
-    const security::WalkedPath* walked, proto::LookupResponse* out,
-    std::vector<std::shared_ptr<const void>>* keep) {
-  if (request.origin && *request.origin != kOrigin) {
-    out->results.resize(request.addrs.size());
-    for (size_t i = 0; i < request.addrs.size(); ++i) {
-      out->results[i].addr = request.addrs[i].addr;
-      out->results[i].error = request.addrs[i].error;
-    }
-    return std::nullopt;
-  }
+std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch,
+                                                              const security::WalkedPath* walked) {
+  if (!batch.AllowsOrigin(proto::Origin::kElf)) return std::nullopt;
+  const proto::LookupRequest& request = batch.request();
   std::string error;
   std::shared_ptr<native::NativeModule> m;
   std::string id = request.build_id.value_or("");
@@ -131,30 +101,21 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
   } else {
     // Only files the peer could read itself are candidates; one it may not read is answered
     // exactly as a build id no file has, and no path is named.
-    m = modules_.GetByBuildId(id, &error,
-                              [&](const std::string& path) { return access.MayRead(path); });
+    m = modules_.GetByBuildId(
+        id, &error, [&](const std::string& path) { return batch.access().MayRead(path); });
   }
   if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
-  keep->push_back(m);
-  const size_t n = request.addrs.size();
-  out->results.resize(n);
+  batch.Keep(m);
   // Borrowed by every answer: kept with the response, since the request may not outlive it.
   auto image = std::make_shared<const std::string>(request.image ? *request.image : m->path());
-  keep->push_back(image);
+  batch.Keep(image);
   // Symbolized in address order: consecutive lookups then walk the tables forward (and stay in
   // cache), and repeated addresses (samples of one hot spot) are symbolized once.
   std::vector<std::pair<uint64_t, size_t>> order;  // (virtual address, index)
-  order.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const proto::AddressQuery& q = request.addrs[i];
-    proto::LookupResult& r = out->results[i];
-    r.addr = q.addr;
-    if (!q.error.empty()) {
-      r.error = q.error;
-      continue;
-    }
-    std::optional<uint64_t> vaddr = q.addr;
-    if (request.file_offset) vaddr = m->FileOffsetToAddress(q.addr);
+  order.reserve(batch.pending().size());
+  for (size_t i : batch.pending()) {
+    std::optional<uint64_t> vaddr = batch.addr(i);
+    if (request.file_offset) vaddr = m->FileOffsetToAddress(batch.addr(i));
     if (vaddr) order.emplace_back(*vaddr, i);
   }
   std::sort(order.begin(), order.end());
@@ -167,9 +128,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(
   for (size_t k = 0; k < order.size(); ++k) {
     const auto [vaddr, i] = order[k];
     if (k == 0 || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
-    if (answer.found) {
-      Fill(*m, answer, *image, request.addrs[i].addr, vaddr, request.fields, &out->results[i]);
-    }
+    if (answer.found) batch.Answer(i, FromModule(*m, answer, *image, batch.addr(i), vaddr));
   }
   modules_.Trim();
   return std::nullopt;
@@ -206,17 +165,12 @@ std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, cons
   return modules_.GetByPath(os::MappedFilePath(pid, m.path, m.inode, m.start, m.end), error);
 }
 
-void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
-                                   const security::PeerAccess& access, proto::LookupResponse* out,
-                                   std::vector<std::shared_ptr<const void>>* keep) {
-  if (request.origin && *request.origin != kOrigin) return;
-  const uint32_t pid = static_cast<uint32_t>(*request.pid);
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < out->results.size(); ++i) {
-    const proto::LookupResult& r = out->results[i];
-    if (!r.found && r.error.empty()) todo.push_back(i);
-  }
-  if (todo.empty()) return;
+std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
+  if (!batch.AllowsOrigin(proto::Origin::kElf)) return std::nullopt;
+  const security::PeerAccess& access = batch.access();
+  const uint32_t pid = batch.pid();
+  std::vector<size_t> todo = batch.pending();
+  if (todo.empty()) return std::nullopt;
   bool fresh = false;
   std::shared_ptr<const ProcessTable> table = Cached(pid, false, &fresh);
   if (table && !fresh && MonotonicNowNs() - table->read_ns >= decltype(processes_)::kMinRereadNs) {
@@ -226,15 +180,15 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
       table = Cached(pid, true, &fresh);
     }
   }
-  if (!table || !access.MaySeeProcess(table->uid)) return;
-  keep->push_back(table);  // answers borrow the mapped files' paths
+  if (!table || !access.MaySeeProcess(table->uid)) return std::nullopt;
+  batch.Keep(table);  // answers borrow the mapped files' paths
   std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
   native::NativeAnswer answer;
   for (int pass = 0; pass < 2 && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
     // In address order, as for images: the tables are walked forward.
     std::sort(todo.begin(), todo.end(),
-              [&](size_t a, size_t b) { return request.addrs[a].addr < request.addrs[b].addr; });
+              [&](size_t a, size_t b) { return batch.addr(a) < batch.addr(b); });
     // Each address to its module and virtual address first, so that each module's CUs not read
     // yet can be read together (Prefetch), then symbolized.
     struct Resolved {
@@ -246,7 +200,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
     std::vector<Resolved> resolved;
     std::unordered_map<native::NativeModule*, std::vector<uint64_t>> vaddrs;
     for (size_t i : todo) {
-      const uint64_t addr = request.addrs[i].addr;
+      const uint64_t addr = batch.addr(i);
       auto next = std::upper_bound(table->maps.begin(), table->maps.end(), addr,
                                    [](uint64_t a, const ExecMapping& m) { return a < m.start; });
       if (next == table->maps.begin() || addr >= std::prev(next)->end) {
@@ -258,7 +212,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
       if (inserted) {
         std::string error;
         it->second = ModuleFor(pid, map, &error);
-        if (it->second) keep->push_back(it->second);
+        if (it->second) batch.Keep(it->second);
       }
       if (!it->second) continue;
       const std::optional<uint64_t> vaddr =
@@ -271,8 +225,7 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
     for (const Resolved& r : resolved) {
       r.module->Symbolize(r.vaddr, &answer);
       if (answer.found) {
-        Fill(*r.module, answer, r.map->path, request.addrs[r.i].addr, r.vaddr, request.fields,
-             &out->results[r.i]);
+        batch.Answer(r.i, FromModule(*r.module, answer, r.map->path, batch.addr(r.i), r.vaddr));
       }
     }
     // Outside every executable mapping known: the process may have mapped more since.
@@ -282,10 +235,11 @@ void NativeLookup::LookupInProcess(const proto::LookupRequest& request,
     if (again->start_ticks != table->start_ticks) break;  // another process now has this pid
     modules.clear();
     table = again;
-    keep->push_back(table);
+    batch.Keep(table);
     todo.swap(misses);
   }
   modules_.Trim();
+  return std::nullopt;
 }
 
 }  // namespace jitsym::query

@@ -18,6 +18,7 @@
 
 #include "daemon/native/module_cache.h"
 #include "daemon/os/process_table_cache.h"
+#include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
@@ -27,13 +28,9 @@ struct NativeOptions {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};  // jitsymd --debug-dir
   size_t cache_bytes = size_t{1} << 30;                      // jitsymd --debug-cache-mb
 };
-// Set once at startup, before the query engine exists.
-void SetNativeOptions(NativeOptions options);
-const NativeOptions& GetNativeOptions();
-
-class NativeLookup {
+// As a Resolver: the last step of a pid lookup, after the JIT index and the images.
+class NativeLookup : public Resolver {
  public:
-  NativeLookup();
   explicit NativeLookup(NativeOptions options);
 
   // Whether an "image" request is for an ELF file: it names a build-id, or its image is a path
@@ -42,17 +39,12 @@ class NativeLookup {
                                    const security::WalkedPath* walked);
   // An image request; nullopt on success, else the error to send. `walked`: the image path the
   // caller checked with access.CheckRead (only that file is opened); null for a build id, whose
-  // candidate files are used only if the peer may read them. `keep` receives what the results
-  // borrow from (the modules).
-  std::optional<proto::ErrorResponse> LookupImage(const proto::LookupRequest& request,
-                                                  const security::PeerAccess& access,
-                                                  const security::WalkedPath* walked,
-                                                  proto::LookupResponse* out,
-                                                  std::vector<std::shared_ptr<const void>>* keep);
-  // A pid request: answers the addresses still unanswered that fall in an executable mapping of
-  // a file, for a peer that may see the process.
-  void LookupInProcess(const proto::LookupRequest& request, const security::PeerAccess& access,
-                       proto::LookupResponse* out, std::vector<std::shared_ptr<const void>>* keep);
+  // candidate files are used only if the peer may read them.
+  std::optional<proto::ErrorResponse> LookupImage(LookupBatch& batch,
+                                                  const security::WalkedPath* walked);
+  // A pid request: answers the pending addresses that fall in an executable mapping of a file,
+  // for a peer that may see the process.
+  std::optional<proto::ErrorResponse> Resolve(LookupBatch& batch) override;
 
   native::ModuleCache& modules() { return modules_; }
 

@@ -1,15 +1,21 @@
 // Answers protocol requests from the published IndexView. Called concurrently by server threads;
-// takes the current view once per request and never waits for the ingester.
+// takes the current view once per request and never waits for the ingester. A pid lookup runs
+// through a chain of resolvers (resolver.h): the JIT index, the access decision for the pid,
+// the ReadyToRun images the process maps, its ELF mappings. An image lookup goes to the one
+// resolver of its kind (r2rmap or ELF) once the access rule allowed the path.
 #ifndef JITSYM_DAEMON_QUERY_QUERY_ENGINE_H_
 #define JITSYM_DAEMON_QUERY_QUERY_ENGINE_H_
 
+#include <array>
 #include <atomic>
 #include <functional>
 
 #include "daemon/index/index_view.h"
 #include "daemon/query/access_checks.h"
 #include "daemon/query/image_lookup.h"
+#include "daemon/query/index_resolver.h"
 #include "daemon/query/native_lookup.h"
+#include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "daemon/server/server.h"
 #include "proto/protocol.h"
@@ -18,18 +24,17 @@ namespace jitsym::query {
 
 class QueryEngine : public server::RequestHandler {
  public:
-  QueryEngine(const index::ViewCell& cell, std::function<server::Counters()> server_counters);
+  struct Options {
+    security::AccessPolicy access;  // who may ask about what (jitsymd --trusted-group)
+    ImageLookup::Options images;    // --r2rmap-dir
+    NativeOptions native;           // --debug-dir, --debug-cache-mb
+  };
+  QueryEngine(const index::ViewCell& cell, std::function<server::Counters()> server_counters,
+              Options options);
 
   proto::Response Handle(const proto::Request& request,
                          const server::PeerCredentials& peer) override;
 
-  // Who may ask about what (jitsymd --trusted-group); set before serving.
-  void set_access_policy(security::AccessPolicy policy) { policy_ = policy; }
-
-  // The lookup itself, for in-process use and benchmarks. With `access`, addresses that would
-  // be answered by a process the peer may not see get the per-address error kDenied.
-  static void Lookup(const index::IndexView& view, const proto::LookupRequest& request,
-                     proto::LookupResponse* out, const security::PeerAccess* access = nullptr);
   // With `access`, only the processes the peer may see.
   static proto::ProcessesResponse Processes(const index::IndexView& view,
                                             const security::PeerAccess* access = nullptr);
@@ -37,7 +42,10 @@ class QueryEngine : public server::RequestHandler {
   static constexpr std::string_view kDenied = kDeniedError;
 
  private:
-  void DenyUnreadableSources(const security::PeerAccess& access, proto::LookupResponse* lookup);
+  // A lookup by pid (through the chain) or by image; nullopt when `lookup` holds the answer.
+  std::optional<proto::ErrorResponse> Lookup(const proto::LookupRequest& request,
+                                             const security::PeerAccess& access,
+                                             LookupBatch& batch);
   void CountDenied(const proto::LookupResponse& lookup);
 
   const index::ViewCell& cell_;
@@ -49,6 +57,11 @@ class QueryEngine : public server::RequestHandler {
   ImageLookup images_;
   // ELF files: "image" requests naming one (or a build-id), and what is left of pid requests.
   NativeLookup native_;
+  IndexResolver index_;
+  ProcessDenials process_denials_;
+  // A pid lookup: JIT sources first; the ReadyToRun images the process maps answer what they
+  // do not know, then the ELF files it maps.
+  std::array<Resolver*, 4> pid_chain_;
 };
 
 }  // namespace jitsym::query

@@ -99,7 +99,7 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
         entry.start = s;
         entry.size = e - s;
         entry.name = source.code->name(*piece.range);
-        entry.origin = source.origin;
+        entry.origin = proto::OriginFromName(source.origin).value_or(proto::Origin::kUnknown);
         entry.image = source.image;
         added.emplace_back(s, e);
       }

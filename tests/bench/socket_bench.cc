@@ -44,7 +44,7 @@ class FixedNameHandler : public server::RequestHandler {
         r.start = addr & ~uint64_t{0xfff};
         r.offset = addr - r.start;
         r.size = 0x1000;
-        r.origin = "jitdump";
+        r.origin = proto::Origin::kJitdump;
         r.source = "/tmp/jit-1234.dump";
       }
       return {"", std::move(answer)};

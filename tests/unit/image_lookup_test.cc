@@ -76,15 +76,16 @@ TEST(ImageLookup, ByNamePathAndSignature) {
     req.image = key;
     req.addrs = Queries({0x1010, 0x2008, 0x3000, 0x100000000ull});
     proto::LookupResponse out;
-    std::vector<std::shared_ptr<const void>> keep;
-    ASSERT_TRUE(lookup.LookupImage(*view, req, ::getuid(), &out, &keep)) << key;
+    const security::PeerAccess access = AccessOf(::getuid());
+    LookupBatch batch(req, *view, access, &out);
+    ASSERT_TRUE(lookup.LookupImage(batch, ::getuid())) << key;
     ASSERT_EQ(out.results.size(), 4u);
     EXPECT_TRUE(out.results[0].found);
-    EXPECT_EQ(out.results[0].name_or_view(), "Foo::Bar()");
+    EXPECT_EQ(out.results[0].name, "Foo::Bar()");
     EXPECT_EQ(out.results[0].offset, 0x10u);
     EXPECT_EQ(out.results[0].start, 0x1000u);
-    EXPECT_EQ(out.results[0].image_or_view(), "Foo");
-    EXPECT_EQ(out.results[0].origin_or_view(), "r2rmap");
+    EXPECT_EQ(out.results[0].image, "Foo");
+    EXPECT_EQ(out.results[0].origin, proto::Origin::kR2rmap);
     EXPECT_TRUE(out.results[1].found);  // the cold part of a split method
     EXPECT_EQ(out.results[1].start, 0x2000u);
     EXPECT_FALSE(out.results[2].found);
@@ -93,12 +94,16 @@ TEST(ImageLookup, ByNamePathAndSignature) {
   proto::LookupRequest req;
   req.image = "Bar";
   req.addrs = Queries({0x1010});
+  const security::PeerAccess access = AccessOf(::getuid());
   proto::LookupResponse out;
-  std::vector<std::shared_ptr<const void>> keep;
-  EXPECT_FALSE(lookup.LookupImage(*view, req, ::getuid(), &out, &keep));
+  {
+    LookupBatch batch(req, *view, access, &out);
+    EXPECT_FALSE(lookup.LookupImage(batch, ::getuid()));
+  }
   req.image = "Foo";
   req.origin = "jitdump";
-  ASSERT_TRUE(lookup.LookupImage(*view, req, ::getuid(), &out, &keep));
+  LookupBatch batch(req, *view, access, &out);
+  ASSERT_TRUE(lookup.LookupImage(batch, ::getuid()));
   EXPECT_FALSE(out.results[0].found);
 }
 
@@ -132,16 +137,16 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
   req.addrs = Queries({b + 0x1010, b + 0x3000, b + 0x10000 + 0x1010});
   for (uint32_t peer : {static_cast<uint32_t>(::getuid()), 0u, ::getuid() + 4242u}) {
     proto::LookupResponse out;
-    out.results.resize(req.addrs.size());
-    std::vector<std::shared_ptr<const void>> keep;
-    lookup.LookupInProcess(*view, req, AccessOf(peer), &out, &keep);
+    const security::PeerAccess access = AccessOf(peer);
+    LookupBatch batch(req, *view, access, &out);
+    lookup.Resolve(batch);
     const bool allowed = peer == 0 || peer == ::getuid();
     EXPECT_EQ(out.results[0].found, allowed) << peer;
     if (allowed) {
-      EXPECT_EQ(out.results[0].name_or_view(), "Foo::Bar()");
+      EXPECT_EQ(out.results[0].name, "Foo::Bar()");
       EXPECT_EQ(out.results[0].start, b + 0x1000);
       EXPECT_EQ(out.results[0].offset, 0x10u);
-      EXPECT_EQ(out.results[0].image_or_view(), "Foo");
+      EXPECT_EQ(out.results[0].image, "Foo");
     }
     EXPECT_FALSE(out.results[1].found);
     EXPECT_FALSE(out.results[2].found);  // past the end of the mapping
@@ -149,34 +154,38 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
   if (::geteuid() == 0) {
     // A map some other user put in a shared directory does not describe this process.
     ASSERT_EQ(::chown(source->path.c_str(), 4242, 4242), 0);
+    const security::PeerAccess root = AccessOf(0);
     proto::LookupResponse out;
-    out.results.resize(req.addrs.size());
-    std::vector<std::shared_ptr<const void>> keep;
-    lookup.LookupInProcess(*view, req, AccessOf(0), &out, &keep);
+    LookupBatch batch(req, *view, root, &out);
+    lookup.Resolve(batch);
     EXPECT_FALSE(out.results[0].found);
     // By image, only for its owner: for anyone else (root included) it may be planted.
     proto::LookupRequest by_image;
     by_image.image = "Foo";
     by_image.addrs = Queries({0x1010});
     proto::LookupResponse out2;
-    ASSERT_TRUE(lookup.LookupImage(*view, by_image, 4242, &out2, &keep));
+    LookupBatch batch2(by_image, *view, root, &out2);
+    ASSERT_TRUE(lookup.LookupImage(batch2, 4242));
     EXPECT_TRUE(out2.results[0].found);
     proto::LookupResponse out3;
-    EXPECT_FALSE(lookup.LookupImage(*view, by_image, 0, &out3, &keep));
+    LookupBatch batch3(by_image, *view, root, &out3);
+    EXPECT_FALSE(lookup.LookupImage(batch3, 0));
   }
   // An answer a JIT source already gave is left alone; so is a restricted origin.
+  const security::PeerAccess root = AccessOf(0);
   proto::LookupResponse out;
-  out.results.resize(1);
-  out.results[0].found = true;
-  out.results[0].name = "jitted";
   req.addrs = Queries({b + 0x1010});
-  std::vector<std::shared_ptr<const void>> keep;
-  lookup.LookupInProcess(*view, req, AccessOf(0), &out, &keep);
-  EXPECT_EQ(out.results[0].name_or_view(), "jitted");
+  LookupBatch batch(req, *view, root, &out);
+  Answer jitted;
+  jitted.name = "jitted";
+  batch.Answer(0, jitted);
+  batch.Advance();
+  lookup.Resolve(batch);
+  EXPECT_EQ(out.results[0].name, "jitted");
   req.origin = "jitdump";
   proto::LookupResponse out2;
-  out2.results.resize(1);
-  lookup.LookupInProcess(*view, req, AccessOf(0), &out2, &keep);
+  LookupBatch batch2(req, *view, root, &out2);
+  lookup.Resolve(batch2);
   EXPECT_FALSE(out2.results[0].found);
   ::munmap(base, 0x10000);
   ::close(fd);

@@ -484,7 +484,7 @@ LookupResult FullResult() {
   r.offset = 0x10;
   r.start = 0x7f0000001000;
   r.size = 256;
-  r.origin = "jitdump";
+  r.origin = Origin::kJitdump;
   r.source = "/tmp/jit-1234.dump";
   r.loaded_at = 123456789;
   r.incarnation = 2;
@@ -516,7 +516,7 @@ TEST(ResponseCodecTest, LookupRoundTrip) {
   minimal.addr = 5;
   minimal.found = true;
   minimal.name = "f";
-  minimal.origin = "perfmap";
+  minimal.origin = Origin::kPerfmap;
   lookup.results.push_back(minimal);
 
   const Response decoded = ResponseRoundTrip({"{\"n\":1}", lookup});
@@ -572,7 +572,7 @@ TEST(ResponseCodecTest, LookupAnswerInPiecesEqualsTheWholeAnswer) {
 TEST(ResponseCodecTest, ResultStringBytesCountsEveryString) {
   LookupResult r;
   r.name = "abc";
-  r.source_view = "/tmp/x";
+  r.source = "/tmp/x";
   r.frames.push_back({"f", "g.cc", 1, 2});
   EXPECT_EQ(LookupResultStringBytes(r), 3u + 6u + 1u + 4u);
 }
@@ -618,8 +618,10 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
   p.uid = 1000;
   p.first_time = 5;
   p.ranges = 10;
-  p.sources.push_back({"jitdump", "/tmp/jit-1234.dump", "following", 10, 4096, ""});
-  p.sources.push_back({"perfmap", "/tmp/perf-1234.map", "error", 0, 3, "bad line 3"});
+  p.sources.push_back(
+      {Origin::kJitdump, "/tmp/jit-1234.dump", SourceState::kFollowing, 10, 4096, ""});
+  p.sources.push_back(
+      {Origin::kPerfmap, "/tmp/perf-1234.map", SourceState::kError, 0, 3, "bad line 3"});
   processes.processes.push_back(p);
   processes.processes.push_back(ProcessInfo{});
   const Response decoded = ResponseRoundTrip({"", processes});
@@ -689,8 +691,10 @@ TEST(ResponseCodecTest, OtherBodiesRoundTrip) {
 TEST(ResponseCodecTest, HostileNamesStayValidJson) {
   LookupResult r;
   r.found = true;
-  r.name = std::string("bad\xff\xfe name\n\t\"q\"\\ \xc3\x28 \xed\xa0\x80 ") + '\0' + " end";
-  r.origin = "jit\x01";
+  const std::string hostile =
+      std::string("bad\xff\xfe name\n\t\"q\"\\ \xc3\x28 \xed\xa0\x80 ") + '\0' + " end";
+  r.name = hostile;
+  r.origin = Origin::kJitdump;
   r.file = "\xe6\x97\xa5\xe6\x9c\xac.js";
   LookupResponse lookup;
   lookup.results.push_back(r);
@@ -739,7 +743,7 @@ TEST(ResponseCodecTest, DecodeIntoReusesAndResets) {
   plain.addr = 9;
   plain.found = true;
   plain.name = "g";
-  plain.origin = "jitdump";
+  plain.origin = Origin::kJitdump;
   second.results = {plain};
 
   Response response;
@@ -802,7 +806,7 @@ TEST(ProtoFieldsTest, EncoderSendsOnlyTheRequestedMembers) {
   r.offset = 0x10;
   r.start = 0x1000;
   r.size = 64;
-  r.origin = "jitdump";
+  r.origin = Origin::kJitdump;
   r.source = "/tmp/jit-1.dump";
   r.loaded_at = 5;
   r.file = "a.js";
@@ -815,16 +819,48 @@ TEST(ProtoFieldsTest, EncoderSendsOnlyTheRequestedMembers) {
   EXPECT_EQ(some, R"({"addr":"0x1010","found":true,"name":"JS:*f","offset":16})");
 }
 
-TEST(ProtoFieldsTest, BorrowedViewsAreEncodedInsteadOfStrings) {
-  LookupResult r;
-  r.addr = 1;
-  r.found = true;
-  r.name = "copied";
-  const std::string index_name = "borrowed";
-  r.name_view = index_name;
-  std::string out;
-  EncodeLookupResult(r, &out, kFieldName);
-  EXPECT_EQ(out, R"({"addr":"0x1","found":true,"name":"borrowed"})");
+// Decoded strings live in the response (LookupResponse::text): a copy keeps them while the
+// original is reused for the next response.
+TEST(ProtoFieldsTest, DecodedStringsLiveAsLongAsTheResponse) {
+  Response first;
+  std::string error;
+  ASSERT_TRUE(DecodeResponseInto(
+      R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"name":"fir\u0073t","origin":"elf",)"
+      R"("frames":[{"name":"inner","file":"a.cc"}]}]})",
+      &first, &error))
+      << error;
+  const Response copy = first;
+  ASSERT_TRUE(DecodeResponseInto(
+      R"({"v":1,"ok":true,"results":[{"addr":"0x2","found":true,"name":"XXXXXXXXXXXXX"}]})", &first,
+      &error))
+      << error;
+  const LookupResult& r = std::get<LookupResponse>(copy.body).results[0];
+  EXPECT_EQ(r.name, "first");
+  EXPECT_EQ(r.origin, Origin::kElf);
+  EXPECT_EQ(r.frames[0].name, "inner");
+  EXPECT_EQ(r.frames[0].file, "a.cc");
+  EXPECT_EQ(std::get<LookupResponse>(first.body).results[0].name, "XXXXXXXXXXXXX");
+}
+
+// Every origin and state has one wire name, and names map back to them.
+TEST(ProtoFieldsTest, OriginAndStateNamesRoundTrip) {
+  for (const auto& [origin, name] : kOriginNames) {
+    EXPECT_EQ(OriginName(origin), name);
+    EXPECT_EQ(OriginFromName(name), origin);
+  }
+  for (const auto& [state, name] : kSourceStateNames) {
+    EXPECT_EQ(SourceStateName(state), name);
+    EXPECT_EQ(SourceStateFromName(name), state);
+  }
+  EXPECT_EQ(OriginFromName("unknown"), std::nullopt);
+  EXPECT_EQ(SourceStateFromName(""), std::nullopt);
+  // A name a newer daemon may send decodes as kUnknown.
+  Response response;
+  std::string error;
+  ASSERT_TRUE(DecodeResponseInto(
+      R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"origin":"wasm"}]})", &response,
+      &error));
+  EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].origin, Origin::kUnknown);
 }
 
 }  // namespace
@@ -835,16 +871,15 @@ namespace {
 
 // What a client sees of a result, whichever form it was decoded from.
 std::string Describe(const LookupResult& r) {
-  std::string s = FormatAddress(r.addr) + (r.found ? " found " : " - ") +
-                  std::string(r.name_or_view()) + "|" + std::string(r.origin_or_view()) + "|" +
-                  std::string(r.source_or_view()) + "|" + std::string(r.file_or_view()) + ":" +
-                  std::to_string(r.line) + ":" + std::to_string(r.column) + "|" +
-                  std::string(r.image_or_view()) + "|" + std::string(r.build_id_or_view()) + "|" +
-                  r.error + "|" + r.raw + "|" + std::to_string(r.offset) + "|" +
-                  std::to_string(r.start) + "|" + std::to_string(r.size);
+  std::string s =
+      FormatAddress(r.addr) + (r.found ? " found " : " - ") + std::string(r.name) + "|" +
+      std::string(OriginName(r.origin)) + "|" + std::string(r.source) + "|" + std::string(r.file) +
+      ":" + std::to_string(r.line) + ":" + std::to_string(r.column) + "|" + std::string(r.image) +
+      "|" + std::string(r.build_id) + "|" + r.error + "|" + r.raw + "|" + std::to_string(r.offset) +
+      "|" + std::to_string(r.start) + "|" + std::to_string(r.size);
   for (const Frame& f : r.frames) {
-    s += " [" + std::string(f.name_or_view()) + "@" + std::string(f.file_or_view()) + ":" +
-         std::to_string(f.line) + ":" + std::to_string(f.column) + "]";
+    s += " [" + std::string(f.name) + "@" + std::string(f.file) + ":" + std::to_string(f.line) +
+         ":" + std::to_string(f.column) + "]";
   }
   return s;
 }
@@ -861,19 +896,19 @@ LookupResponse CompactTestResponse() {
     LookupResult& r = lookup.results.emplace_back();
     r.addr = 0x100 + i;
     r.found = true;
-    r.name_view = kName;
-    r.origin_view = "elf";
-    r.file_view = kFile;
+    r.name = kName;
+    r.origin = Origin::kElf;
+    r.file = kFile;
     r.line = 7;
-    r.image_view = kFile;
-    r.build_id_view = "abcd";
+    r.image = kFile;
+    r.build_id = "abcd";
     Frame& inner = r.frames.emplace_back();
-    inner.name_view = "inlined";
-    inner.file_view = kFile;
+    inner.name = "inlined";
+    inner.file = kFile;
     inner.line = 3;
     Frame& outer = r.frames.emplace_back();
-    outer.name_view = kName;
-    outer.file_view = kEmpty;  // no position known
+    outer.name = kName;
+    outer.file = kEmpty;  // no position known
   }
   LookupResult bad;
   bad.error = "invalid address";
@@ -910,7 +945,7 @@ TEST(CompactFormTest, DecodesToWhatThePlainFormGives) {
   // Copies share the table: the views stay valid when the original goes.
   Response copy = *compact;
   compact.reset();
-  EXPECT_EQ(std::get<LookupResponse>(copy.body).results[2].name_or_view(), "Interp\"reter\t::Run");
+  EXPECT_EQ(std::get<LookupResponse>(copy.body).results[2].name, "Interp\"reter\t::Run");
 }
 
 TEST(CompactFormTest, WireShape) {
@@ -989,9 +1024,9 @@ TEST(CompactFormTest, BadIndicesAndTablesAreRejected) {
       &error);
   ASSERT_TRUE(ok) << error;
   const auto& r = std::get<LookupResponse>(ok->body).results[0];
-  EXPECT_EQ(r.name_or_view(), "bA");
+  EXPECT_EQ(r.name, "bA");
   ASSERT_EQ(r.frames.size(), 1u);
-  EXPECT_EQ(r.frames[0].name_or_view(), "a");
+  EXPECT_EQ(r.frames[0].name, "a");
   EXPECT_EQ(r.frames[0].column, 3u);
 }
 
@@ -1006,19 +1041,19 @@ TEST(CompactFormTest, DecodeIntoReusesTheTable) {
   r.addr = 1;
   r.found = true;
   r.name = "second";
-  r.origin = "perfmap";
+  r.origin = Origin::kPerfmap;
   other.strings = true;
   ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response, &error)) << error;
   const auto& results = std::get<LookupResponse>(response.body).results;
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].name_or_view(), "second");
-  EXPECT_EQ(results[0].file_or_view(), "");
+  EXPECT_EQ(results[0].name, "second");
+  EXPECT_EQ(results[0].file, "");
   EXPECT_TRUE(results[0].frames.empty());
   // Then a plain response into the same object: strings again, no stale views.
   other.strings = false;
   ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response, &error)) << error;
   EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].name, "second");
-  EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].name_or_view(), "second");
+  EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].name, "second");
 }
 
 TEST(JsonReaderTest, TryReadUintTakesOnlyPlainIntegers) {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -37,17 +38,21 @@ class FakeHandler : public RequestHandler {
     if (const auto* lookup = std::get_if<proto::LookupRequest>(&request.body)) {
       proto::LookupResponse answer;
       answer.strings = lookup->strings;  // as the query engine does
+      // The names the answers point to, owned by the response as the index is by the daemon's.
+      auto names = std::make_shared<std::deque<std::string>>();
+      answer.keepalive = names;
       for (const proto::AddressQuery& q : lookup->addrs) {
         proto::LookupResult& r = answer.results.emplace_back();
         r.addr = q.addr;
         if (q.addr != 0 && q.error.empty()) {
           r.found = true;
-          r.name = "fn_" + proto::FormatAddress(q.addr);
+          std::string& name = names->emplace_back("fn_" + proto::FormatAddress(q.addr));
           // Addresses from 2^48 up have long names: answers too big for the compact form.
-          if (q.addr >> 48) r.name.append(1000, 'x');
+          if (q.addr >> 48) name.append(1000, 'x');
+          r.name = name;
           r.start = q.addr;
           r.size = 1;
-          r.origin = "jitdump";
+          r.origin = proto::Origin::kJitdump;
         }
       }
       return {"", std::move(answer)};
@@ -513,7 +518,7 @@ TEST_F(ServerTest, CompactRequestOverASliceIsAnsweredPlain) {
   ASSERT_TRUE(response) << error;
   const auto& results = std::get<proto::LookupResponse>(response->body).results;
   ASSERT_EQ(results.size(), addrs.size());
-  EXPECT_EQ(results[24].name_or_view(), "fn_0x19");
+  EXPECT_EQ(results[24].name, "fn_0x19");
   // Within one slice, the compact form as before.
   addrs.resize(10);
   request = Lookup(addrs);

@@ -62,8 +62,9 @@ TEST(SymbolsProtocol, RequestAndResponseRoundTrip) {
   proto::SymbolsResponse symbols;
   symbols.pid = 1234;
   symbols.incarnation = 2;
-  symbols.symbols.push_back({0x7f0000001000, 0x40, "JS:*f \"q\"", "jitdump", ""});
-  symbols.symbols.push_back({0x7f0000002000, 0x10, "M", "r2rmap", "System.Private.CoreLib"});
+  symbols.symbols.push_back({0x7f0000001000, 0x40, "JS:*f \"q\"", proto::Origin::kJitdump, ""});
+  symbols.symbols.push_back(
+      {0x7f0000002000, 0x10, "M", proto::Origin::kR2rmap, "System.Private.CoreLib"});
   response.body = symbols;
   std::string out;
   proto::EncodeResponse(response, &out);
@@ -82,9 +83,9 @@ TEST(SymbolsProtocol, RequestAndResponseRoundTrip) {
 
 TEST(PerfMapText, LinesInOrderWithoutControlCharacters) {
   std::string text;
-  client::FormatPerfMap({{0x7f0000001000, 0x40, "JS:*f\nx", "jitdump", ""},
-                         {0x7f0000002000, 0, "empty", "jitdump", ""},
-                         {0x10, 0x1, "", "perfmap", ""}},
+  client::FormatPerfMap({{0x7f0000001000, 0x40, "JS:*f\nx", proto::Origin::kJitdump, ""},
+                         {0x7f0000002000, 0, "empty", proto::Origin::kJitdump, ""},
+                         {0x10, 0x1, "", proto::Origin::kPerfmap, ""}},
                         &text);
   EXPECT_EQ(text, "7f0000001000 40 JS:*f x\n10 1 [unnamed]\n");
 }
