@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
-#include "daemon/os/proc.h"
 #include "daemon/ingest/source.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
@@ -175,7 +175,7 @@ class Ingester {
   // Sets *exited when the file is believed as the side file of a process that exited while
   // the daemon was not running (see FromExitedProcess).
   struct Admitted {
-    bool exited = false;                      // an earlier, exited process of the pid
+    bool exited = false;                          // an earlier, exited process of the pid
     std::optional<os::ProcessIdentity> identity;  // the live process judged against
   };
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,

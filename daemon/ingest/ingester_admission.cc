@@ -33,9 +33,8 @@ std::optional<security::ProcessFacts> Ingester::ProcessFactsOf(
   return security::ProcessFacts{identity->uid, os::StartTicksToRealtimeNs(identity->start_ticks)};
 }
 
-Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid,
-                                                      const std::optional<os::ProcessIdentity>& live,
-                                                      uint32_t uid) {
+Ingester::Incarnation* Ingester::ExitedIncarnationFor(
+    uint32_t pid, const std::optional<os::ProcessIdentity>& live, uint32_t uid) {
   if (live) {
     // The process holding the pid now is known too, even with no file of its own yet: without
     // it the exited one would be the newest incarnation, the one a lookup without a time (and
