@@ -1,13 +1,12 @@
 #include "daemon/config/config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <map>
 #include <set>
+
+#include "daemon/os/small_file.h"
 
 namespace jitsym::config {
 namespace {
@@ -130,36 +129,28 @@ std::optional<std::string> ParseConfigText(std::string_view text, std::string_vi
 std::optional<std::string> LoadConfigFile(const std::string& path, bool must_exist,
                                           Settings* settings, bool* found) {
   if (found) *found = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT && !must_exist) return std::nullopt;
-    return "cannot open config file " + path + ": " + std::strerror(errno);
-  }
-  struct stat st {};
   // A character device is allowed for --config /dev/null (no settings).
-  if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
-    ::close(fd);
-    return "config file " + path + " is not a regular file";
-  }
-  std::string text;
-  char buf[8192];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return "cannot read config file " + path + ": " + std::strerror(err);
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > kMaxConfigBytes) {
-      ::close(fd);
-      return "config file " + path + " is larger than " + std::to_string(kMaxConfigBytes) +
-             " bytes";
+  os::SmallFileOptions options;
+  options.max_bytes = kMaxConfigBytes;
+  options.allow_char_device = true;
+  os::SmallFileError error;
+  auto file = os::ReadSmallFile(path, options, &error);
+  if (!file) {
+    switch (error.kind) {
+      case os::SmallFileError::kOpen:
+        if (error.errno_value == ENOENT && !must_exist) return std::nullopt;
+        return "cannot open config file " + path + ": " + std::strerror(error.errno_value);
+      case os::SmallFileError::kNotRegular:
+      case os::SmallFileError::kRefused:
+        return "config file " + path + " is not a regular file";
+      case os::SmallFileError::kRead:
+        return "cannot read config file " + path + ": " + std::strerror(error.errno_value);
+      case os::SmallFileError::kTooLarge:
+        return "config file " + path + " is larger than " + std::to_string(kMaxConfigBytes) +
+               " bytes";
     }
   }
-  ::close(fd);
+  const std::string& text = file->bytes;
   if (found) *found = true;
   return ParseConfigText(text, path, settings);
 }

@@ -15,7 +15,7 @@
 #include <system_error>
 
 #include "daemon/index/huge_page_allocator.h"
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
@@ -307,7 +307,7 @@ bool Ingester::Rewritten(const FollowedFile& file, int fd, uint64_t size) {
 
 Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
   auto& incs = processes_[pid];
-  const auto identity = ReadProcessIdentity(pid);
+  const auto identity = os::ReadProcessIdentity(pid);
   if (identity) {
     // A live process: the live incarnation with the same start time, or a new one (pid
     // reused). Start times tick at 100 Hz, so a pid reused within 10 ms has the same start
@@ -324,7 +324,7 @@ Ingester::Incarnation* Ingester::IncarnationFor(uint32_t pid) {
   inc->id = next_incarnation_++;
   if (identity) {
     inc->start_ticks = identity->start_ticks;
-    inc->start_time = StartTicksToMonotonicNs(identity->start_ticks);
+    inc->start_time = os::StartTicksToMonotonicNs(identity->start_ticks);
     inc->uid = identity->uid;
     inc->alive = true;
     WatchExit(*inc);
@@ -356,13 +356,13 @@ void Ingester::WatchExit(Incarnation& inc) {
   // one user's many processes cannot take the descriptors either. A process without one is
   // polled through /proc by the maintenance tick instead (PollExits).
   if (!inc.uid || !ledger_.AdmitFile(*inc.uid).empty()) return;
-  int pidfd = OpenPidfd(inc.pid);
+  int pidfd = os::OpenPidfd(inc.pid);
   if (pidfd < 0) {
     ledger_.ReleaseFile(*inc.uid);
     return;
   }
   // The pid may have been reused between reading /proc and opening the pidfd.
-  auto identity = ReadProcessIdentity(inc.pid);
+  auto identity = os::ReadProcessIdentity(inc.pid);
   if (!identity || identity->start_ticks != inc.start_ticks) {
     ::close(pidfd);
     ledger_.ReleaseFile(*inc.uid);
@@ -438,7 +438,7 @@ void Ingester::PollExits() {
   for (auto& [pid, incs] : processes_) {
     for (auto& inc : incs) {
       if (!inc->alive || (inc->pidfd && inc->pidfd->is_open())) continue;
-      const auto identity = ReadProcessIdentity(inc->pid);
+      const auto identity = os::ReadProcessIdentity(inc->pid);
       if (!identity || identity->start_ticks != inc->start_ticks) gone.push_back(inc.get());
     }
   }
@@ -610,7 +610,7 @@ bool Ingester::Drain(FollowedFile& file) {
     if (auto pid = src.content_pid()) {
       // The same rule as for a pid in the file name, now that the header named it, on the
       // facts of the file when it was opened.
-      const auto identity = ReadProcessIdentity(*pid);
+      const auto identity = os::ReadProcessIdentity(*pid);
       security::FileFacts facts;
       facts.uid = file.uid;
       facts.nlink = file.nlink;

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
-#include "daemon/ingest/proc.h"
 #include "daemon/ingest/source.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
@@ -175,18 +175,18 @@ class Ingester {
   // Sets *exited when the file is believed as the side file of a process that exited while
   // the daemon was not running (see FromExitedProcess).
   struct Admitted {
-    bool exited = false;                      // an earlier, exited process of the pid
-    std::optional<ProcessIdentity> identity;  // the live process judged against
+    bool exited = false;                          // an earlier, exited process of the pid
+    std::optional<os::ProcessIdentity> identity;  // the live process judged against
   };
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
              std::optional<uint32_t> pid, const struct stat& st, Admitted* out);
   // The facts security::JudgeAdmission decides on.
   security::FileFacts FileFactsOf(const struct stat& st) const;
   static std::optional<security::ProcessFacts> ProcessFactsOf(
-      const std::optional<ProcessIdentity>& identity);
+      const std::optional<os::ProcessIdentity>& identity);
   // The incarnation for such files: exited, owned by the files' owner, never the live process.
   // `live`: the process holding the pid now, if any (it gets its own incarnation too).
-  Incarnation* ExitedIncarnationFor(uint32_t pid, const std::optional<ProcessIdentity>& live,
+  Incarnation* ExitedIncarnationFor(uint32_t pid, const std::optional<os::ProcessIdentity>& live,
                                     uint32_t uid);
   void RecheckPending();
   void ArmPendingTimer();

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "daemon/ingest/ingester.h"
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
@@ -28,14 +28,13 @@ security::FileFacts Ingester::FileFactsOf(const struct stat& st) const {
 }
 
 std::optional<security::ProcessFacts> Ingester::ProcessFactsOf(
-    const std::optional<ProcessIdentity>& identity) {
+    const std::optional<os::ProcessIdentity>& identity) {
   if (!identity) return std::nullopt;
-  return security::ProcessFacts{identity->uid, StartTicksToRealtimeNs(identity->start_ticks)};
+  return security::ProcessFacts{identity->uid, os::StartTicksToRealtimeNs(identity->start_ticks)};
 }
 
-Ingester::Incarnation* Ingester::ExitedIncarnationFor(uint32_t pid,
-                                                      const std::optional<ProcessIdentity>& live,
-                                                      uint32_t uid) {
+Ingester::Incarnation* Ingester::ExitedIncarnationFor(
+    uint32_t pid, const std::optional<os::ProcessIdentity>& live, uint32_t uid) {
   if (live) {
     // The process holding the pid now is known too, even with no file of its own yet: without
     // it the exited one would be the newest incarnation, the one a lookup without a time (and
@@ -61,7 +60,7 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
   if (Ignored(path, st)) return false;
   const uint32_t owner = st.st_uid;
   if (pid) {
-    const auto identity = ReadProcessIdentity(*pid);
+    const auto identity = os::ReadProcessIdentity(*pid);
     out->identity = identity;
     const security::Admission verdict =
         security::JudgeAdmission(FileFactsOf(st), ProcessFactsOf(identity), started_realtime_ns_);

@@ -16,7 +16,7 @@
 #include <cstring>
 
 #include "daemon/ingest/ingester.h"
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"

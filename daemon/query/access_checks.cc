@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
 namespace jitsym::query {
 
@@ -44,7 +44,7 @@ std::optional<proto::ErrorResponse> ProcessDenials::Resolve(LookupBatch& batch) 
   // Who holds the pid now: "permission denied" only for a live process not the client's, which
   // /proc shows to anyone; any other answer would tell which dead pids the daemon indexed.
   std::optional<uint32_t> live_owner;
-  if (const auto identity = ingest::ReadProcessIdentity(batch.pid())) live_owner = identity->uid;
+  if (const auto identity = os::ReadProcessIdentity(batch.pid())) live_owner = identity->uid;
   const bool deny = security::DecideProcess(access.facts(), std::nullopt, live_owner) ==
                     security::ProcessAccess::kDenied;
   if (deny) {

@@ -1,15 +1,16 @@
 #include "daemon/query/image_lookup.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/formats/perfinfo/perfinfo_parser.h"
 #include "daemon/ingest/r2rmap_source.h"
+#include "daemon/os/proc.h"
+#include "daemon/os/process_maps.h"
+#include "daemon/os/small_file.h"
 #include "daemon/security/access_rules.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
@@ -40,28 +41,17 @@ bool IsDll(std::string_view path) { return EndsWithNoCase(path, ".dll"); }
 // followed and it must be believed for that process (security::JudgeProcessFile).
 std::optional<std::string> ReadFile(const std::string& path,
                                     std::optional<uint32_t> owned_for = std::nullopt) {
-  const int fd = ::open(
-      path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (owned_for ? O_NOFOLLOW : 0));
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<uint64_t>(st.st_size) > kMaxFileBytes ||
-      (owned_for &&
-       security::JudgeProcessFile(st.st_uid, *owned_for) != security::FileVerdict::kTrusted)) {
-    ::close(fd);
-    return std::nullopt;
+  os::SmallFileOptions options;
+  options.max_bytes = kMaxFileBytes;
+  options.no_follow = owned_for.has_value();
+  if (owned_for) {
+    options.accept = [&](const struct stat& st) {
+      return security::JudgeProcessFile(st.st_uid, *owned_for) == security::FileVerdict::kTrusted;
+    };
   }
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > kMaxFileBytes) break;
-  }
-  ::close(fd);
-  return text;
+  auto file = os::ReadSmallFile(path, options);
+  if (!file) return std::nullopt;
+  return std::move(file->bytes);
 }
 
 // An answer from an image source; `base` is where the image is (0 for RVA lookups).
@@ -130,27 +120,6 @@ std::string NormalizeSignature(std::string_view text) {
     out.push_back(c);
   }
   return out.size() == 32 ? out : std::string();
-}
-
-std::vector<PerfInfoImage> ParsePerfInfo(std::string_view text) {
-  std::vector<PerfInfoImage> out;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    std::vector<std::string_view> f;
-    while (!line.empty()) {
-      const size_t semi = line.find(';');
-      f.push_back(line.substr(0, semi));
-      line.remove_prefix(semi == std::string_view::npos ? line.size() : semi + 1);
-    }
-    if (f.size() < 4 || f[0] != "ImageLoad") continue;
-    std::optional<uint64_t> base = proto::ParseAddress(f[3]);
-    if (!base || *base == 0) continue;  // not ReadyToRun: the runtime logs base 0
-    out.push_back({std::string(f[1]), std::string(f[2]), *base});
-  }
-  return out;
 }
 
 ImageLookup::ImageLookup(Options options) : options_(std::move(options)) {}
@@ -263,9 +232,9 @@ bool ImageLookup::LookupImage(LookupBatch& batch, uint32_t for_uid) {
 }
 
 std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint32_t pid) {
-  auto identity = ingest::ReadProcessIdentity(pid);
+  auto identity = os::ReadProcessIdentity(pid);
   if (!identity) return nullptr;
-  auto maps = ReadProcessMaps(pid);
+  auto maps = os::ReadProcessMaps(pid);
   if (!maps) return nullptr;
   auto p = std::make_shared<ProcessImages>();
   p->start_ticks = identity->start_ticks;
@@ -273,13 +242,13 @@ std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint3
   p->read_ns = MonotonicNowNs();
   // Every mapped file is kept: the others (native libraries) bound the images whose extent only
   // perfinfo gives, and an address in them is known not to be in any image.
-  for (const MappedFile& f : MappedFiles(*maps)) {
+  for (const os::MappedFile& f : os::MappedFiles(*maps)) {
     p->images.push_back({IsDll(f.path) ? ImageNameFromPath(f.path) : std::string(), f.base, f.end});
   }
   // .NET 8 and older log where each ReadyToRun image is loaded.
   const std::string perfinfo = options_.perfinfo_dir + "/perfinfo-" + std::to_string(pid) + ".map";
   if (auto text = ReadFile(perfinfo, identity->uid)) {
-    for (const PerfInfoImage& img : ParsePerfInfo(*text)) {
+    for (const perfinfo::PerfInfoImage& img : perfinfo::ParsePerfInfo(*text)) {
       const bool known = std::any_of(p->images.begin(), p->images.end(),
                                      [&](const Placed& x) { return x.base == img.base; });
       if (!known) p->images.push_back({ImageNameFromPath(img.path), img.base, 0});
@@ -302,7 +271,7 @@ std::optional<ImageLookup::LiveProcess> ImageLookup::LiveMappedImages(const inde
   // only if the pid still names the same process once its maps are read.
   std::shared_ptr<const ProcessImages> images = ReadProcess(pid);
   if (!images) return std::nullopt;
-  const auto after = ingest::ReadProcessIdentity(pid);
+  const auto after = os::ReadProcessIdentity(pid);
   if (!after || after->start_ticks != images->start_ticks || after->uid != images->uid) {
     return std::nullopt;
   }
@@ -329,7 +298,7 @@ std::optional<proto::ErrorResponse> ImageLookup::Resolve(LookupBatch& batch) {
   if (images && !fresh &&
       MonotonicNowNs() - images->read_ns >= decltype(processes_)::kMinRereadNs) {
     // The pid may belong to another process by now: then its table is read again.
-    const auto identity = ingest::ReadProcessIdentity(pid);
+    const auto identity = os::ReadProcessIdentity(pid);
     if (identity && identity->start_ticks != images->start_ticks) {
       images = Cached(pid, true, &fresh);
     }

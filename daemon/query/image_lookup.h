@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
-#include "daemon/ingest/proc.h"
-#include "daemon/query/process_maps.h"
+#include "daemon/os/proc.h"
+#include "daemon/os/process_table_cache.h"
 #include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
@@ -38,14 +38,6 @@ namespace jitsym::query {
 std::string ImageNameFromPath(std::string_view path);
 // "{0D2A...-...}" / "0d2a..." -> 32 lower-case hex digits; empty if it is not a signature.
 std::string NormalizeSignature(std::string_view text);
-
-// `ImageLoad;PATH;MVID;BASE;` lines of a perfinfo-<pid>.map (other lines are ignored).
-struct PerfInfoImage {
-  std::string path;
-  std::string mvid;
-  uint64_t base = 0;
-};
-std::vector<PerfInfoImage> ParsePerfInfo(std::string_view text);
 
 // As a Resolver: the second step of a pid lookup, after the JIT index.
 class ImageLookup : public Resolver {
@@ -77,7 +69,7 @@ class ImageLookup : public Resolver {
     uint64_t end = 0;
   };
   struct LiveProcess {
-    ingest::ProcessIdentity identity;
+    os::ProcessIdentity identity;
     std::vector<MappedImage> images;
   };
   std::optional<LiveProcess> LiveMappedImages(const index::IndexView& view, uint32_t pid);
@@ -108,7 +100,7 @@ class ImageLookup : public Resolver {
   std::shared_ptr<const ProcessImages> Cached(uint32_t pid, bool refresh, bool* fresh);
 
   Options options_;
-  ProcessTableCache<ProcessImages> processes_;
+  os::ProcessTableCache<ProcessImages> processes_;
   std::mutex load_mu_;
   std::map<std::string, Loaded> loaded_;
 };

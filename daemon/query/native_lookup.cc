@@ -10,7 +10,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
+#include "daemon/os/process_maps.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -140,13 +141,13 @@ std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::Cached(uint32_t 
 
 std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::ReadProcessTable(uint32_t pid) {
   std::shared_ptr<ProcessTable> p;
-  if (auto identity = ingest::ReadProcessIdentity(pid)) {
-    if (auto maps = ReadProcessMaps(pid)) {
+  if (auto identity = os::ReadProcessIdentity(pid)) {
+    if (auto maps = os::ReadProcessMaps(pid)) {
       p = std::make_shared<ProcessTable>();
       p->start_ticks = identity->start_ticks;
       p->uid = identity->uid;
       p->read_ns = MonotonicNowNs();
-      for (const Mapping& m : *maps) {
+      for (const os::Mapping& m : *maps) {
         if (m.perms.size() < 3 || m.perms[2] != 'x' || m.path.empty() || m.path.front() != '/') {
           continue;
         }
@@ -161,21 +162,7 @@ std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::ReadProcessTable
 
 std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, const ExecMapping& m,
                                                               std::string* error) {
-  // The path as the process sees it; if that is another file now (replaced, or another mount
-  // namespace), the process's own view of it while it lives.
-  struct stat st {};
-  if (::stat(m.path.c_str(), &st) == 0 && st.st_ino == m.inode) {
-    return modules_.GetByPath(m.path, error);
-  }
-  const std::string root = "/proc/" + std::to_string(pid) + "/root" + m.path;
-  if (::stat(root.c_str(), &st) == 0 && st.st_ino == m.inode) {
-    return modules_.GetByPath(root, error);
-  }
-  char files[96];
-  std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
-                static_cast<unsigned long long>(m.start), static_cast<unsigned long long>(m.end));
-  if (::stat(files, &st) == 0 && st.st_ino == m.inode) return modules_.GetByPath(files, error);
-  return modules_.GetByPath(m.path, error);  // the best there is (the process may be gone)
+  return modules_.GetByPath(os::MappedFilePath(pid, m.path, m.inode, m.start, m.end), error);
 }
 
 std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
@@ -188,7 +175,7 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
   std::shared_ptr<const ProcessTable> table = Cached(pid, false, &fresh);
   if (table && !fresh && MonotonicNowNs() - table->read_ns >= decltype(processes_)::kMinRereadNs) {
     // The pid may belong to another process by now: then its table is read again.
-    auto identity = ingest::ReadProcessIdentity(pid);
+    auto identity = os::ReadProcessIdentity(pid);
     if (identity && identity->start_ticks != table->start_ticks) {
       table = Cached(pid, true, &fresh);
     }

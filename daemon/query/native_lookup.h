@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "daemon/native/module_cache.h"
-#include "daemon/query/process_maps.h"
+#include "daemon/os/process_table_cache.h"
 #include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
@@ -65,7 +65,7 @@ class NativeLookup : public Resolver {
                                                   std::string* error);
 
   native::ModuleCache modules_;
-  ProcessTableCache<ProcessTable> processes_;
+  os::ProcessTableCache<ProcessTable> processes_;
 };
 
 }  // namespace jitsym::query

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
 namespace jitsym::query {
 namespace {
@@ -42,11 +42,11 @@ proto::Response NotFound(uint32_t pid) {
 // the pid). /proc start times tick at 100 Hz and the index may place an incarnation's start a
 // little later than /proc does (after its predecessor's last record): a second of slack. The
 // owner must match exactly, which is what the access decision rests on.
-bool IsIncarnation(const index::ProcessView& process, const ingest::ProcessIdentity& now) {
+bool IsIncarnation(const index::ProcessView& process, const os::ProcessIdentity& now) {
   if (!process.alive || !process.uid || *process.uid != now.uid || !process.start_time) {
     return false;
   }
-  const uint64_t live = ingest::StartTicksToMonotonicNs(now.start_ticks);
+  const uint64_t live = os::StartTicksToMonotonicNs(now.start_ticks);
   const uint64_t recorded = *process.start_time;
   const uint64_t diff = live > recorded ? live - recorded : recorded - live;
   return diff <= 1000000000ull;
@@ -64,7 +64,7 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
   // not know is listed from its mappings only. Who may list it is decided per incarnation, from
   // the owner recorded while it lived (as for lookups), before /proc or any file is read.
   const index::ProcessView* process = view.FindProcess(pid, std::nullopt);
-  const auto now = ingest::ReadProcessIdentity(pid);
+  const auto now = os::ReadProcessIdentity(pid);
   if (process == nullptr && !now) return NotFound(pid);
   const security::ProcessAccess verdict =
       access.ForProcess(process != nullptr ? process->uid : std::optional(now->uid), pid);

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
 namespace jitsym::security {
 
@@ -77,7 +77,7 @@ std::vector<uint32_t> CachedGroupsOfUser(uint32_t uid, uint32_t gid) {
 
 }  // namespace
 
-PeerAccess::PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& policy)
+PeerAccess::PeerAccess(const PeerCredentials& peer, const AccessPolicy& policy)
     : uid_(peer.uid), gid_(peer.gid) {
   groups_.assign(peer.groups.begin(), peer.groups.end());
   std::sort(groups_.begin(), groups_.end());
@@ -102,7 +102,7 @@ bool PeerAccess::MaySeeProcess(std::optional<uint32_t> owner) const {
 ProcessAccess PeerAccess::ForProcess(std::optional<uint32_t> owner, uint32_t pid) const {
   if (MaySeeProcess(owner)) return ProcessAccess::kAllowed;
   std::optional<uint32_t> live_owner;
-  if (const auto identity = ingest::ReadProcessIdentity(pid)) live_owner = identity->uid;
+  if (const auto identity = os::ReadProcessIdentity(pid)) live_owner = identity->uid;
   return DecideProcess(facts_, owner, live_owner);
 }
 

@@ -16,7 +16,7 @@
 
 #include "daemon/security/access_rules.h"
 #include "daemon/security/path_walk.h"
-#include "daemon/server/server.h"
+#include "daemon/security/peer_credentials.h"
 
 namespace jitsym::security {
 
@@ -36,7 +36,7 @@ std::vector<uint32_t> GroupsOfUser(uint32_t uid, uint32_t gid);
 // The rights of one connected client, decided once per request.
 class PeerAccess {
  public:
-  PeerAccess(const server::PeerCredentials& peer, const AccessPolicy& policy);
+  PeerAccess(const PeerCredentials& peer, const AccessPolicy& policy);
 
   bool root() const { return uid_ == 0; }
   bool trusted() const { return trusted_; }  // root or a trusted-group member

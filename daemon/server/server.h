@@ -34,24 +34,16 @@
 #include <string>
 #include <vector>
 
+#include "daemon/security/peer_credentials.h"
 #include "proto/protocol.h"
 
 namespace jitsym::server {
 
-// The connecting process, from SO_PEERCRED at accept time. The defaults are nobody's ids, never
-// root's: a PeerCredentials nobody filled in has no rights.
-struct PeerCredentials {
-  static constexpr unsigned kUnknownId = static_cast<unsigned>(-1);
-  int pid = 0;
-  unsigned uid = kUnknownId;
-  unsigned gid = kUnknownId;
-  // Supplementary groups at connect time (SO_PEERGROUPS); empty when the kernel cannot tell.
-  std::vector<unsigned> groups;
-};
-
-// The peer of a connected Unix socket (SO_PEERCRED, SO_PEERGROUPS); nullopt when the kernel
-// does not say. The server refuses such a connection rather than guess who it is.
-std::optional<PeerCredentials> ReadPeerCredentials(int fd);
+// Who is connecting; read at accept time and passed to the handler with each request. The
+// credentials belong to security/ (every access decision starts from them); the server names them
+// as part of its own interface.
+using security::PeerCredentials;
+using security::ReadPeerCredentials;
 
 // Implemented by the daemon's query engine.
 class RequestHandler {

@@ -9,46 +9,9 @@
 #include <cstdlib>
 
 #include "daemon/ingest/r2rmap_source.h"
-#include "daemon/query/process_maps.h"
 
 namespace jitsym::query {
 namespace {
-
-TEST(ProcessMaps, ParsesLinesAndGroupsFilesIntoImages) {
-  const std::string text =
-      "55d0c0000000-55d0c0001000 r--p 00000000 08:01 1234   /usr/bin/python3.11\n"
-      "7f0000000000-7f0000001000 r--p 00000000 08:01 77 /opt/app/Foo.dll\n"
-      "7f0000001000-7f0000003000 r-xp 00001000 08:01 77 /opt/app/Foo.dll\n"
-      "7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n"
-      "7f0000004000-7f0000005000 r--p 00003000 08:01 77 /opt/app/Foo.dll\n"
-      "7f0000010000-7f0000011000 r--p 00000000 08:01 78 /tmp/Bar Baz.DLL (deleted)\n"
-      "7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]\n"
-      "garbage line\n"
-      "7f0000020000-7f0000021000 r--p 00002000 08:01 79 /opt/app/NoBase.dll";
-  const std::vector<Mapping> maps = ParseProcessMaps(text);
-  ASSERT_EQ(maps.size(), 8u);  // all but the garbage line
-  EXPECT_EQ(maps[1].start, 0x7f0000000000u);
-  EXPECT_EQ(maps[1].perms, "r--p");
-  EXPECT_EQ(maps[2].file_offset, 0x1000u);
-  EXPECT_EQ(maps[1].inode, 77u);
-  EXPECT_EQ(maps[3].path, "");
-  EXPECT_EQ(maps[4].path, "/opt/app/Foo.dll");
-  EXPECT_EQ(maps[5].path, "/tmp/Bar Baz.DLL");
-  EXPECT_TRUE(maps[5].deleted);
-  const std::vector<MappedFile> files = MappedFiles(maps);
-  ASSERT_EQ(files.size(), 3u);  // python, Foo.dll, Bar Baz.DLL (NoBase has no offset-0 mapping)
-  EXPECT_EQ(files[1].path, "/opt/app/Foo.dll");
-  EXPECT_EQ(files[1].base, 0x7f0000000000u);
-  EXPECT_EQ(files[1].end, 0x7f0000005000u);
-  EXPECT_EQ(files[2].path, "/tmp/Bar Baz.DLL");
-}
-
-TEST(ProcessMaps, ReadsOwnProcess) {
-  auto maps = ReadProcessMaps(static_cast<uint32_t>(::getpid()));
-  ASSERT_TRUE(maps);
-  EXPECT_FALSE(maps->empty());
-  EXPECT_FALSE(ReadProcessMaps(0x7ffffff0u));
-}
 
 TEST(ImageLookup, NamesAndSignatures) {
   EXPECT_EQ(ImageNameFromPath("/usr/lib/dotnet/System.Private.CoreLib.dll"),
@@ -66,25 +29,9 @@ TEST(ImageLookup, NamesAndSignatures) {
   EXPECT_EQ(NormalizeSignature("System.Private.CoreLib"), "");
 }
 
-TEST(ImageLookup, PerfInfoLines) {
-  const auto images = ParsePerfInfo(
-      "ImageLoad;/usr/share/dotnet/System.Runtime.dll;{11111111-2222-3333-4444-555555555555};"
-      "0x7f1234560000;\n"
-      "ImageLoad;/app/jit-only.dll;{11111111-2222-3333-4444-555555555556};(nil);\r\n"
-      "ImageLoad;/app/zero.dll;{x};0000000000000000;\n"
-      "RuntimeVersion;8.0.0;\n"
-      "ImageLoad;/app/NoPrefix.dll;{y};7F0000001000;\r\n"
-      "ImageLoad;short\n");
-  ASSERT_EQ(images.size(), 2u);
-  EXPECT_EQ(images[0].path, "/usr/share/dotnet/System.Runtime.dll");
-  EXPECT_EQ(images[0].mvid, "{11111111-2222-3333-4444-555555555555}");
-  EXPECT_EQ(images[0].base, 0x7f1234560000u);
-  EXPECT_EQ(images[1].base, 0x7f0000001000u);
-}
-
 // What a client with this uid (and a group of its own) may do.
 security::PeerAccess AccessOf(uint32_t uid) {
-  server::PeerCredentials peer;
+  security::PeerCredentials peer;
   peer.uid = uid;
   peer.gid = uid;
   return security::PeerAccess(peer, {});

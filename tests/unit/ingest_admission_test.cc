@@ -11,7 +11,7 @@
 #include "daemon/config/descriptor_budget.h"
 #include "daemon/formats/mlpd/mlpd_parser.h"
 #include "daemon/ingest/mlpd_source.h"
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "tests/unit/testing/mlpd_builder.h"
@@ -134,11 +134,11 @@ TEST(JudgeAdmission, RootsFileWithSeveralLinks) {
 
 TEST(StartTime, BootTicksToRealtime) {
   // Started 123.45 s after boot; now 200 s after boot and 5000 s after the epoch.
-  EXPECT_EQ(ingest::BootTicksToRealtimeNs(12345, 100, 200 * kSec, 5000 * kSec),
+  EXPECT_EQ(os::BootTicksToRealtimeNs(12345, 100, 200 * kSec, 5000 * kSec),
             5000 * kSec - (200 * kSec - 123450 * kMs));
   // A tick rate that does not divide 1e9 stays exact to the nanosecond of the rounding.
-  EXPECT_EQ(ingest::BootTicksToRealtimeNs(3, 3, 10 * kSec, 100 * kSec), 91 * kSec);
-  EXPECT_EQ(ingest::BootTicksToRealtimeNs(1, 0, 10 * kSec, 100 * kSec), 0u);
+  EXPECT_EQ(os::BootTicksToRealtimeNs(3, 3, 10 * kSec, 100 * kSec), 91 * kSec);
+  EXPECT_EQ(os::BootTicksToRealtimeNs(1, 0, 10 * kSec, 100 * kSec), 0u);
 }
 
 TEST(Descriptors, FollowedFilesLeaveRoomForEverythingElseAndForOtherUsers) {

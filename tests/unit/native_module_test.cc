@@ -17,7 +17,7 @@
 #include "daemon/native/debug_file_locator.h"
 #include "daemon/native/key_index.h"
 #include "daemon/native/module_cache.h"
-#include "daemon/query/process_maps.h"
+#include "daemon/os/process_maps.h"
 
 namespace jitsym::native {
 
@@ -59,8 +59,8 @@ std::string WriteTemp(const std::string& bytes) {
 // The ELF virtual address of a function of this binary (the test runs as a PIE or not).
 uint64_t VirtualAddressOf(const NativeModule& m, const void* fn) {
   const uint64_t addr = reinterpret_cast<uint64_t>(fn);
-  const auto maps = query::ReadProcessMaps(static_cast<uint32_t>(::getpid()));
-  for (const query::Mapping& map : *maps) {
+  const auto maps = os::ReadProcessMaps(static_cast<uint32_t>(::getpid()));
+  for (const os::Mapping& map : *maps) {
     if (addr >= map.start && addr < map.end && map.path == m.path()) {
       auto v = m.FileOffsetToAddress(addr - map.start + map.file_offset);
       return v ? *v : 0;

@@ -13,8 +13,8 @@
 namespace jitsym::security {
 namespace {
 
-server::PeerCredentials Peer(unsigned uid, unsigned gid, std::vector<unsigned> groups = {}) {
-  server::PeerCredentials p;
+PeerCredentials Peer(unsigned uid, unsigned gid, std::vector<unsigned> groups = {}) {
+  PeerCredentials p;
   p.pid = 1;
   p.uid = uid;
   p.gid = gid;

@@ -1,8 +1,6 @@
 // Reads process identities from /proc and converts their start times.
-#include "daemon/ingest/proc.h"
+#include "daemon/os/proc.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -10,23 +8,19 @@
 #include <cstring>
 #include <string>
 
+#include "daemon/os/small_file.h"
 #include "daemon/util/clock.h"
 
-namespace jitsym::ingest {
+namespace jitsym::os {
 
 std::optional<ProcessIdentity> ReadProcessIdentity(uint32_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  char buf[4096];
-  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  struct stat st {};
-  const bool have_owner = ::fstat(fd, &st) == 0;
-  ::close(fd);
-  if (n <= 0 || !have_owner) return std::nullopt;
-  buf[n] = '\0';
+  // The stat line is a few hundred bytes (the command name is at most 16).
+  SmallFileOptions options;
+  options.max_bytes = 4096;
+  auto file = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat", options);
+  if (!file) return std::nullopt;
   // The command name may contain spaces and parentheses: fields start after the last ')'.
-  const char* p = std::strrchr(buf, ')');
+  const char* p = std::strrchr(file->bytes.c_str(), ')');
   if (p == nullptr) return std::nullopt;
   ++p;
   // After ")" come fields 3 (state) ... ; starttime is field 22, i.e. the 20th after ')'.
@@ -37,7 +31,7 @@ std::optional<ProcessIdentity> ReadProcessIdentity(uint32_t pid) {
   }
   ProcessIdentity id;
   id.start_ticks = std::strtoull(p, nullptr, 10);
-  id.uid = st.st_uid;
+  id.uid = file->st.st_uid;
   return id;
 }
 
@@ -79,4 +73,4 @@ int OpenPidfd(uint32_t pid) {
 #endif
 }
 
-}  // namespace jitsym::ingest
+}  // namespace jitsym::os

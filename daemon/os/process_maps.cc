@@ -1,14 +1,15 @@
-#include "daemon/query/process_maps.h"
+#include "daemon/os/process_maps.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <map>
 
-namespace jitsym::query {
+#include "daemon/os/small_file.h"
+
+namespace jitsym::os {
 namespace {
 
 std::string_view NextField(std::string_view* line) {
@@ -63,23 +64,22 @@ std::vector<Mapping> ParseProcessMaps(std::string_view text) {
 }
 
 std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/maps";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return ParseProcessMaps(text);
+  auto file = ReadSmallFile("/proc/" + std::to_string(pid) + "/maps", {});
+  if (!file) return std::nullopt;
+  return ParseProcessMaps(file->bytes);
+}
+
+std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t inode, uint64_t start,
+                           uint64_t end) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && st.st_ino == inode) return path;
+  std::string root = "/proc/" + std::to_string(pid) + "/root" + path;
+  if (::stat(root.c_str(), &st) == 0 && st.st_ino == inode) return root;
+  char files[96];
+  std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
+                static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
+  if (::stat(files, &st) == 0 && st.st_ino == inode) return files;
+  return path;
 }
 
 std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings) {
@@ -102,4 +102,4 @@ std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings) {
   return out;
 }
 
-}  // namespace jitsym::query
+}  // namespace jitsym::os

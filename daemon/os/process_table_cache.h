@@ -1,45 +1,17 @@
-// What /proc/<pid>/maps says about a process's mappings, and where each mapped file's image
-// starts. Used to turn absolute addresses into RVAs of ReadyToRun images (and, later, of ELF
-// objects).
-#ifndef JITSYM_DAEMON_QUERY_PROCESS_MAPS_H_
-#define JITSYM_DAEMON_QUERY_PROCESS_MAPS_H_
+// One cache of per-pid tables read from /proc (a process's mapped images, its executable
+// mappings), shared by the query threads. One template for every such table, so that all of them
+// follow the same rules for staleness, exited processes and memory.
+#ifndef JITSYM_DAEMON_OS_PROCESS_TABLE_CACHE_H_
+#define JITSYM_DAEMON_OS_PROCESS_TABLE_CACHE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <string>
-#include <string_view>
 #include <unordered_map>
-#include <vector>
 
-namespace jitsym::query {
-
-struct Mapping {
-  uint64_t start = 0;
-  uint64_t end = 0;
-  uint64_t file_offset = 0;
-  std::string perms;  // "r-xp"
-  uint64_t inode = 0;
-  std::string path;  // empty for anonymous mappings; " (deleted)" is removed
-  bool deleted = false;
-};
-
-// One mapped file: base = start of its mapping at file offset 0 (the image base), end = end of
-// its last mapping.
-struct MappedFile {
-  std::string path;
-  uint64_t base = 0;
-  uint64_t end = 0;
-};
-
-// Parses the text of /proc/<pid>/maps; malformed lines are skipped.
-std::vector<Mapping> ParseProcessMaps(std::string_view text);
-// nullopt when the process is gone or its maps are not readable.
-std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid);
-// Files mapped at offset 0 (pseudo-paths like "[heap]" excluded), sorted by base.
-std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings);
+namespace jitsym::os {
 
 // Per-pid tables made from /proc (T has a `read_ns` member: when it was read), shared by query
 // threads: kept after the process exits (its samples still need answers), read again on a
@@ -81,6 +53,6 @@ class ProcessTableCache {
   std::unordered_map<uint32_t, std::shared_ptr<const T>> tables_;
 };
 
-}  // namespace jitsym::query
+}  // namespace jitsym::os
 
-#endif  // JITSYM_DAEMON_QUERY_PROCESS_MAPS_H_
+#endif  // JITSYM_DAEMON_OS_PROCESS_TABLE_CACHE_H_

@@ -1,11 +1,11 @@
 // What /proc says about a process.
-#ifndef JITSYM_DAEMON_INGEST_PROC_H_
-#define JITSYM_DAEMON_INGEST_PROC_H_
+#ifndef JITSYM_DAEMON_OS_PROC_H_
+#define JITSYM_DAEMON_OS_PROC_H_
 
 #include <cstdint>
 #include <optional>
 
-namespace jitsym::ingest {
+namespace jitsym::os {
 
 struct ProcessIdentity {
   uint64_t start_ticks = 0;  // /proc/<pid>/stat field 22: start time in clock ticks since boot
@@ -29,6 +29,6 @@ uint64_t BootTicksToRealtimeNs(uint64_t start_ticks, uint64_t ticks_per_second,
 // pidfd_open(2); -1 if unsupported or the process is gone.
 int OpenPidfd(uint32_t pid);
 
-}  // namespace jitsym::ingest
+}  // namespace jitsym::os
 
-#endif  // JITSYM_DAEMON_INGEST_PROC_H_
+#endif  // JITSYM_DAEMON_OS_PROC_H_

@@ -1,0 +1,48 @@
+// What /proc/<pid>/maps says about a process's mappings, and where each mapped file's image
+// starts. Used to turn absolute addresses into RVAs of ReadyToRun images and of ELF objects.
+#ifndef JITSYM_DAEMON_OS_PROCESS_MAPS_H_
+#define JITSYM_DAEMON_OS_PROCESS_MAPS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitsym::os {
+
+struct Mapping {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t file_offset = 0;
+  std::string perms;  // "r-xp"
+  uint64_t inode = 0;
+  std::string path;  // empty for anonymous mappings; " (deleted)" is removed
+  bool deleted = false;
+};
+
+// One mapped file: base = start of its mapping at file offset 0 (the image base), end = end of
+// its last mapping.
+struct MappedFile {
+  std::string path;
+  uint64_t base = 0;
+  uint64_t end = 0;
+};
+
+// Parses the text of /proc/<pid>/maps; malformed lines are skipped.
+std::vector<Mapping> ParseProcessMaps(std::string_view text);
+// nullopt when the process is gone or its maps are not readable.
+std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid);
+// Where the daemon can open the file a process maps at [start, end) (path and inode from its
+// maps): the path itself if it still names that inode; else the process's own view of it
+// (/proc/<pid>/root/<path>, for another mount namespace); else the mapping itself
+// (/proc/<pid>/map_files/<start>-<end>, for a file replaced or deleted since); else the path, the
+// best there is once the process is gone.
+std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t inode, uint64_t start,
+                           uint64_t end);
+// Files mapped at offset 0 (pseudo-paths like "[heap]" excluded), sorted by base.
+std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings);
+
+}  // namespace jitsym::os
+
+#endif  // JITSYM_DAEMON_OS_PROCESS_MAPS_H_
