@@ -241,12 +241,12 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     std::fprintf(stderr, "jitsym: cannot read %s: %s\n", path.c_str(), error.c_str());
     return kExitError;
   }
-  CpuProfileError perror;
-  std::optional<CpuProfile> profile = ParseCpuProfile(bytes, &perror);
+  Result<CpuProfile> profile = ParseCpuProfile(bytes);
   if (!profile) {
-    std::fprintf(stderr, "jitsym: %s: %s%s (offset %zu)\n", path.c_str(),
-                 perror.not_a_profile ? "" : "corrupt profile: ", perror.message.c_str(),
-                 perror.offset);
+    const Error& e = profile.error();
+    std::fprintf(stderr, "jitsym: %s: %s%s (offset %llu)\n", path.c_str(),
+                 e.kind == ErrorKind::kNotThisFormat ? "" : "corrupt profile: ", e.message.c_str(),
+                 static_cast<unsigned long long>(e.offset));
     return kExitError;
   }
 
