@@ -3,41 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "proto/byte_reader.h"
+
 namespace jitsym::client {
 namespace {
 
 constexpr uint64_t kMaxDepth = 1 << 16;
-
-// Reads slots of one size and byte order, bounds-checked.
-class SlotReader {
- public:
-  SlotReader(std::string_view bytes, int slot_bytes, bool big_endian)
-      : bytes_(bytes), slot_bytes_(slot_bytes), big_endian_(big_endian) {}
-
-  bool Read(uint64_t* value) {
-    if (bytes_.size() - pos_ < static_cast<size_t>(slot_bytes_)) return false;
-    *value = Decode(bytes_.data() + pos_);
-    pos_ += slot_bytes_;
-    return true;
-  }
-  size_t pos() const { return pos_; }
-  size_t left_slots() const { return (bytes_.size() - pos_) / slot_bytes_; }
-
-  uint64_t Decode(const char* p) const {
-    uint64_t v = 0;
-    for (int i = 0; i < slot_bytes_; ++i) {
-      const auto b = static_cast<uint8_t>(p[big_endian_ ? i : slot_bytes_ - 1 - i]);
-      v = (v << 8) | b;
-    }
-    return v;
-  }
-
- private:
-  std::string_view bytes_;
-  int slot_bytes_;
-  bool big_endian_;
-  size_t pos_ = 0;
-};
 
 void AppendSlot(uint64_t v, int slot_bytes, bool big_endian, std::string* out) {
   char buf[8];
@@ -110,71 +81,64 @@ std::vector<ProfileMapping> ParseMapsText(std::string_view text) {
   return out;
 }
 
-std::optional<CpuProfile> ParseCpuProfile(std::string_view bytes, CpuProfileError* error,
-                                          size_t max_pcs) {
+Result<CpuProfile> ParseCpuProfile(std::string_view bytes, size_t max_pcs) {
   CpuProfile p;
   // Header slot 0 is 0 and slot 1 is 3: try 64-bit, then 32-bit, each in both byte orders.
   bool decided = false;
   for (int size : {8, 4}) {
-    for (bool be : {false, true}) {
+    for (ByteOrder order : {ByteOrder::kLittle, ByteOrder::kBig}) {
       if (decided || bytes.size() < static_cast<size_t>(5 * size)) continue;
-      SlotReader r(bytes, size, be);
-      if (r.Decode(bytes.data()) == 0 && r.Decode(bytes.data() + size) == 3) {
+      ByteReader h(bytes, order);
+      if (h.Word(size) == 0 && h.Word(size) == 3) {
         p.slot_bytes = size;
-        p.big_endian = be;
+        p.big_endian = order == ByteOrder::kBig;
         decided = true;
       }
     }
   }
   if (!decided) {
-    *error = {true, 0, "not a gperftools CPU profile (no 0, 3 header)"};
-    return std::nullopt;
+    return MakeError(ErrorKind::kNotThisFormat, "not a gperftools CPU profile (no 0, 3 header)");
   }
-  SlotReader r(bytes, p.slot_bytes, p.big_endian);
+  const size_t slot = static_cast<size_t>(p.slot_bytes);
+  ByteReader r(bytes, p.big_endian ? ByteOrder::kBig : ByteOrder::kLittle);
   uint64_t h[5];
-  for (auto& v : h) r.Read(&v);
+  for (auto& v : h) v = r.Word(slot);
   if (h[2] != 0) {
-    *error = {false, static_cast<size_t>(2 * p.slot_bytes),
-              "unsupported profile version " + std::to_string(h[2])};
-    return std::nullopt;
+    return MakeError(ErrorKind::kUnsupported, "unsupported profile version " + std::to_string(h[2]),
+                     2 * slot);
   }
   p.period_us = h[3];
   for (;;) {
     const size_t at = r.pos();
-    uint64_t count, depth;
-    if (!r.Read(&count) || !r.Read(&depth)) {
-      *error = {false, at, "truncated: the profile ends before its trailer"};
-      return std::nullopt;
+    const uint64_t count = r.Word(slot);
+    const uint64_t depth = r.Word(slot);
+    if (!r.ok()) {
+      return MakeError(ErrorKind::kMalformed, "truncated: the profile ends before its trailer", at);
     }
     if (depth > kMaxDepth) {
-      *error = {false, at, "record with " + std::to_string(depth) + " pcs (at most 65536)"};
-      return std::nullopt;
+      return MakeError(ErrorKind::kMalformed,
+                       "record with " + std::to_string(depth) + " pcs (at most 65536)", at);
     }
-    if (depth > r.left_slots()) {
-      *error = {false, at, "truncated record: " + std::to_string(depth) + " pcs announced"};
-      return std::nullopt;
+    if (depth > r.remaining() / slot) {
+      return MakeError(ErrorKind::kMalformed,
+                       "truncated record: " + std::to_string(depth) + " pcs announced", at);
     }
     if (count == 0) {  // the trailer: 0, 1, 0
-      uint64_t pc = 1;
-      if (depth != 1 || !r.Read(&pc) || pc != 0) {
-        *error = {false, at, "record with a zero count that is not the trailer (0, 1, 0)"};
-        return std::nullopt;
+      if (depth != 1 || r.Word(slot) != 0 || !r.ok()) {
+        return MakeError(ErrorKind::kMalformed,
+                         "record with a zero count that is not the trailer (0, 1, 0)", at);
       }
       break;
     }
     if (p.pcs.size() + depth > max_pcs) {
-      *error = {false, at, "more than " + std::to_string(max_pcs) + " pcs in all"};
-      return std::nullopt;
+      return MakeError(ErrorKind::kLimit, "more than " + std::to_string(max_pcs) + " pcs in all",
+                       at);
     }
     CpuProfile::Sample s;
     s.count = count;
     s.first = static_cast<uint32_t>(p.pcs.size());
     s.depth = static_cast<uint32_t>(depth);
-    for (uint64_t k = 0; k < depth; ++k) {
-      uint64_t pc = 0;
-      r.Read(&pc);
-      p.pcs.push_back(pc);
-    }
+    for (uint64_t k = 0; k < depth; ++k) p.pcs.push_back(r.Word(slot));
     p.samples.push_back(s);
   }
   p.maps_text = bytes.substr(r.pos());

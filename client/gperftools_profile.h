@@ -21,10 +21,11 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "proto/result.h"
 
 namespace jitsym::client {
 
@@ -56,17 +57,11 @@ struct CpuProfile {
   const ProfileMapping* FindMapping(uint64_t pc) const;
 };
 
-struct CpuProfileError {
-  bool not_a_profile = false;  // the bytes do not start like a CPU profile
-  size_t offset = 0;           // where the problem is
-  std::string message;
-};
-
 // Parses a whole profile. Limits: at most `max_pcs` pcs in all (memory bound), stack depth at
-// most 2^16 (as pprof). On failure returns nullopt and fills *error. The profile points into
-// `bytes` (maps_text), which must outlive it.
-std::optional<CpuProfile> ParseCpuProfile(std::string_view bytes, CpuProfileError* error,
-                                          size_t max_pcs = size_t{1} << 28);
+// most 2^16 (as pprof). A failure is kNotThisFormat (the bytes do not start like a CPU profile),
+// kUnsupported (another version), kMalformed or kLimit, with the offset of the record at fault.
+// The profile points into `bytes` (maps_text), which must outlive it.
+Result<CpuProfile> ParseCpuProfile(std::string_view bytes, size_t max_pcs = size_t{1} << 28);
 
 // /proc/self/maps lines; lines that do not parse are skipped.
 std::vector<ProfileMapping> ParseMapsText(std::string_view text);

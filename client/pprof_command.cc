@@ -42,26 +42,24 @@ constexpr char kUsage[] =
 constexpr size_t kBatch = 8192;
 constexpr size_t kMaxProfileBytes = size_t{4} << 30;
 
-bool ReadWholeFile(const std::string& path, std::string* out, std::string* error) {
+// The whole file; a failure's message is for "cannot read PATH: MESSAGE".
+Result<std::string> ReadWholeFile(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = std::strerror(errno);
-    return false;
-  }
+  if (f == nullptr) return MakeError(ErrorKind::kIo, std::strerror(errno));
+  std::string out;
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-    out->append(buf, n);
-    if (out->size() > kMaxProfileBytes) {
+    out.append(buf, n);
+    if (out.size() > kMaxProfileBytes) {
       std::fclose(f);
-      *error = "larger than 4 GiB";
-      return false;
+      return MakeError(ErrorKind::kLimit, "larger than 4 GiB");
     }
   }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) *error = "read error";
-  return !failed;
+  if (failed) return MakeError(ErrorKind::kIo, "read error");
+  return out;
 }
 
 // Mappings of files that hold native code (not JIT memory: anonymous, memfd, or pseudo files).
@@ -236,17 +234,19 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     return parser.UsageError("--text, --folded and --symbolized exclude each other");
   }
   const std::string& path = positional[0];
-  std::string bytes, error;
-  if (!ReadWholeFile(path, &bytes, &error)) {
-    std::fprintf(stderr, "jitsym: cannot read %s: %s\n", path.c_str(), error.c_str());
+  const Result<std::string> file = ReadWholeFile(path);
+  if (!file) {
+    std::fprintf(stderr, "jitsym: cannot read %s: %s\n", path.c_str(),
+                 file.error().message.c_str());
     return kExitError;
   }
-  CpuProfileError perror;
-  std::optional<CpuProfile> profile = ParseCpuProfile(bytes, &perror);
+  const std::string& bytes = *file;  // the profile points into it
+  Result<CpuProfile> profile = ParseCpuProfile(bytes);
   if (!profile) {
-    std::fprintf(stderr, "jitsym: %s: %s%s (offset %zu)\n", path.c_str(),
-                 perror.not_a_profile ? "" : "corrupt profile: ", perror.message.c_str(),
-                 perror.offset);
+    const Error& e = profile.error();
+    std::fprintf(stderr, "jitsym: %s: %s%s (offset %llu)\n", path.c_str(),
+                 e.kind == ErrorKind::kNotThisFormat ? "" : "corrupt profile: ", e.message.c_str(),
+                 static_cast<unsigned long long>(e.offset));
     return kExitError;
   }
 

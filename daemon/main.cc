@@ -62,7 +62,9 @@ jitsym::log::Level LevelOf(const Settings& s) {
 // *found to whether the config file exists.
 Settings LoadSettings(const jitsym::config::CommandLine& command_line, bool* found) {
   Settings settings;
-  if (auto err = jitsym::config::BuildSettings(command_line, &settings, found)) UsageError(*err);
+  if (auto st = jitsym::config::BuildSettings(command_line, &settings, found); !st.ok()) {
+    UsageError(st.error().message);
+  }
   jitsym::config::ResolveHostDefaults(settings);
   return settings;
 }
@@ -99,7 +101,7 @@ jitsym::config::DescriptorBudget BudgetFor(uint64_t nofile, const Settings& s) {
 }
 
 // The STATUS= line for systemctl status.
-std::string Status(const jitsym::index::ViewCell& cell) {
+std::string IndexStatus(const jitsym::index::ViewCell& cell) {
   auto view = cell.Get();
   size_t processes = 0;
   for (const auto& [pid, incs] : view->processes) processes += incs.size();
@@ -129,7 +131,9 @@ void ApplyReloadable(const Settings& next, Settings* running, jitsym::ingest::In
 int main(int argc, char** argv) {
   using namespace jitsym;
   config::CommandLine command_line;
-  if (auto err = config::ParseCommandLine(argc, argv, &command_line)) UsageError(*err);
+  if (auto st = config::ParseCommandLine(argc, argv, &command_line); !st.ok()) {
+    UsageError(st.error().message);
+  }
   if (command_line.help) {
     std::fputs(kUsageHead, stdout);
     std::fputs(config::OptionsHelp().c_str(), stdout);
@@ -232,7 +236,7 @@ int main(int argc, char** argv) {
     service::Notify("STATUS=failed to start: " + service::StatusLine(e.what()));
     return 1;
   }
-  service::Watchdog watchdog(ingest_io, server_io, [&cell] { return Status(cell); });
+  service::Watchdog watchdog(ingest_io, server_io, [&cell] { return IndexStatus(cell); });
 
   // SIGHUP: read the config file again; the command line still overrides it. A bad file keeps
   // the running settings.
@@ -242,8 +246,8 @@ int main(int argc, char** argv) {
       if (ec) return;
       service::Notify("RELOADING=1");
       Settings next;
-      if (auto err = config::BuildSettings(command_line, &next)) {
-        JITSYM_LOG(kError, "reload: ", *err, "; keeping the running settings");
+      if (auto st = config::BuildSettings(command_line, &next); !st.ok()) {
+        JITSYM_LOG(kError, "reload: ", st.error().message, "; keeping the running settings");
       } else {
         config::ResolveHostDefaults(next);
         for (const config::SettingDef* def : config::ChangedSettings(settings, next)) {
@@ -254,7 +258,7 @@ int main(int argc, char** argv) {
         ApplyReloadable(next, &settings, ingester, ingest_io);
         JITSYM_LOG(kInfo, "reloaded ", command_line.config_path);
       }
-      service::Notify("READY=1\nSTATUS=" + Status(cell));
+      service::Notify("READY=1\nSTATUS=" + IndexStatus(cell));
       wait_hup();
     });
   };
@@ -278,7 +282,7 @@ int main(int argc, char** argv) {
   // the daemon cleanly, not kill it.
   JITSYM_LOG(kInfo, "ready: serving ", serving, " with ", settings.threads,
              " query threads (jitsymd ", JITSYM_VERSION, ")");
-  service::Notify("READY=1\nSTATUS=" + Status(cell));
+  service::Notify("READY=1\nSTATUS=" + IndexStatus(cell));
   watchdog.Start();
 
   std::thread ingest_thread([&] { ingest_io.run(); });

@@ -163,9 +163,8 @@ bool ClientConnection::ReadLine(std::string_view* line, std::string* error) {
 bool ClientConnection::ReadResponse(Response* response, std::string* error) {
   std::string_view line;
   if (!ReadLine(&line, error)) return false;
-  std::string why;
-  if (!DecodeResponseInto(line, response, &why)) {
-    *error = "malformed response from jitsymd: " + why;
+  if (Status st = DecodeResponseInto(line, response); !st.ok()) {
+    *error = "malformed response from jitsymd: " + st.error().message;
     return false;
   }
   return true;

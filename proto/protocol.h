@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "proto/result.h"
 #include "proto/wire_enums.h"
 
 namespace jitsym::proto {
@@ -271,11 +272,11 @@ DecodeRequestResult DecodeRequest(std::string_view line);
 void EncodeRequest(const Request& request, std::string* out);
 void EncodeResponse(const Response& response, std::string* out);
 
-// Parses a response line. Returns nullopt (and sets *error) if the line is not a valid response.
-std::optional<Response> DecodeResponse(std::string_view line, std::string* error);
+// Parses a response line. A line that is not a valid response is a kMalformed error saying why.
+Result<Response> DecodeResponse(std::string_view line);
 // As DecodeResponse, into *response, reusing its storage (strings, vectors) when the body kind
 // is the same as last time: the client's hot loop decodes one lookup response per batch.
-bool DecodeResponseInto(std::string_view line, Response* response, std::string* error);
+Status DecodeResponseInto(std::string_view line, Response* response);
 
 // One member object exactly as it appears on the wire (no newline): `jitsym --json` prints these.
 void EncodeLookupResult(const LookupResult& result, std::string* out, uint32_t fields = kAllFields);

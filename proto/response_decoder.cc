@@ -329,9 +329,13 @@ bool DecodeStats(Decoder& d, StatsResponse* s) {
   });
 }
 
+Error Malformed(std::string message) {
+  return MakeError(ErrorKind::kMalformed, std::move(message));
+}
+
 }  // namespace
 
-bool DecodeResponseInto(std::string_view line, Response* response, std::string* error) {
+Status DecodeResponseInto(std::string_view line, Response* response) {
   Decoder d(line);
   JsonReader& r = d.reader();
   response->id_json.clear();
@@ -357,8 +361,7 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
   version.protocol = 0;
 
   if (r.Peek() != Kind::kObject) {
-    *error = r.ok() ? "response is not a JSON object" : r.error();
-    return false;
+    return Malformed(r.ok() ? "response is not a JSON object" : r.error());
   }
   const bool parsed = d.Object("response", [&](std::string_view key) {
     if (key == "id") {
@@ -425,16 +428,13 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
     return r.Skip();
   });
   if (!parsed || !d.ok()) {
-    *error = d.error();
-    return false;
+    return Malformed(d.error());
   }
   if (!r.AtEnd()) {
-    *error = "unexpected characters after the response object";
-    return false;
+    return Malformed("unexpected characters after the response object");
   }
   if (!ok) {
-    *error = "response member 'ok' is missing";
-    return false;
+    return Malformed("response member 'ok' is missing");
   }
   if (!*ok) {
     if (!have_error) {
@@ -442,38 +442,37 @@ bool DecodeResponseInto(std::string_view line, Response* response, std::string* 
       err.message = "error response without an 'error' member";
     }
     response->body = std::move(err);
-    return true;
+    return OkStatus();
   }
   switch (body) {
     case Body::kLookup:
       lookup->results.resize(n_results);
-      return true;
+      return OkStatus();
     case Body::kProcesses:
       response->body = std::move(processes);
-      return true;
+      return OkStatus();
     case Body::kStats:
       response->body = stats;
-      return true;
+      return OkStatus();
     case Body::kSymbols:
       response->body = std::move(symbols);
-      return true;
+      return OkStatus();
     case Body::kPing:
       response->body = PingResponse{};
-      return true;
+      return OkStatus();
     case Body::kVersion:
       response->body = std::move(version);
-      return true;
+      return OkStatus();
     case Body::kNone:
       break;
   }
-  *error = "response has no recognizable body";
-  return false;
+  return Malformed("response has no recognizable body");
 }
 
-std::optional<Response> DecodeResponse(std::string_view line, std::string* error) {
+Result<Response> DecodeResponse(std::string_view line) {
   Response response;
   response.body = PingResponse{};
-  if (!DecodeResponseInto(line, &response, error)) return std::nullopt;
+  if (Status st = DecodeResponseInto(line, &response); !st.ok()) return std::move(st).error();
   return response;
 }
 

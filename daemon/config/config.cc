@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "daemon/os/small_file.h"
@@ -35,9 +36,19 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
+Error Usage(std::string message) { return MakeError(ErrorKind::kUsage, std::move(message)); }
+Error Malformed(std::string message) {
+  return MakeError(ErrorKind::kMalformed, std::move(message));
+}
+// A setting's error ("takes a number ...") named after where the value came from.
+Error Prefixed(std::string prefix, Error e) {
+  e.message.insert(0, prefix);
+  return e;
+}
+
 }  // namespace
 
-std::optional<std::string> ParseCommandLine(int argc, const char* const* argv, CommandLine* out) {
+Status ParseCommandLine(int argc, const char* const* argv, CommandLine* out) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -53,7 +64,7 @@ std::optional<std::string> ParseCommandLine(int argc, const char* const* argv, C
       continue;
     }
     if (!arg.starts_with("--") || arg.size() == 2) {
-      return "unknown option '" + Printable(arg) + "'";
+      return Usage("unknown option '" + Printable(arg) + "'");
     }
     std::string_view name = arg.substr(2);
     std::optional<std::string> value;
@@ -62,34 +73,33 @@ std::optional<std::string> ParseCommandLine(int argc, const char* const* argv, C
       name = name.substr(0, eq);
     }
     const SettingDef* def = FindSetting(name);
-    if (name != "config" && def == nullptr) return "unknown option '" + Printable(arg) + "'";
+    if (name != "config" && def == nullptr) return Usage("unknown option '" + Printable(arg) + "'");
     if (!value) {
       if (def != nullptr && def->binding.flag) {
         value = "true";
       } else if (i + 1 >= argc) {
-        return "--" + std::string(name) + " needs a value";
+        return Usage("--" + std::string(name) + " needs a value");
       } else {
         value = argv[++i];
       }
     }
     if (def == nullptr) {  // --config
-      if (value->empty()) return "--config needs a file name";
+      if (value->empty()) return Usage("--config needs a file name");
       out->config_path = *value;
       out->config_given = true;
       continue;
     }
     // Check the value now, so that a typo is reported as an option error.
     Settings scratch;
-    if (auto err = def->binding.parse(scratch, *value)) {
-      return "--" + std::string(def->name) + " " + *err;
+    if (Status st = def->binding.parse(scratch, *value); !st.ok()) {
+      return Prefixed("--" + std::string(def->name) + " ", std::move(st).error());
     }
     out->values.emplace_back(def, std::move(*value));
   }
-  return std::nullopt;
+  return OkStatus();
 }
 
-std::optional<std::string> ParseConfigText(std::string_view text, std::string_view origin,
-                                           Settings* settings) {
+Status ParseConfigText(std::string_view text, std::string_view origin, Settings* settings) {
   std::map<std::string_view, int> seen;  // single-valued settings -> line
   std::set<std::string_view> cleared;    // repeatable settings: the file replaces the defaults
   int line_no = 0;
@@ -99,35 +109,34 @@ std::optional<std::string> ParseConfigText(std::string_view text, std::string_vi
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     const std::string where = std::string(origin) + ":" + std::to_string(line_no) + ": ";
-    if (line.find('\0') != std::string_view::npos) return where + "contains a NUL byte";
+    if (line.find('\0') != std::string_view::npos) return Malformed(where + "contains a NUL byte");
     line = Trim(StripComment(line));
     if (line.empty()) continue;
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) {
-      return where + "expected 'name = value', got '" + Printable(line) + "'";
+      return Malformed(where + "expected 'name = value', got '" + Printable(line) + "'");
     }
     const std::string_view name = Trim(line.substr(0, eq));
     const std::string_view value = Trim(line.substr(eq + 1));
     const SettingDef* def = FindSetting(name);
-    if (def == nullptr) return where + "unknown setting '" + Printable(name) + "'";
+    if (def == nullptr) return Malformed(where + "unknown setting '" + Printable(name) + "'");
     if (!def->binding.repeatable) {
       auto [it, fresh] = seen.emplace(def->name, line_no);
       if (!fresh) {
-        return where + "'" + std::string(def->name) + "' is already set on line " +
-               std::to_string(it->second);
+        return Malformed(where + "'" + std::string(def->name) + "' is already set on line " +
+                         std::to_string(it->second));
       }
     } else if (cleared.insert(def->name).second) {
       def->binding.clear(*settings);
     }
-    if (auto err = def->binding.parse(*settings, value)) {
-      return where + std::string(def->name) + " " + *err;
+    if (Status st = def->binding.parse(*settings, value); !st.ok()) {
+      return Prefixed(where + std::string(def->name) + " ", std::move(st).error());
     }
   }
-  return std::nullopt;
+  return OkStatus();
 }
 
-std::optional<std::string> LoadConfigFile(const std::string& path, bool must_exist,
-                                          Settings* settings, bool* found) {
+Status LoadConfigFile(const std::string& path, bool must_exist, Settings* settings, bool* found) {
   if (found) *found = false;
   // A character device is allowed for --config /dev/null (no settings).
   os::SmallFileOptions options;
@@ -138,16 +147,18 @@ std::optional<std::string> LoadConfigFile(const std::string& path, bool must_exi
   if (!file) {
     switch (error.kind) {
       case os::SmallFileError::kOpen:
-        if (error.errno_value == ENOENT && !must_exist) return std::nullopt;
-        return "cannot open config file " + path + ": " + std::strerror(error.errno_value);
+        if (error.errno_value == ENOENT && !must_exist) return OkStatus();
+        return MakeError(ErrorKind::kIo, "cannot open config file " + path + ": " +
+                                             std::strerror(error.errno_value));
       case os::SmallFileError::kNotRegular:
       case os::SmallFileError::kRefused:
-        return "config file " + path + " is not a regular file";
+        return MakeError(ErrorKind::kUsage, "config file " + path + " is not a regular file");
       case os::SmallFileError::kRead:
-        return "cannot read config file " + path + ": " + std::strerror(error.errno_value);
+        return MakeError(ErrorKind::kIo, "cannot read config file " + path + ": " +
+                                             std::strerror(error.errno_value));
       case os::SmallFileError::kTooLarge:
-        return "config file " + path + " is larger than " + std::to_string(kMaxConfigBytes) +
-               " bytes";
+        return MakeError(ErrorKind::kLimit, "config file " + path + " is larger than " +
+                                                std::to_string(kMaxConfigBytes) + " bytes");
     }
   }
   const std::string& text = file->bytes;
@@ -155,20 +166,22 @@ std::optional<std::string> LoadConfigFile(const std::string& path, bool must_exi
   return ParseConfigText(text, path, settings);
 }
 
-std::optional<std::string> BuildSettings(const CommandLine& command_line, Settings* out,
-                                         bool* file_found) {
+Status BuildSettings(const CommandLine& command_line, Settings* out, bool* file_found) {
   Settings s;
-  if (auto err =
-          LoadConfigFile(command_line.config_path, command_line.config_given, &s, file_found)) {
-    return err;
+  if (Status st =
+          LoadConfigFile(command_line.config_path, command_line.config_given, &s, file_found);
+      !st.ok()) {
+    return st;
   }
   std::set<const SettingDef*> cleared;
   for (const auto& [def, value] : command_line.values) {
     if (def->binding.repeatable && cleared.insert(def).second) def->binding.clear(s);
-    if (auto err = def->binding.parse(s, value)) return "--" + std::string(def->name) + " " + *err;
+    if (Status st = def->binding.parse(s, value); !st.ok()) {
+      return Prefixed("--" + std::string(def->name) + " ", std::move(st).error());
+    }
   }
   *out = std::move(s);
-  return std::nullopt;
+  return OkStatus();
 }
 
 std::string OptionsHelp() {

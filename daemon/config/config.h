@@ -13,13 +13,13 @@
 #ifndef JITSYM_DAEMON_CONFIG_CONFIG_H_
 #define JITSYM_DAEMON_CONFIG_CONFIG_H_
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "daemon/config/settings.h"
+#include "proto/result.h"
 
 namespace jitsym::config {
 
@@ -39,24 +39,22 @@ struct CommandLine {
   std::vector<std::pair<const SettingDef*, std::string>> values;
 };
 
-// Parses argv (argv[0] is skipped). Returns an error message for the user on failure.
-std::optional<std::string> ParseCommandLine(int argc, const char* const* argv, CommandLine* out);
+// Parses argv (argv[0] is skipped). A failure (kUsage) has a message for the user.
+Status ParseCommandLine(int argc, const char* const* argv, CommandLine* out);
 
 // Applies config file text to *settings. `origin` names the file in error messages, which read
 // "ORIGIN:LINE: ...".
-std::optional<std::string> ParseConfigText(std::string_view text, std::string_view origin,
-                                           Settings* settings);
+Status ParseConfigText(std::string_view text, std::string_view origin, Settings* settings);
 
 // Reads the file and applies it to *settings. A missing file is an error only if `must_exist`.
 // Sets *found to whether the file existed.
-std::optional<std::string> LoadConfigFile(const std::string& path, bool must_exist,
-                                          Settings* settings, bool* found = nullptr);
+Status LoadConfigFile(const std::string& path, bool must_exist, Settings* settings,
+                      bool* found = nullptr);
 
 // The effective settings: defaults, the config file, then the command line (host defaults such
 // as the socket path are not resolved here). Used at start-up and again on SIGHUP, when the
 // command line still overrides the file.
-std::optional<std::string> BuildSettings(const CommandLine& command_line, Settings* out,
-                                         bool* file_found = nullptr);
+Status BuildSettings(const CommandLine& command_line, Settings* out, bool* file_found = nullptr);
 
 // The options part of --help, generated from the table.
 std::string OptionsHelp();

@@ -132,6 +132,11 @@ void ResolveHostDefaults(Settings& s) {
 
 std::span<const SettingDef> AllSettings() { return Table(); }
 
+namespace {
+// A value a setting does not take: the message says what it takes ("takes true or false").
+Error BadValue(std::string message) { return MakeError(ErrorKind::kUsage, std::move(message)); }
+}  // namespace
+
 const SettingDef* FindSetting(std::string_view name) {
   for (const SettingDef& def : Table()) {
     if (def.name == name) return &def;
@@ -141,10 +146,10 @@ const SettingDef* FindSetting(std::string_view name) {
 
 Binding String(std::string Settings::*field) {
   Binding b;
-  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
-    if (v.empty()) return "needs a value";
+  b.parse = [field](Settings& s, std::string_view v) -> Status {
+    if (v.empty()) return BadValue("needs a value");
     s.*field = std::string(v);
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) {
     return s.*field == "" ? std::vector<std::string>{} : std::vector<std::string>{s.*field};
@@ -155,10 +160,10 @@ Binding String(std::string Settings::*field) {
 Binding StringList(std::vector<std::string> Settings::*field) {
   Binding b;
   b.repeatable = true;
-  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
-    if (v.empty()) return "needs a value";
+  b.parse = [field](Settings& s, std::string_view v) -> Status {
+    if (v.empty()) return BadValue("needs a value");
     (s.*field).emplace_back(v);
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) { return s.*field; };
   b.clear = [field](Settings& s) { (s.*field).clear(); };
@@ -167,14 +172,14 @@ Binding StringList(std::vector<std::string> Settings::*field) {
 
 Binding Int(int Settings::*field, int min, int max) {
   Binding b;
-  b.parse = [field, min, max](Settings& s, std::string_view v) -> std::optional<std::string> {
+  b.parse = [field, min, max](Settings& s, std::string_view v) -> Status {
     int n = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < min || n > max) {
-      return "takes a number from " + std::to_string(min) + " to " + std::to_string(max);
+      return BadValue("takes a number from " + std::to_string(min) + " to " + std::to_string(max));
     }
     s.*field = n;
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) {
     return std::vector<std::string>{std::to_string(s.*field)};
@@ -184,13 +189,13 @@ Binding Int(int Settings::*field, int min, int max) {
 
 Binding Uint(uint64_t Settings::*field, uint64_t min, uint64_t max) {
   Binding b;
-  b.parse = [field, min, max](Settings& s, std::string_view v) -> std::optional<std::string> {
+  b.parse = [field, min, max](Settings& s, std::string_view v) -> Status {
     uint64_t n = 0;
     if (!ParseUnsigned(v, &n) || n < min || n > max) {
-      return "takes a number from " + std::to_string(min) + " to " + std::to_string(max);
+      return BadValue("takes a number from " + std::to_string(min) + " to " + std::to_string(max));
     }
     s.*field = n;
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) {
     return std::vector<std::string>{std::to_string(s.*field)};
@@ -201,15 +206,15 @@ Binding Uint(uint64_t Settings::*field, uint64_t min, uint64_t max) {
 Binding Bool(bool Settings::*field) {
   Binding b;
   b.flag = true;
-  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+  b.parse = [field](Settings& s, std::string_view v) -> Status {
     if (v == "true" || v == "yes" || v == "on" || v == "1") {
       s.*field = true;
     } else if (v == "false" || v == "no" || v == "off" || v == "0") {
       s.*field = false;
     } else {
-      return "takes true or false";
+      return BadValue("takes true or false");
     }
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) {
     return std::vector<std::string>{s.*field ? "true" : "false"};
@@ -219,11 +224,11 @@ Binding Bool(bool Settings::*field) {
 
 Binding Size(uint64_t Settings::*field) {
   Binding b;
-  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+  b.parse = [field](Settings& s, std::string_view v) -> Status {
     auto n = ParseSize(v);
-    if (!n) return "takes a size such as 4096, 512K, 256M or 2G";
+    if (!n) return BadValue("takes a size such as 4096, 512K, 256M or 2G");
     s.*field = *n;
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) { return std::vector<std::string>{FormatSize(s.*field)}; };
   return b;
@@ -231,11 +236,11 @@ Binding Size(uint64_t Settings::*field) {
 
 Binding DurationMs(uint64_t Settings::*field) {
   Binding b;
-  b.parse = [field](Settings& s, std::string_view v) -> std::optional<std::string> {
+  b.parse = [field](Settings& s, std::string_view v) -> Status {
     auto n = ParseDurationMs(v);
-    if (!n) return "takes a duration such as 900 (seconds), 500ms, 90s, 15m, 2h or 1d";
+    if (!n) return BadValue("takes a duration such as 900 (seconds), 500ms, 90s, 15m, 2h or 1d");
     s.*field = *n;
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) {
     return std::vector<std::string>{FormatDurationMs(s.*field)};
@@ -246,18 +251,17 @@ Binding DurationMs(uint64_t Settings::*field) {
 Binding Choice(std::string Settings::*field, std::vector<std::string> choices,
                std::vector<std::pair<std::string, std::string>> aliases) {
   Binding b;
-  b.parse = [field, choices, aliases](Settings& s,
-                                      std::string_view v) -> std::optional<std::string> {
+  b.parse = [field, choices, aliases](Settings& s, std::string_view v) -> Status {
     for (const auto& [alias, word] : aliases) {
       if (v == alias) v = word;
     }
     if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
       std::string list;
       for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-      return "takes one of " + list;
+      return BadValue("takes one of " + list);
     }
     s.*field = std::string(v);
-    return std::nullopt;
+    return OkStatus();
   };
   b.format = [field](const Settings& s) { return std::vector<std::string>{s.*field}; };
   return b;

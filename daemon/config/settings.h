@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "proto/result.h"
+
 namespace jitsym::config {
 
 // The values of every setting. Defaults here are what applies when neither the config file nor
@@ -62,9 +64,9 @@ enum class Apply {
 
 // How one setting's text becomes a value in Settings, and back.
 struct Binding {
-  // Parses `value` into the field (a repeatable setting appends it); returns an error message
-  // such as "takes a number from 1 to 256".
-  std::function<std::optional<std::string>(Settings&, std::string_view value)> parse;
+  // Parses `value` into the field (a repeatable setting appends it); a failure (kUsage) says
+  // what the setting takes, such as "takes a number from 1 to 256".
+  std::function<Status(Settings&, std::string_view value)> parse;
   // The field's value(s) as the config file would spell them (one entry per line).
   std::function<std::vector<std::string>(const Settings&)> format;
   // Clears a repeatable setting, so the command line replaces the file's values.

@@ -355,7 +355,7 @@ void Ingester::WatchExit(Incarnation& inc) {
   // A pidfd is a descriptor like a followed file's: charged to the process's owner, so that
   // one user's many processes cannot take the descriptors either. A process without one is
   // polled through /proc by the maintenance tick instead (PollExits).
-  if (!inc.uid || !ledger_.AdmitFile(*inc.uid).empty()) return;
+  if (!inc.uid || !ledger_.AdmitFile(*inc.uid).ok()) return;
   int pidfd = os::OpenPidfd(inc.pid);
   if (pidfd < 0) {
     ledger_.ReleaseFile(*inc.uid);
@@ -532,9 +532,9 @@ bool Ingester::Drain(FollowedFile& file) {
   };
   // Stops the file at a limit or an error; true if it did.
   auto stopped = [&]() {
-    if (limit = ledger_.CheckRanges(src.code().ranges().size()); !limit.empty()) {
+    if (Status ranges = ledger_.CheckRanges(src.code().ranges().size()); !ranges.ok()) {
       ++files_over_limit_;
-      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", limit,
+      JITSYM_LOG(kWarning, file.path, ": offset ", file.offset, ": ", ranges.error().message,
                  " reached; stopped reading this file, keeping its first ", src.records(),
                  " records");
       Finish(file, "limit");

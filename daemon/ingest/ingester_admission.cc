@@ -141,13 +141,13 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
       }
     }
   }
-  const std::string refused = ledger_.AdmitFile(owner);
-  if (!refused.empty()) {
+  const Status refused = ledger_.AdmitFile(owner);
+  if (!refused.ok()) {
     // Over the owner's (or the total) quota of open files: tried again for a while, as the
     // owner's idle files give their descriptors back; never at the expense of other users.
     ++files_over_limit_;
     publish_pending_ = true;
-    Retry(dir, name, refused.c_str());
+    Retry(dir, name, refused.error().message.c_str());
     return false;
   }
   return true;

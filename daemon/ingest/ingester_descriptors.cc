@@ -32,7 +32,7 @@ void Ingester::Park(FollowedFile& file) {
 
 bool Ingester::Unpark(FollowedFile& file, int fd, const struct stat& st) {
   if (!file.parked || st.st_dev != file.dev || st.st_ino != file.ino ||
-      !ledger_.AdmitFile(file.uid).empty()) {
+      !ledger_.AdmitFile(file.uid).ok()) {
     ::close(fd);
     return false;
   }

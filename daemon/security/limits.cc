@@ -9,17 +9,18 @@
 
 namespace jitsym::security {
 
-std::string LimitLedger::AdmitFile(uint32_t uid) {
+Status LimitLedger::AdmitFile(uint32_t uid) {
   if (total_files_ >= limits_.total_files) {
-    return log::Cat("total files limit (", limits_.total_files, ")");
+    return MakeError(ErrorKind::kLimit, log::Cat("total files limit (", limits_.total_files, ")"));
   }
   User& u = users_[uid];
   if (u.files >= limits_.user_files) {
-    return log::Cat("per-user files limit (", limits_.user_files, " for uid ", uid, ")");
+    return MakeError(ErrorKind::kLimit,
+                     log::Cat("per-user files limit (", limits_.user_files, " for uid ", uid, ")"));
   }
   ++u.files;
   ++total_files_;
-  return {};
+  return OkStatus();
 }
 
 bool LimitLedger::HasRoom(uint32_t uid) const {
@@ -78,9 +79,10 @@ void LimitLedger::ReleaseBytes(uint32_t uid, uint64_t n) {
   total_bytes_ -= std::min(total_bytes_, n);
 }
 
-std::string LimitLedger::CheckRanges(uint64_t ranges) const {
-  if (ranges <= limits_.file_ranges) return {};
-  return log::Cat("per-file ranges limit (", limits_.file_ranges, ")");
+Status LimitLedger::CheckRanges(uint64_t ranges) const {
+  if (ranges <= limits_.file_ranges) return OkStatus();
+  return MakeError(ErrorKind::kLimit,
+                   log::Cat("per-file ranges limit (", limits_.file_ranges, ")"));
 }
 
 }  // namespace jitsym::security

@@ -13,6 +13,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "proto/result.h"
+
 namespace jitsym::security {
 
 struct Limits {
@@ -41,9 +43,9 @@ class LimitLedger {
 
   const Limits& limits() const { return limits_; }
 
-  // A new file owned by `uid` would be followed: empty if admitted (and counted), otherwise
-  // which limit refuses it ("per-user files limit (1024)").
-  std::string AdmitFile(uint32_t uid);
+  // A new file owned by `uid` would be followed: ok if admitted (and counted), otherwise a
+  // kLimit error naming the limit that refuses it ("per-user files limit (1024 for uid 7)").
+  Status AdmitFile(uint32_t uid);
   // A followed file was closed.
   void ReleaseFile(uint32_t uid);
   // Whether AdmitFile would admit a file owned by `uid` now.
@@ -56,8 +58,8 @@ class LimitLedger {
   // What a file read was dropped from the index (its process evicted).
   void ReleaseBytes(uint32_t uid, uint64_t n);
 
-  // A file with `ranges` code ranges: empty if within the limit, else the limit's description.
-  std::string CheckRanges(uint64_t ranges) const;
+  // A file with `ranges` code ranges: ok if within the limit, else a kLimit error naming it.
+  Status CheckRanges(uint64_t ranges) const;
 
  private:
   struct User {

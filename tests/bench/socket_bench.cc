@@ -201,7 +201,9 @@ void BM_DecodeLookupResponse(benchmark::State& state) {
   proto::Response response;
   std::string error;
   for (auto _ : state) {
-    if (!proto::DecodeResponseInto(line, &response, &error)) state.SkipWithError(error.c_str());
+    if (Status st = proto::DecodeResponseInto(line, &response); !st.ok()) {
+      state.SkipWithError(st.error().message.c_str());
+    }
   }
   state.SetItemsProcessed(state.iterations() * 8192);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(line.size()));

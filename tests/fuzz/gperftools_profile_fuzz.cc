@@ -11,9 +11,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace jitsym::client;
-  CpuProfileError error;
-  auto profile = ParseCpuProfile(std::string_view(reinterpret_cast<const char*>(data), size),
-                                 &error, size_t{1} << 20);
+  auto profile =
+      ParseCpuProfile(std::string_view(reinterpret_cast<const char*>(data), size), size_t{1} << 20);
   if (!profile) return 0;
   for (const auto& s : profile->samples) {
     if (s.first + s.depth > profile->pcs.size()) std::abort();
@@ -22,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::map<uint64_t, std::vector<std::string>> names;
   if (!profile->pcs.empty()) names[profile->pcs[0]] = {"f--g\n", "", "-"};
   const std::string again = WriteCpuProfileWithCallerPcsAdjusted(*profile);
-  if (!ParseCpuProfile(again, &error, size_t{1} << 20)) std::abort();
+  if (!ParseCpuProfile(again, size_t{1} << 20)) std::abort();
   (void)WriteSymbolizedProfile(*profile, "/bin/x", names);
   return 0;
 }

@@ -9,24 +9,23 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view line(reinterpret_cast<const char*>(data), size);
-  std::string error;
-  std::optional<jitsym::proto::Response> r = jitsym::proto::DecodeResponse(line, &error);
+  jitsym::Result<jitsym::proto::Response> r = jitsym::proto::DecodeResponse(line);
   if (r) {
     std::string encoded;
     jitsym::proto::EncodeResponse(*r, &encoded);
     encoded.pop_back();
-    if (!jitsym::proto::DecodeResponse(encoded, &error)) std::abort();
+    if (!jitsym::proto::DecodeResponse(encoded)) std::abort();
     if (auto* lookup = std::get_if<jitsym::proto::LookupResponse>(&r->body)) {
       lookup->strings = !lookup->strings;
       encoded.clear();
       jitsym::proto::EncodeResponse(*r, &encoded);
       encoded.pop_back();
-      if (!jitsym::proto::DecodeResponse(encoded, &error)) std::abort();
+      if (!jitsym::proto::DecodeResponse(encoded)) std::abort();
     }
   }
   // The decoder that reuses storage, fed the same line twice.
   jitsym::proto::Response reused;
-  jitsym::proto::DecodeResponseInto(line, &reused, &error);
-  jitsym::proto::DecodeResponseInto(line, &reused, &error);
+  (void)jitsym::proto::DecodeResponseInto(line, &reused);
+  (void)jitsym::proto::DecodeResponseInto(line, &reused);
   return 0;
 }

@@ -14,9 +14,15 @@
 namespace jitsym::config {
 namespace {
 
+// The error message of a Status, or nullopt when it is ok: what the user reads.
+std::optional<std::string> Msg(const Status& s) {
+  if (s.ok()) return std::nullopt;
+  return s.error().message;
+}
+
 std::optional<std::string> Parse(std::vector<const char*> args, CommandLine* out) {
   args.insert(args.begin(), "jitsymd");
-  return ParseCommandLine(static_cast<int>(args.size()), args.data(), out);
+  return Msg(ParseCommandLine(static_cast<int>(args.size()), args.data(), out));
 }
 
 class TempFile {
@@ -53,22 +59,22 @@ TEST(SettingsTableTest, NamesAreUniqueAndDocumented) {
 
 TEST(ConfigTextTest, EmptyAndCommentsOnlyKeepDefaults) {
   Settings s;
-  EXPECT_EQ(ParseConfigText("", "f", &s), std::nullopt);
-  EXPECT_EQ(ParseConfigText("# nothing\n\n   # indented\n\t\n", "f", &s), std::nullopt);
+  EXPECT_EQ(Msg(ParseConfigText("", "f", &s)), std::nullopt);
+  EXPECT_EQ(Msg(ParseConfigText("# nothing\n\n   # indented\n\t\n", "f", &s)), std::nullopt);
   Settings defaults;
   EXPECT_TRUE(ChangedSettings(s, defaults).empty());
 }
 
 TEST(ConfigTextTest, SettingsWithBlanksAndTrailingComments) {
   Settings s;
-  ASSERT_EQ(ParseConfigText("watch = /a\n"
-                            "  watch=/b   # second\n"
-                            "socket = /run/x#y.sock\n"
-                            "threads\t=\t3\r\n"
-                            "log-level = debug\n"
-                            "retention = 90s\n"
-                            "memory-budget = 512M\n",
-                            "f", &s),
+  ASSERT_EQ(Msg(ParseConfigText("watch = /a\n"
+                                "  watch=/b   # second\n"
+                                "socket = /run/x#y.sock\n"
+                                "threads\t=\t3\r\n"
+                                "log-level = debug\n"
+                                "retention = 90s\n"
+                                "memory-budget = 512M\n",
+                                "f", &s)),
             std::nullopt);
   EXPECT_EQ(s.watch, (std::vector<std::string>{"/a", "/b"}));
   EXPECT_EQ(s.socket, "/run/x#y.sock");  // '#' not after a blank is part of the value
@@ -99,7 +105,7 @@ TEST(ConfigTextTest, ErrorsNameFileAndLine) {
     Settings s;
     std::string_view text = c.text;
     if (std::string_view(c.error).ends_with("NUL byte")) text = std::string_view(c.text, 13);
-    auto err = ParseConfigText(text, "cfg", &s);
+    auto err = Msg(ParseConfigText(text, "cfg", &s));
     ASSERT_TRUE(err.has_value()) << c.text;
     EXPECT_TRUE(err->starts_with(c.error)) << "got: " << *err;
   }
@@ -113,7 +119,7 @@ TEST(ConfigTextTest, RandomBytesNeverCrashAndErrorsNameALine) {
     const int n = static_cast<int>(rng() % 120);
     for (int j = 0; j < n; ++j) text += alphabet[rng() % alphabet.size()];
     Settings s;
-    if (auto err = ParseConfigText(text, "fuzz", &s)) {
+    if (auto err = Msg(ParseConfigText(text, "fuzz", &s))) {
       EXPECT_TRUE(err->starts_with("fuzz:")) << *err;
     }
   }
@@ -157,11 +163,11 @@ TEST(BindingTest, Uint) {
   // The helper binds a Settings field; exercise it on an existing one of its type.
   Settings s;
   Binding u = Uint(&Settings::memory_budget_bytes, 1, 100);
-  EXPECT_EQ(u.parse(s, "100"), std::nullopt);
+  EXPECT_EQ(Msg(u.parse(s, "100")), std::nullopt);
   EXPECT_EQ(s.memory_budget_bytes, 100u);
-  EXPECT_EQ(u.parse(s, "0"), "takes a number from 1 to 100");
-  EXPECT_EQ(u.parse(s, "101"), "takes a number from 1 to 100");
-  EXPECT_EQ(u.parse(s, "1k"), "takes a number from 1 to 100");
+  EXPECT_EQ(Msg(u.parse(s, "0")), "takes a number from 1 to 100");
+  EXPECT_EQ(Msg(u.parse(s, "101")), "takes a number from 1 to 100");
+  EXPECT_EQ(Msg(u.parse(s, "1k")), "takes a number from 1 to 100");
   EXPECT_EQ(u.format(s), std::vector<std::string>{"100"});
 }
 
@@ -176,7 +182,7 @@ TEST(CommandLineTest, BothValueSpellingsAndMetaOptions) {
   CommandLine warn;
   ASSERT_EQ(Parse({"--log-level", "warn"}, &warn), std::nullopt);
   Settings s;
-  ASSERT_EQ(BuildSettings(warn, &s), std::nullopt);
+  ASSERT_EQ(Msg(BuildSettings(warn, &s)), std::nullopt);
   EXPECT_EQ(s.log_level, "warning");
   EXPECT_EQ(cl.config_path, "/etc/x.conf");
   EXPECT_TRUE(cl.config_given);
@@ -217,7 +223,7 @@ TEST(BuildSettingsTest, CommandLineOverridesFileAndReplacesLists) {
             std::nullopt);
   Settings s;
   bool found = false;
-  ASSERT_EQ(BuildSettings(cl, &s, &found), std::nullopt);
+  ASSERT_EQ(Msg(BuildSettings(cl, &s, &found)), std::nullopt);
   EXPECT_TRUE(found);
   EXPECT_EQ(s.watch, std::vector<std::string>{"/cli"});
   EXPECT_EQ(s.threads, 5);
@@ -231,10 +237,10 @@ TEST(BuildSettingsTest, MissingDefaultFileIsFineMissingGivenFileIsNot) {
   cl.config_path = "/nonexistent/jitsymd.conf";
   Settings s;
   bool found = true;
-  EXPECT_EQ(BuildSettings(cl, &s, &found), std::nullopt);
+  EXPECT_EQ(Msg(BuildSettings(cl, &s, &found)), std::nullopt);
   EXPECT_FALSE(found);
   cl.config_given = true;
-  auto err = BuildSettings(cl, &s);
+  auto err = Msg(BuildSettings(cl, &s));
   ASSERT_TRUE(err.has_value());
   EXPECT_NE(err->find("/nonexistent/jitsymd.conf"), std::string::npos) << *err;
 }
@@ -245,7 +251,7 @@ TEST(BuildSettingsTest, BadFileIsAnError) {
   cl.config_path = file.path();
   cl.config_given = true;
   Settings s;
-  auto err = BuildSettings(cl, &s);
+  auto err = Msg(BuildSettings(cl, &s));
   ASSERT_TRUE(err.has_value());
   EXPECT_EQ(*err, file.path() + ":1: threads takes a number from 1 to 256");
 }
@@ -277,12 +283,29 @@ TEST(FormatConfigTest, RoundTripsThroughTheParser) {
   s.retention_ms = 1500;
   s.memory_budget_bytes = 3ull << 20;
   Settings back;
-  ASSERT_EQ(ParseConfigText(FormatConfig(s), "formatted", &back), std::nullopt);
+  ASSERT_EQ(Msg(ParseConfigText(FormatConfig(s), "formatted", &back)), std::nullopt);
   EXPECT_TRUE(ChangedSettings(s, back).empty()) << FormatConfig(back);
   back.threads = 8;
   auto changed = ChangedSettings(s, back);
   ASSERT_EQ(changed.size(), 1u);
   EXPECT_EQ(changed[0]->name, "threads");
+}
+
+// Code that reacts to a config error by kind (a reload keeps the running settings either way,
+// but a missing file is an I/O failure, not the operator's typo) gets the kind from the one
+// error convention.
+TEST(BuildSettingsTest, ErrorsCarryAKind) {
+  Settings s;
+  EXPECT_EQ(ParseConfigText("nonsense\n", "f", &s).error().kind, ErrorKind::kMalformed);
+  EXPECT_EQ(ParseConfigText("threads = 0\n", "f", &s).error().kind, ErrorKind::kUsage);
+  CommandLine cl;
+  cl.config_path = "/nonexistent/jitsymd.conf";
+  cl.config_given = true;
+  EXPECT_EQ(BuildSettings(cl, &s).error().kind, ErrorKind::kIo);
+  CommandLine bad;
+  EXPECT_EQ(
+      ParseCommandLine(2, std::vector<const char*>{"jitsymd", "--nope"}.data(), &bad).error().kind,
+      ErrorKind::kUsage);
 }
 
 }  // namespace

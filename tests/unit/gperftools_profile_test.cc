@@ -61,9 +61,8 @@ class ByLayout : public ::testing::TestWithParam<std::pair<int, bool>> {};
 TEST_P(ByLayout, ParsesHeaderSamplesAndMaps) {
   const auto [bytes, be] = GetParam();
   const std::string data = GoodProfile(bytes, be);
-  CpuProfileError error;
-  auto p = ParseCpuProfile(data, &error);
-  ASSERT_TRUE(p) << error.message;
+  auto p = ParseCpuProfile(data);
+  ASSERT_TRUE(p) << p.error().message;
   EXPECT_EQ(p->slot_bytes, bytes);
   EXPECT_EQ(p->big_endian, be);
   EXPECT_EQ(p->period_us, 10000u);
@@ -88,22 +87,21 @@ TEST_P(ByLayout, EveryTruncationIsAnErrorWithAnOffset) {
   const std::string data = GoodProfile(bytes, be);
   const size_t binary_end = data.size() - std::string(kMaps).size();
   for (size_t n = 0; n < binary_end; ++n) {
-    CpuProfileError error;
-    EXPECT_FALSE(ParseCpuProfile(std::string_view(data).substr(0, n), &error)) << n;
-    EXPECT_FALSE(error.message.empty());
-    EXPECT_LE(error.offset, n);
+    auto p = ParseCpuProfile(std::string_view(data).substr(0, n));
+    ASSERT_FALSE(p) << n;
+    EXPECT_FALSE(p.error().message.empty());
+    EXPECT_LE(p.error().offset, n);
   }
 }
 
 TEST_P(ByLayout, WriterSubtractsOneFromCallersOnly) {
   const auto [bytes, be] = GetParam();
-  CpuProfileError error;
   const std::string profile = GoodProfile(bytes, be);  // the parsed profile points into it
-  auto p = ParseCpuProfile(profile, &error);
+  auto p = ParseCpuProfile(profile);
   ASSERT_TRUE(p);
   const std::string again = WriteCpuProfileWithCallerPcsAdjusted(*p);
-  auto q = ParseCpuProfile(again, &error);
-  ASSERT_TRUE(q) << error.message;
+  auto q = ParseCpuProfile(again);
+  ASSERT_TRUE(q) << q.error().message;
   EXPECT_EQ(q->slot_bytes, bytes);
   EXPECT_EQ(q->big_endian, be);
   ASSERT_EQ(q->pcs.size(), p->pcs.size());
@@ -119,50 +117,53 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ByLayout,
                                            std::make_pair(4, false), std::make_pair(4, true)));
 
 TEST(GperftoolsProfile, NotAProfile) {
-  CpuProfileError error;
-  EXPECT_FALSE(ParseCpuProfile("", &error));
-  EXPECT_TRUE(error.not_a_profile);
-  EXPECT_FALSE(ParseCpuProfile("--- symbol\nbinary=/x\n", &error));
-  EXPECT_TRUE(error.not_a_profile);
   const std::string ones(64, '\xff');
-  EXPECT_FALSE(ParseCpuProfile(ones, &error));
-  EXPECT_TRUE(error.not_a_profile);
+  for (std::string_view bytes :
+       {std::string_view(), std::string_view("--- symbol\nbinary=/x\n"), std::string_view(ones)}) {
+    auto p = ParseCpuProfile(bytes);
+    ASSERT_FALSE(p);
+    EXPECT_EQ(p.error().kind, ErrorKind::kNotThisFormat);
+  }
 }
 
 TEST(GperftoolsProfile, MalformedRecords) {
-  CpuProfileError error;
   // Version 1.
   ProfileBuilder v(8, false);
   v.Slot(0).Slot(3).Slot(1).Slot(100).Slot(0).Trailer();
-  EXPECT_FALSE(ParseCpuProfile(v.bytes(), &error));
-  EXPECT_FALSE(error.not_a_profile);
-  EXPECT_EQ(error.offset, 16u);
+  auto r = ParseCpuProfile(v.bytes());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kUnsupported);
+  EXPECT_EQ(r.error().offset, 16u);
   // A depth beyond 2^16.
   ProfileBuilder deep(8, false);
   deep.Header(100).Slot(1).Slot(70000).Slot(1).Trailer();
-  EXPECT_FALSE(ParseCpuProfile(deep.bytes(), &error));
-  EXPECT_EQ(error.offset, 40u);
+  r = ParseCpuProfile(deep.bytes());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kMalformed);
+  EXPECT_EQ(r.error().offset, 40u);
   // A depth larger than what is left.
   ProfileBuilder big(8, false);
   big.Header(100).Slot(1).Slot(1000).Slot(1);
-  EXPECT_FALSE(ParseCpuProfile(big.bytes(), &error));
-  EXPECT_EQ(error.offset, 40u);
+  r = ParseCpuProfile(big.bytes());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().offset, 40u);
   // A zero count that is not the trailer.
   ProfileBuilder zero(8, false);
   zero.Header(100).Slot(0).Slot(2).Slot(5).Slot(6).Trailer();
-  EXPECT_FALSE(ParseCpuProfile(zero.bytes(), &error));
+  EXPECT_FALSE(ParseCpuProfile(zero.bytes()));
   // The memory bound.
   ProfileBuilder many(8, false);
   many.Header(100).Sample(1, {1, 2, 3}).Sample(1, {4, 5}).Trailer();
-  EXPECT_FALSE(ParseCpuProfile(many.bytes(), &error, 4));
-  EXPECT_TRUE(ParseCpuProfile(many.bytes(), &error, 5));
+  r = ParseCpuProfile(many.bytes(), 4);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kLimit);
+  EXPECT_TRUE(ParseCpuProfile(many.bytes(), 5));
 }
 
 TEST(GperftoolsProfile, EmptyProfileIsValid) {
   ProfileBuilder b(8, false);
   b.Header(100).Trailer();
-  CpuProfileError error;
-  auto p = ParseCpuProfile(b.bytes(), &error);
+  auto p = ParseCpuProfile(b.bytes());
   ASSERT_TRUE(p);
   EXPECT_TRUE(p->samples.empty());
   EXPECT_TRUE(p->mappings.empty());
@@ -174,8 +175,7 @@ TEST(GperftoolsProfile, RandomMutationsNeverCrash) {
   for (int i = 0; i < 5000; ++i) {
     std::string data = good;
     for (int e = 0; e < 4; ++e) data[rng() % data.size()] = static_cast<char>(rng());
-    CpuProfileError error;
-    auto p = ParseCpuProfile(data, &error);
+    auto p = ParseCpuProfile(data);
     if (p) {
       for (const auto& s : p->samples) ASSERT_LE(s.first + s.depth, p->pcs.size());
     }
@@ -183,9 +183,8 @@ TEST(GperftoolsProfile, RandomMutationsNeverCrash) {
 }
 
 TEST(GperftoolsProfile, SymbolizedForm) {
-  CpuProfileError error;
   const std::string profile = GoodProfile(8, false);  // the parsed profile points into it
-  auto p = ParseCpuProfile(profile, &error);
+  auto p = ParseCpuProfile(profile);
   ASSERT_TRUE(p);
   const std::string out = WriteSymbolizedProfile(
       *p, "/usr/bin/node",
@@ -194,8 +193,8 @@ TEST(GperftoolsProfile, SymbolizedForm) {
       "--- symbol\nbinary=/usr/bin/node\n0x0000000000b72010 outer--inlined --innermost\n"
       "0x00007f0000000040 JS:*hot - x q\n---\n--- profile\n";
   ASSERT_EQ(out.substr(0, head.size()), head);
-  auto q = ParseCpuProfile(std::string_view(out).substr(head.size()), &error);
-  ASSERT_TRUE(q) << error.message;
+  auto q = ParseCpuProfile(std::string_view(out).substr(head.size()));
+  ASSERT_TRUE(q) << q.error().message;
   EXPECT_EQ(q->samples.size(), 2u);
 }
 

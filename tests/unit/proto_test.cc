@@ -467,10 +467,8 @@ std::string Encoded(const Response& response) {
 
 Response ResponseRoundTrip(const Response& response) {
   const std::string line = Encoded(response);
-  std::string error;
-  std::optional<Response> decoded =
-      DecodeResponse(std::string_view(line).substr(0, line.size() - 1), &error);
-  EXPECT_TRUE(decoded) << error << "\n" << line;
+  Result<Response> decoded = DecodeResponse(std::string_view(line).substr(0, line.size() - 1));
+  EXPECT_TRUE(decoded) << decoded.error().message << "\n" << line;
   if (!decoded) return {};
   EXPECT_EQ(Encoded(*decoded), line);  // nothing lost or changed
   return *decoded;
@@ -669,14 +667,13 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
 
 TEST(ResponseCodecTest, RepeatedIdKeepsTheLastOne) {
   // Found by response_fuzz: the ids were concatenated into invalid JSON.
-  std::string error;
-  const auto r = DecodeResponse(R"({"v":1,"id":"a","ok":true,"id":{"b":[1]},"pong":true})", &error);
-  ASSERT_TRUE(r) << error;
+  const auto r = DecodeResponse(R"({"v":1,"id":"a","ok":true,"id":{"b":[1]},"pong":true})");
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->id_json, R"({"b":[1]})");
   std::string encoded;
   EncodeResponse(*r, &encoded);
   encoded.pop_back();
-  EXPECT_TRUE(DecodeResponse(encoded, &error)) << error << ": " << encoded;
+  EXPECT_TRUE(DecodeResponse(encoded)) << encoded;
 }
 
 TEST(ResponseCodecTest, OtherBodiesRoundTrip) {
@@ -720,18 +717,17 @@ TEST(ResponseCodecTest, MalformedResponsesAreRejected) {
            R"({"ok":true,"results":[{"addr":"0x1","found":1}]})", R"({"ok":true,"results":{}})",
            R"({"ok":true,"stats":{"ranges":-1}})", R"({"ok":true,"pong":true} x)",
            "{\"ok\":true,\"x\":" + deep + "}"}) {
-    std::string error;
-    EXPECT_FALSE(DecodeResponse(line, &error)) << line;
-    EXPECT_FALSE(error.empty()) << line;
+    auto r = DecodeResponse(line);
+    ASSERT_FALSE(r) << line;
+    EXPECT_EQ(r.error().kind, ErrorKind::kMalformed) << line;
+    EXPECT_FALSE(r.error().message.empty()) << line;
   }
 }
 
 TEST(ResponseCodecTest, UnknownMembersAreIgnored) {
-  std::string error;
   const auto r = DecodeResponse(
-      R"({"v":1,"ok":true,"new":[1],"results":[{"addr":"0x1","found":false,"extra":{"a":1}}]})",
-      &error);
-  ASSERT_TRUE(r) << error;
+      R"({"v":1,"ok":true,"new":[1],"results":[{"addr":"0x1","found":false,"extra":{"a":1}}]})");
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(std::get<LookupResponse>(r->body).results.size(), 1u);
 }
 
@@ -747,12 +743,11 @@ TEST(ResponseCodecTest, DecodeIntoReusesAndResets) {
   second.results = {plain};
 
   Response response;
-  std::string error;
   std::string line = Encoded({"1", first});
-  ASSERT_TRUE(DecodeResponseInto(line, &response, &error)) << error;
+  ASSERT_TRUE(DecodeResponseInto(line, &response));
   EXPECT_EQ(std::get<LookupResponse>(response.body).results.size(), 3u);
   line = Encoded({"", second});
-  ASSERT_TRUE(DecodeResponseInto(line, &response, &error)) << error;
+  ASSERT_TRUE(DecodeResponseInto(line, &response));
   const auto& results = std::get<LookupResponse>(response.body).results;
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(response.id_json, "");
@@ -760,7 +755,7 @@ TEST(ResponseCodecTest, DecodeIntoReusesAndResets) {
   EXPECT_TRUE(results[0].file.empty());
   EXPECT_TRUE(results[0].frames.empty());
   EXPECT_FALSE(results[0].loaded_at);
-  ASSERT_TRUE(DecodeResponseInto(Encoded({"", PingResponse{}}), &response, &error));
+  ASSERT_TRUE(DecodeResponseInto(Encoded({"", PingResponse{}}), &response));
   EXPECT_TRUE(std::holds_alternative<PingResponse>(response.body));
 }
 
@@ -926,11 +921,10 @@ TEST(CompactFormTest, DecodesToWhatThePlainFormGives) {
   lookup.strings = true;
   std::string compact_line = Encoded({"1", lookup});
   EXPECT_LT(compact_line.size(), plain_line.size());
-  std::string error;
-  auto plain = DecodeResponse(plain_line, &error);
-  ASSERT_TRUE(plain) << error;
-  auto compact = DecodeResponse(compact_line, &error);
-  ASSERT_TRUE(compact) << error << "\n" << compact_line;
+  auto plain = DecodeResponse(plain_line);
+  ASSERT_TRUE(plain) << plain.error().message;
+  auto compact = DecodeResponse(compact_line);
+  ASSERT_TRUE(compact) << compact.error().message << "\n" << compact_line;
   const auto& p = std::get<LookupResponse>(plain->body).results;
   const auto& c = std::get<LookupResponse>(compact->body).results;
   ASSERT_EQ(p.size(), c.size());
@@ -944,7 +938,7 @@ TEST(CompactFormTest, DecodesToWhatThePlainFormGives) {
   }
   // Copies share the table: the views stay valid when the original goes.
   Response copy = *compact;
-  compact.reset();
+  compact = MakeError(ErrorKind::kMalformed, "dropped");  // destroys the decoded response
   EXPECT_EQ(std::get<LookupResponse>(copy.body).results[2].name, "Interp\"reter\t::Run");
 }
 
@@ -998,7 +992,6 @@ TEST(CompactFormTest, RequestMember) {
 }
 
 TEST(CompactFormTest, BadIndicesAndTablesAreRejected) {
-  std::string error;
   for (const char* line : {
            // An index with no table, past its end, a table after the results.
            R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"name":0}]})",
@@ -1016,13 +1009,12 @@ TEST(CompactFormTest, BadIndicesAndTablesAreRejected) {
            R"({"v":1,"ok":true,"strings":["a"],"results":[{"addr":"0x1","found":true,)"
            R"("name":-1}]})",
        }) {
-    EXPECT_FALSE(DecodeResponse(line, &error)) << line;
+    EXPECT_FALSE(DecodeResponse(line)) << line;
   }
   auto ok = DecodeResponse(
       R"({"v":1,"ok":true,"strings":["a","b\u0041"],"results":[{"addr":"0x1","found":true,)"
-      R"("name":1,"frames":[[0,1,2,3,"later"]]}]})",
-      &error);
-  ASSERT_TRUE(ok) << error;
+      R"("name":1,"frames":[[0,1,2,3,"later"]]}]})");
+  ASSERT_TRUE(ok) << ok.error().message;
   const auto& r = std::get<LookupResponse>(ok->body).results[0];
   EXPECT_EQ(r.name, "bA");
   ASSERT_EQ(r.frames.size(), 1u);
@@ -1034,8 +1026,7 @@ TEST(CompactFormTest, DecodeIntoReusesTheTable) {
   LookupResponse lookup = CompactTestResponse();
   lookup.strings = true;
   Response response;
-  std::string error;
-  ASSERT_TRUE(DecodeResponseInto(Encoded({"", lookup}), &response, &error)) << error;
+  ASSERT_TRUE(DecodeResponseInto(Encoded({"", lookup}), &response));
   LookupResponse other;
   LookupResult& r = other.results.emplace_back();
   r.addr = 1;
@@ -1043,7 +1034,7 @@ TEST(CompactFormTest, DecodeIntoReusesTheTable) {
   r.name = "second";
   r.origin = Origin::kPerfmap;
   other.strings = true;
-  ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response, &error)) << error;
+  ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response));
   const auto& results = std::get<LookupResponse>(response.body).results;
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].name, "second");
@@ -1051,7 +1042,7 @@ TEST(CompactFormTest, DecodeIntoReusesTheTable) {
   EXPECT_TRUE(results[0].frames.empty());
   // Then a plain response into the same object: strings again, no stale views.
   other.strings = false;
-  ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response, &error)) << error;
+  ASSERT_TRUE(DecodeResponseInto(Encoded({"", other}), &response));
   EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].name, "second");
   EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].name, "second");
 }

@@ -100,13 +100,13 @@ TEST(LimitLedger, FilesPerUserAndTotal) {
   limits.user_files = 2;
   limits.total_files = 3;
   LimitLedger ledger(limits);
-  EXPECT_EQ(ledger.AdmitFile(1), "");
-  EXPECT_EQ(ledger.AdmitFile(1), "");
-  EXPECT_NE(ledger.AdmitFile(1).find("per-user files limit"), std::string::npos);
-  EXPECT_EQ(ledger.AdmitFile(2), "");
-  EXPECT_NE(ledger.AdmitFile(3).find("total files limit"), std::string::npos);
+  EXPECT_TRUE(ledger.AdmitFile(1).ok());
+  EXPECT_TRUE(ledger.AdmitFile(1).ok());
+  EXPECT_NE(ledger.AdmitFile(1).error().message.find("per-user files limit"), std::string::npos);
+  EXPECT_TRUE(ledger.AdmitFile(2).ok());
+  EXPECT_NE(ledger.AdmitFile(3).error().message.find("total files limit"), std::string::npos);
   ledger.ReleaseFile(1);
-  EXPECT_EQ(ledger.AdmitFile(1), "");
+  EXPECT_TRUE(ledger.AdmitFile(1).ok());
 }
 
 TEST(LimitLedger, BytesTightestLimitWins) {
@@ -126,8 +126,8 @@ TEST(LimitLedger, BytesTightestLimitWins) {
   ledger.ChargeBytes(2, 850);
   EXPECT_EQ(ledger.ByteAllowance(3, 0, &which), 50u);
   EXPECT_NE(which.find("total"), std::string::npos);
-  EXPECT_EQ(ledger.CheckRanges(limits.file_ranges), "");
-  EXPECT_NE(ledger.CheckRanges(limits.file_ranges + 1), "");
+  EXPECT_TRUE(ledger.CheckRanges(limits.file_ranges).ok());
+  EXPECT_EQ(ledger.CheckRanges(limits.file_ranges + 1).error().kind, ErrorKind::kLimit);
 }
 
 }  // namespace

@@ -538,9 +538,8 @@ TEST_F(ServerTest, CompactRequestWithLongStringsIsAnsweredPlain) {
   ASSERT_TRUE(c->SendRequest(request, &error)) << error;
   const std::string line = ReadRawLine(*c);
   EXPECT_EQ(line.find("\"strings\":["), std::string::npos);
-  std::string why;
-  auto response = proto::DecodeResponse(std::string_view(line).substr(0, line.size() - 1), &why);
-  ASSERT_TRUE(response) << why;
+  auto response = proto::DecodeResponse(std::string_view(line).substr(0, line.size() - 1));
+  ASSERT_TRUE(response) << response.error().message;
   EXPECT_EQ(std::get<proto::LookupResponse>(response->body).results.size(), addrs.size());
 }
 

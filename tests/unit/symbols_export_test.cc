@@ -69,9 +69,8 @@ TEST(SymbolsProtocol, RequestAndResponseRoundTrip) {
   std::string out;
   proto::EncodeResponse(response, &out);
   out.pop_back();
-  std::string error;
-  auto back = proto::DecodeResponse(out, &error);
-  ASSERT_TRUE(back) << error;
+  auto back = proto::DecodeResponse(out);
+  ASSERT_TRUE(back) << back.error().message;
   const auto& s = std::get<proto::SymbolsResponse>(back->body);
   EXPECT_EQ(s.pid, 1234);
   EXPECT_EQ(s.incarnation, 2u);

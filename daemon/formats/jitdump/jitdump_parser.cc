@@ -1,10 +1,9 @@
 #include "daemon/formats/jitdump/jitdump_parser.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "daemon/util/byte_reader.h"
 #include "daemon/util/log.h"
+#include "proto/byte_reader.h"
 
 namespace jitsym::jitdump {
 
@@ -78,18 +77,17 @@ Parser::Outcome Parser::Step(std::span<const uint8_t> in, Sink& sink) {
 Parser::Outcome Parser::StepHeader(std::span<const uint8_t> in, Sink& sink) {
   // Reject a file that is not a jitdump as soon as its first four bytes are there.
   if (in.size() >= 4) {
-    uint32_t magic;
-    std::memcpy(&magic, in.data(), 4);
+    const uint32_t magic = ByteReader(in, kHostByteOrder).U32();
     if (magic == kMagic) {
-      swap_ = false;
+      order_ = kHostByteOrder;
     } else if (magic == kMagicSwapped) {
-      swap_ = true;
+      order_ = kHostByteOrder == ByteOrder::kLittle ? ByteOrder::kBig : ByteOrder::kLittle;
     } else {
       return Fail(0, log::Cat("bad magic 0x", std::hex, magic, " (not a jitdump file)"));
     }
   }
   if (in.size() < kHeaderSize) return {0, kHeaderSize};
-  ByteReader r(in, swap_);
+  ByteReader r(in, order_);
   r.U32();  // magic
   header_.version = r.U32();
   header_.total_size = r.U32();
@@ -98,7 +96,7 @@ Parser::Outcome Parser::StepHeader(std::span<const uint8_t> in, Sink& sink) {
   header_.pid = r.U32();
   header_.timestamp = r.U64();
   header_.flags = r.U64();
-  header_.swapped = swap_;
+  header_.swapped = r.swaps();
   if (header_.total_size > kMaxHeaderSize) {
     return Fail(0, log::Cat("header total_size ", header_.total_size, " exceeds ", kMaxHeaderSize));
   }
@@ -111,7 +109,7 @@ Parser::Outcome Parser::StepHeader(std::span<const uint8_t> in, Sink& sink) {
 
 Parser::Outcome Parser::StepRecord(std::span<const uint8_t> in, Sink& sink) {
   if (in.size() < kRecordHeaderSize) return {0, kRecordHeaderSize};
-  ByteReader r(in, swap_);
+  ByteReader r(in, order_);
   const uint32_t id = r.U32();
   const uint32_t size = r.U32();
   const uint64_t timestamp = r.U64();
@@ -148,11 +146,9 @@ Parser::Outcome Parser::StepRecord(std::span<const uint8_t> in, Sink& sink) {
       }
       const size_t head = kLoadFixedSize + name_region;
       if (in.size() < head) return {0, head};
-      const uint8_t* name = in.data() + kLoadFixedSize;
-      const void* nul = std::memchr(name, 0, name_region);
-      if (nul == nullptr) return Fail(at, "LOAD: function name is not NUL-terminated");
-      load.name = std::string_view(reinterpret_cast<const char*>(name),
-                                   static_cast<const uint8_t*>(nul) - name);
+      ByteReader name(r.Bytes(name_region), order_);
+      load.name = name.CString();
+      if (!name.ok()) return Fail(at, "LOAD: function name is not NUL-terminated");
       if (debug_pending_) {
         if (debug_code_addr_ == load.code_addr) {
           load.debug = debug_entries_;
@@ -192,7 +188,7 @@ Parser::Outcome Parser::StepRecord(std::span<const uint8_t> in, Sink& sink) {
       }
       if (in.size() < size) return {0, size};
       debug_raw_.assign(in.begin(), in.begin() + size);
-      ByteReader d(debug_raw_, swap_);
+      ByteReader d(debug_raw_, order_);
       d.Skip(kRecordHeaderSize);
       const uint64_t code_addr = d.U64();
       const uint64_t nr = d.U64();

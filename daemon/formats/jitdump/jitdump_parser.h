@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/byte_reader.h"
+
 namespace jitsym::jitdump {
 
 inline constexpr uint32_t kMagic = 0x4A695444;         // "JiTD" written in host order
@@ -175,7 +177,7 @@ class Parser {
 
   Limits limits_;
   State state_ = State::kHeader;
-  bool swap_ = false;
+  ByteOrder order_ = kHostByteOrder;  // decided from the magic
   Header header_;
   uint64_t offset_ = 0;
   uint64_t skip_ = 0;

@@ -3,12 +3,9 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 
-#include "daemon/formats/mlpd/event_reader.h"
-#include "daemon/util/byte_reader.h"
 #include "daemon/util/log.h"
+#include "proto/byte_reader.h"
 
 namespace jitsym::mlpd {
 namespace {
@@ -50,13 +47,7 @@ enum CounterType : uint64_t {
 
 constexpr size_t kGzipChunk = 256 * 1024;
 // The format is little-endian.
-constexpr bool kSwap = std::endian::native == std::endian::big;
-
-uint32_t Le32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return kSwap ? ByteSwap(v) : v;
-}
+constexpr ByteOrder kOrder = ByteOrder::kLittle;
 
 }  // namespace
 
@@ -226,7 +217,7 @@ size_t Parser::ParseUnits(std::span<const uint8_t> in, Sink& sink) {
       need_ = kBufferHeaderSize;
       return pos;
     }
-    ByteReader r(rest, kSwap);
+    ByteReader r(rest, kOrder);
     const uint32_t id = r.U32();
     const uint32_t len = r.U32();
     if (id != kBufferId) {
@@ -253,7 +244,7 @@ size_t Parser::ParseUnits(std::span<const uint8_t> in, Sink& sink) {
 
 size_t Parser::ParseHeader(std::span<const uint8_t> in, Sink& sink) {
   if (in.size() >= 4) {
-    const uint32_t id = Le32(in.data());
+    const uint32_t id = ByteReader(in, kOrder).U32();
     if (id != kHeaderId) {
       Fail(0, log::Cat("bad header id 0x", std::hex, id, " (not a Mono log profiler file)"));
       return 0;
@@ -270,7 +261,7 @@ size_t Parser::ParseHeader(std::span<const uint8_t> in, Sink& sink) {
     return 0;
   }
   Header h;
-  ByteReader r(in, kSwap);
+  ByteReader r(in, kOrder);
   r.U32();
   h.major = r.Read<uint8_t>();
   h.minor = r.Read<uint8_t>();
@@ -298,21 +289,24 @@ size_t Parser::ParseHeader(std::span<const uint8_t> in, Sink& sink) {
   size_t pos = fixed;
   std::string* strings[] = {&h.args, &h.arch, &h.os};
   for (std::string* s : strings) {
-    if (in.size() < pos + 4) {
+    ByteReader sr(in.subspan(pos), kOrder);
+    const uint32_t len = sr.U32();
+    if (!sr.ok()) {
       need_ = pos + 4;
       return 0;
     }
-    const uint32_t len = Le32(in.data() + pos);
     if (len > limits_.max_header_string) {
       Fail(pos, log::Cat("header string of ", len, " bytes exceeds limit"));
       return 0;
     }
-    if (in.size() < pos + 4 + len) {
+    const std::span<const uint8_t> b = sr.Bytes(len);
+    if (!sr.ok()) {
       need_ = pos + 4 + len;
       return 0;
     }
-    const char* b = reinterpret_cast<const char*>(in.data() + pos + 4);
-    s->assign(b, strnlen(b, len));
+    // The field is NUL-padded: the string ends at the first NUL.
+    std::string_view text(reinterpret_cast<const char*>(b.data()), b.size());
+    s->assign(text.substr(0, text.find('\0')));
     pos += 4 + len;
   }
   header_ = std::move(h);
@@ -323,7 +317,7 @@ size_t Parser::ParseHeader(std::span<const uint8_t> in, Sink& sink) {
 
 void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t> events,
                           uint64_t buffer_offset, Sink& sink) {
-  ByteReader hr(head, kSwap);
+  ByteReader hr(head, kOrder);
   hr.Skip(8);
   uint64_t time = hr.U64();
   const uint64_t ptr_base = hr.U64();
@@ -334,7 +328,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
   const uint64_t ptr_mask = header_.ptr_size == 4 ? 0xffffffffull : ~uint64_t{0};
   auto ptr = [&](int64_t diff) { return (ptr_base + static_cast<uint64_t>(diff)) & ptr_mask; };
 
-  EventReader r(events);
+  ByteReader r(events, kOrder);
   const uint8_t* base = events.data();
   const char* why = nullptr;
   const uint8_t* event_start = base;
@@ -345,7 +339,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
 
   while (!r.at_end()) {
     event_start = r.cursor();
-    const uint8_t event = r.Byte();
+    const uint8_t event = r.U8();
     const uint8_t type = event & 0x0f;
     const uint8_t ext = event & 0xf0;
     time += r.Uleb();  // wraps for TYPE_JIT stamped before the previous event
@@ -364,8 +358,8 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
       case kTypeGc:
         switch (ext) {
           case kGcEvent:
-            r.Byte();
-            r.Byte();
+            r.U8();
+            r.U8();
             break;
           case kGcResize:
             r.Uleb();
@@ -404,12 +398,12 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
           why = "unknown TYPE_METADATA info";
           break;
         }
-        const uint8_t mtype = r.Byte();
+        const uint8_t mtype = r.U8();
         const uint64_t pointer = ptr(r.Sleb());
         switch (mtype) {
           case kMetaClass:
             r.Sleb();
-            r.String();
+            r.CString();
             break;
           case kMetaImage: {
             ImageLoad image;
@@ -417,19 +411,19 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             image.time = time;
             image.image = pointer;
             image.unload = ext == kEndUnload;
-            image.name = r.String();
+            image.name = r.CString();
             // mprof-report reads an mvid after loads only.
-            if (v >= 16 && ext == kEndLoad) image.mvid = r.String();
+            if (v >= 16 && ext == kEndLoad) image.mvid = r.CString();
             if (r.ok()) sink.OnImage(image);
             break;
           }
           case kMetaAssembly:
             if (v > 13) r.Sleb();  // image
-            r.String();
+            r.CString();
             break;
           case kMetaDomain:
           case kMetaThread:
-            if (ext == 0) r.String();  // a name event
+            if (ext == 0) r.CString();  // a name event
             break;
           case kMetaContext:
             r.Sleb();
@@ -459,7 +453,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
           c.method = method;
           c.address = ptr(r.Sleb());
           c.size = r.Uleb();
-          c.name = r.String();
+          c.name = r.CString();
           if (r.ok()) sink.OnCode(c);
         }
         break;
@@ -467,7 +461,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
       case kTypeException: {
         const uint8_t sub = event & 0x70;
         if (sub == kExceptionClause) {
-          r.Byte();
+          r.U8();
           r.Uleb();
           method += static_cast<uint64_t>(r.Sleb());
           if (v > 13) r.Sleb();  // exception object
@@ -486,7 +480,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             why = "unknown TYPE_MONITOR info";
             break;
           }
-          r.Byte();
+          r.U8();
         }
         r.Sleb();
         if (event & kMonitorBt) backtrace();
@@ -500,7 +494,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             r.Sleb();
             r.Sleb();
             r.Uleb();
-            if (v >= 16) r.Byte();  // generation
+            if (v >= 16) r.U8();  // generation
             const uint64_t n = r.Uleb();
             for (uint64_t i = 0; i < n && r.ok(); ++i) {
               r.Uleb();
@@ -520,7 +514,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
               for (uint64_t i = 0; i < n && r.ok(); ++i) {
                 r.Sleb();
                 if (v == 13)
-                  r.Byte();
+                  r.U8();
                 else
                   r.Uleb();  // root type
                 r.Uleb();    // extra info
@@ -535,9 +529,9 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             }
             r.Sleb();
             r.Uleb();
-            r.Byte();
+            r.U8();
             r.Sleb();
-            r.String();
+            r.CString();
             break;
           case kHeapRootUnregister:
             if (v < 15) {
@@ -553,8 +547,8 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
       case kTypeSample:
         switch (ext) {
           case kSampleHit: {
-            if (v < 14) r.Byte();  // sample type
-            r.Sleb();              // thread
+            if (v < 14) r.U8();  // sample type
+            r.Sleb();            // thread
             const uint64_t n = r.Uleb();
             for (uint64_t i = 0; i < n && r.ok(); ++i) r.Sleb();
             backtrace();  // managed frames
@@ -568,7 +562,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             c.thread_id = thread_id;
             c.address = ptr(r.Sleb());
             c.size = r.Uleb();
-            c.name = r.String();
+            c.name = r.CString();
             if (r.ok()) sink.OnCode(c);
             break;
           }
@@ -580,13 +574,13 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
             r.Sleb();
             r.Uleb();
             r.Uleb();
-            r.String();
+            r.CString();
             break;
           case kSampleCountersDesc: {
             const uint64_t n = r.Uleb();
             for (uint64_t i = 0; i < n && r.ok(); ++i) {
-              if (r.Uleb() == kCounterSectionPerfcounters) r.String();
-              r.String();
+              if (r.Uleb() == kCounterSectionPerfcounters) r.CString();
+              r.CString();
               if (v < 15) {
                 r.Skip(3);  // type, unit, variance as bytes
               } else {
@@ -601,7 +595,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
           case kSampleCounters:
             while (r.ok() && !why) {
               if (r.Uleb() == 0) break;  // index 0 ends the list
-              const uint64_t ctype = v < 15 ? r.Byte() : r.Uleb();
+              const uint64_t ctype = v < 15 ? r.U8() : r.Uleb();
               switch (ctype) {
                 case kCounterInt:
                 case kCounterWord:
@@ -617,7 +611,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
                   r.Skip(8);
                   break;
                 case kCounterString:
-                  if (r.Byte() != 0) r.String();
+                  if (r.U8() != 0) r.CString();
                   break;
                 default:
                   why = "unknown counter type";
@@ -633,7 +627,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
           why = "unknown TYPE_RUNTIME info";
           break;
         }
-        uint8_t btype = r.Byte();
+        uint8_t btype = r.U8();
         if (v < 14) --btype;  // versions before 14 counted from an UNKNOWN = 0
         Code c;
         c.kind = Code::Kind::kHelper;
@@ -643,7 +637,7 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
         c.helper_type = btype;
         c.address = ptr(r.Sleb());
         c.size = r.Uleb();
-        c.name = btype == kBufferSpecificTrampoline ? r.String() : CodeBufferTypeName(btype);
+        c.name = btype == kBufferSpecificTrampoline ? r.CString() : CodeBufferTypeName(btype);
         if (r.ok()) sink.OnCode(c);
         break;
       }
@@ -672,15 +666,15 @@ void Parser::DecodeBuffer(std::span<const uint8_t> head, std::span<const uint8_t
           default:
             why = "unknown TYPE_COVERAGE info";
         }
-        for (int i = 0; i < strings; ++i) r.String();
+        for (int i = 0; i < strings; ++i) r.CString();
         for (int i = 0; i < values; ++i) r.Uleb();
         break;
       }
       case kTypeMeta:
         if (ext == kSyncPoint) {
-          r.Byte();
+          r.U8();
         } else if (ext == kAotId) {
-          r.String();
+          r.CString();
         } else {
           why = "unknown TYPE_META info";
         }
