@@ -261,16 +261,16 @@ TEST(BuildSettingsTest, OnlyRegularFilesAndDevNullOfBoundedSizeAreRead) {
   cl.config_given = true;
   Settings s;
   cl.config_path = "/dev/null";  // no settings
-  EXPECT_EQ(BuildSettings(cl, &s), std::nullopt);
+  EXPECT_EQ(Msg(BuildSettings(cl, &s)), std::nullopt);
   cl.config_path = "/tmp";
-  EXPECT_EQ(BuildSettings(cl, &s), "config file /tmp is not a regular file");
+  EXPECT_EQ(Msg(BuildSettings(cl, &s)), "config file /tmp is not a regular file");
   TempFile big(std::string(kMaxConfigBytes + 1, '#'));
   cl.config_path = big.path();
-  EXPECT_EQ(BuildSettings(cl, &s), "config file " + big.path() + " is larger than " +
-                                       std::to_string(kMaxConfigBytes) + " bytes");
+  EXPECT_EQ(Msg(BuildSettings(cl, &s)), "config file " + big.path() + " is larger than " +
+                                            std::to_string(kMaxConfigBytes) + " bytes");
   TempFile full(std::string(kMaxConfigBytes, '#'));
   cl.config_path = full.path();
-  EXPECT_EQ(BuildSettings(cl, &s), std::nullopt);
+  EXPECT_EQ(Msg(BuildSettings(cl, &s)), std::nullopt);
 }
 
 TEST(FormatConfigTest, RoundTripsThroughTheParser) {

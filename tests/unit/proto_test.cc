@@ -818,17 +818,16 @@ TEST(ProtoFieldsTest, EncoderSendsOnlyTheRequestedMembers) {
 // original is reused for the next response.
 TEST(ProtoFieldsTest, DecodedStringsLiveAsLongAsTheResponse) {
   Response first;
-  std::string error;
-  ASSERT_TRUE(DecodeResponseInto(
+  Status st = DecodeResponseInto(
       R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"name":"fir\u0073t","origin":"elf",)"
       R"("frames":[{"name":"inner","file":"a.cc"}]}]})",
-      &first, &error))
-      << error;
+      &first);
+  ASSERT_TRUE(st.ok()) << st.error().message;
   const Response copy = first;
-  ASSERT_TRUE(DecodeResponseInto(
-      R"({"v":1,"ok":true,"results":[{"addr":"0x2","found":true,"name":"XXXXXXXXXXXXX"}]})", &first,
-      &error))
-      << error;
+  st = DecodeResponseInto(
+      R"({"v":1,"ok":true,"results":[{"addr":"0x2","found":true,"name":"XXXXXXXXXXXXX"}]})",
+      &first);
+  ASSERT_TRUE(st.ok()) << st.error().message;
   const LookupResult& r = std::get<LookupResponse>(copy.body).results[0];
   EXPECT_EQ(r.name, "first");
   EXPECT_EQ(r.origin, Origin::kElf);
@@ -851,10 +850,8 @@ TEST(ProtoFieldsTest, OriginAndStateNamesRoundTrip) {
   EXPECT_EQ(SourceStateFromName(""), std::nullopt);
   // A name a newer daemon may send decodes as kUnknown.
   Response response;
-  std::string error;
   ASSERT_TRUE(DecodeResponseInto(
-      R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"origin":"wasm"}]})", &response,
-      &error));
+      R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":true,"origin":"wasm"}]})", &response));
   EXPECT_EQ(std::get<LookupResponse>(response.body).results[0].origin, Origin::kUnknown);
 }
 
