@@ -111,7 +111,9 @@ class Ingester {
   void Publish();
   void ScheduleMaintenance();
   // Whether a newly opened file may be followed (AdmissionPolicy on the file's and its
-  // process's facts); sets *exited when it is believed as the side file of an exited process.
+  // process's facts); sets *exited when it is believed as the side file of an exited process,
+  // and *identity to the process holding the pid now (read once, for the admission and the
+  // incarnation alike).
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
              std::optional<uint32_t> pid, const struct stat& st, bool* exited,
              std::optional<ProcessIdentity>* identity);
