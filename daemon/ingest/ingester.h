@@ -1,6 +1,13 @@
-// The ingester: watches directories with inotify (through Asio, no polling), follows the files
-// the formats recognise as they grow, groups them into process incarnations, notices exits
-// through pidfds, and publishes immutable IndexViews for the query threads.
+// The ingester: follows the files the formats recognise as they grow, groups them into process
+// incarnations, and publishes immutable IndexViews for the query threads. It coordinates parts
+// that each do one thing:
+//   Watcher          (watcher.h)          inotify events, start-up scan, rescans, watch dirs;
+//   AdmissionPolicy  (admission_policy.h) which files are believed, as which process;
+//   FollowedFile     (followed_file.h)    the read loop, rewrite and truncation detection;
+//   ProcessTable     (process_table.h)    incarnations, pidfds, exits, eviction;
+//   BuildView        (publication.h)      the immutable IndexView.
+// What stays here: which file is at which path, the order files are read in (per-owner turns),
+// descriptors (idle files give theirs back; retries when there are none) and the timers.
 //
 // Runs on its own io_context and thread; nothing here is touched by query threads except the
 // ViewCell it publishes to.
@@ -22,8 +29,13 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
-#include "daemon/ingest/source.h"
+#include "daemon/ingest/admission_policy.h"
+#include "daemon/ingest/followed_file.h"
 #include "daemon/os/proc.h"
+#include "daemon/ingest/process_table.h"
+#include "daemon/ingest/publication.h"
+#include "daemon/ingest/source.h"
+#include "daemon/ingest/watcher.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
@@ -78,121 +90,36 @@ class Ingester {
   void SetLifecycle(uint64_t retention_ms, uint64_t memory_budget_bytes);
 
  private:
-  struct Incarnation;
-  struct FollowedFile {
-    std::string dir;
-    std::string name;
-    std::string path;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    uint32_t uid = 0;  // the file's owner
-    // Facts of the file when it was admitted (the trust rule may be applied again when an
-    // .mlpd's header names its pid).
-    uint64_t ctime_ns = 0;
-    uint64_t nlink = 1;
-    bool found_at_startup = false;
-    int fd = -1;
-    // Descriptor given back while the file is idle (state still "following"); reopened by
-    // path, when the same inode is there, on the next event.
-    bool parked = false;
-    // Finish as "closed" once everything is read (its process exited).
-    bool close_when_drained = false;
-    // ctime when it was finished: a later change at the same inode makes it a new file.
-    timespec finished_ctime{};
-    uint64_t offset = 0;  // next file offset to read
-    uint64_t bytes_read = 0;
-    uint64_t charged = 0;  // bytes charged to the limits: read plus decoded
-    // The last bytes read and where they were: still there, or the file was rewritten.
-    uint8_t tail[32] = {};
-    size_t tail_len = 0;
-    uint64_t tail_offset = 0;
-    uint64_t checked_size = 0;  // file size when the tail was last checked
-    // The first bytes read: a rewrite whose tail happens to match (code bytes, padding) still
-    // differs at the start (header timestamp, first names).
-    uint8_t head[64] = {};
-    size_t head_len = 0;
-    std::string state = "following";
-    std::unique_ptr<Source> source;
-    Incarnation* incarnation = nullptr;
-    std::optional<std::string> image;  // image sources
-    bool dirty = false;
-    bool changed = true;
-    uint64_t last_data_ns = 0;
-    std::shared_ptr<const index::SourceView> view;
-  };
-  struct Incarnation {
-    uint32_t pid = 0;
-    uint64_t id = 0;
-    std::optional<uint64_t> start_ticks;
-    std::optional<uint64_t> start_time;
-    std::optional<uint64_t> exit_time;
-    std::optional<uint32_t> uid;  // owner, from /proc while the process was seen alive
-    bool alive = false;
-    bool changed = true;
-    std::vector<FollowedFile*> files;
-    std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;
-    std::shared_ptr<const index::ProcessView> view;
-    // When the daemon created it: the retention of a process that had already exited when its
-    // files were found (e.g. after a restart) runs from here.
-    uint64_t created_ns = MonotonicNowNs();
-    bool restored = false;  // made by ExitedIncarnationFor
-  };
-  // A file whose process was evicted, as it was then: the same file is not read again by a
-  // rescan, but one rewritten since (a new process with the same pid) is.
-  struct EvictedFile {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    off_t size = 0;
-    timespec ctime{};  // not mtime: its owner sets that at will
-  };
-
-  void AddWatch(const std::string& dir);
-  void ReadEvents();
-  void Scan(const std::string& dir);
+  // A file event from the watcher, or a file a scan found.
+  void OnEvent(const std::string& dir, const std::string& name, uint32_t mask);
+  void OnFound(const std::string& dir, const std::string& name);
+  // Opens `name` in `dir` and follows it if admitted (a new file, a replacement of a known
+  // one, or a parked one coming back).
   void Discover(const std::string& dir, const std::string& name);
-  Incarnation* IncarnationFor(uint32_t pid);
-  void WatchExit(Incarnation& inc);
   // The process exited: read what it wrote last, close its files.
   void OnExited(Incarnation* inc);
-  // Exits of live processes that have no pidfd (their owner's descriptor quota was full).
-  void PollExits();
-  // Polls the incarnation's pidfd: true (and marks it exited) if the process has exited.
-  bool HasExited(Incarnation& inc);
   void MarkDirty(FollowedFile& file);
   void DrainDirty();
   // Posts one DrainDirty to the loop unless one is already posted.
   void PostDrain();
   // Reads what is new in the file; returns true if it stopped on its budget with more to read.
   bool Drain(FollowedFile& file);
-  // Whether the file open as `fd` (now `size` bytes) no longer holds what `file` read from it:
-  // truncated below it, or its first or last bytes read differ.
-  static bool Rewritten(const FollowedFile& file, int fd, uint64_t size);
+  // A file whose name named no process, once its content names one (an .mlpd's header).
+  void AttachToContentPid(FollowedFile& file);
   void Finish(FollowedFile& file, const std::string& state);
   void Forget(FollowedFile& file);
   void Publish();
   void ScheduleMaintenance();
-  // File trust and limits (daemon/security): whether a newly opened file may be followed.
-  // Sets *exited when the file is believed as the side file of a process that exited while
-  // the daemon was not running (see FromExitedProcess).
-  struct Admitted {
-    bool exited = false;                          // an earlier, exited process of the pid
-    std::optional<os::ProcessIdentity> identity;  // the live process judged against
-  };
+  // Whether a newly opened file may be followed (AdmissionPolicy on the file's and its
+  // process's facts); sets *exited when it is believed as the side file of an exited process,
+  // and *identity to the process holding the pid now (read once, for the admission and the
+  // incarnation alike).
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
-             std::optional<uint32_t> pid, const struct stat& st, Admitted* out);
-  // The facts security::JudgeAdmission decides on.
-  security::FileFacts FileFactsOf(const struct stat& st) const;
-  static std::optional<security::ProcessFacts> ProcessFactsOf(
-      const std::optional<os::ProcessIdentity>& identity);
-  // The incarnation for such files: exited, owned by the files' owner, never the live process.
-  // `live`: the process holding the pid now, if any (it gets its own incarnation too).
-  Incarnation* ExitedIncarnationFor(uint32_t pid, const std::optional<os::ProcessIdentity>& live,
-                                    uint32_t uid);
+             std::optional<uint32_t> pid, const struct stat& st, bool* exited,
+             std::optional<os::ProcessIdentity>* identity);
+  FileIdentity IdentityOf(const struct stat& st) const;
   void RecheckPending();
   void ArmPendingTimer();
-  // Remembers a refused file so that its further modifications are not logged again.
-  void Ignore(const std::string& path, const struct stat& st);
-  bool Ignored(const std::string& path, const struct stat& st) const;
   void CloseFd(FollowedFile& file);
   // Idle descriptors (see IngesterOptions::idle_close_ms).
   void Park(FollowedFile& file);
@@ -211,38 +138,27 @@ class Ingester {
   void EvictExpired();
   void Evict(uint32_t pid, Incarnation* inc, const char* why);
   bool SkipEvicted(const std::string& path, const struct stat& st);
-  void FillLifecycleCounters(index::IndexCounters& counters) const;
 
   boost::asio::io_context& io_;
   IngesterOptions options_;
   index::ViewCell& cell_;
-  int inotify_fd_ = -1;
-  std::unique_ptr<boost::asio::posix::stream_descriptor> inotify_;
-  std::vector<char> event_buf_;
-  std::unordered_map<int, std::string> watch_dirs_;  // wd -> dir
-  std::vector<std::unique_ptr<FollowedFile>> files_;
+  security::LimitLedger ledger_;
+  Watcher watcher_;
+  PidfdProbe probe_;
+  ProcessTable table_;
+  AdmissionPolicy admission_;
+  std::vector<std::unique_ptr<FollowedFile>> files_;        // oldest first
   std::unordered_map<std::string, FollowedFile*> by_path_;  // files currently at that path
-  std::map<uint32_t, std::vector<std::unique_ptr<Incarnation>>> processes_;
-  uint64_t next_incarnation_ = 1;
-  std::vector<FollowedFile*> dirty_;
+  std::vector<FollowedFile*> dirty_;                        // to read, in order
   bool drain_posted_ = false;
   bool publish_pending_ = false;
   bool stopped_ = false;
-  const uint64_t started_realtime_ns_ = NowNs(CLOCK_REALTIME);
+  bool startup_scan_ = false;  // Start's scan is running
   std::vector<uint8_t> read_buf_;
   boost::asio::steady_timer maintenance_;
-  uint64_t bytes_ingested_ = 0;
-  uint64_t files_failed_ = 0;
-  // Files waiting for their pid to appear: path -> (inode, give-up time).
-  struct Pending {
-    std::string dir, name;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    uint64_t deadline_ns = 0;
-    uint32_t uid = 0;  // the file's owner
-  };
-  std::unordered_map<std::string, Pending> pending_;
-  std::unordered_map<std::string, std::pair<dev_t, ino_t>> ignored_;
+  boost::asio::steady_timer pending_timer_;
+  bool pending_timer_armed_ = false;
+  IngestCounters counters_;
   struct Retrying {
     std::string dir, name;
     uint32_t uid = 0;
@@ -253,14 +169,15 @@ class Ingester {
   std::unordered_map<uint32_t, size_t> retry_per_user_;
   boost::asio::steady_timer retry_timer_;
   bool retry_timer_armed_ = false;
-  bool startup_scan_ = false;  // Start's scan is running
-  boost::asio::steady_timer pending_timer_;
-  bool pending_timer_armed_ = false;
-  security::LimitLedger ledger_;
-  uint64_t files_untrusted_ = 0;
-  uint64_t files_over_limit_ = 0;
+  // A file whose process was evicted, as it was then: the same file is not read again by a
+  // rescan, but one rewritten since (a new process with the same pid) is.
+  struct EvictedFile {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    timespec ctime{};  // not mtime: its owner sets that at will
+  };
   std::unordered_map<std::string, EvictedFile> evicted_;  // by path
-  uint64_t evictions_ = 0;
   uint64_t last_evicted_prune_ns_ = 0;
   bool lifecycle_changed_ = true;  // publish even if no source changed
   bool over_budget_warned_ = false;

@@ -16,8 +16,6 @@
 #include <cstring>
 
 #include "daemon/ingest/ingester.h"
-#include "daemon/os/proc.h"
-#include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -78,14 +76,14 @@ void Ingester::Retry(const std::string& dir, const std::string& name, const char
                " ms; ignored until it changes");
     --retry_per_user_[it->second.uid];
     retry_.erase(it);
-    Ignore(path, st);
+    admission_.Ignore(path, st.st_dev, st.st_ino);
     return;
   }
   // Bounded like the files themselves: per owner and in total.
   size_t& mine = retry_per_user_[st.st_uid];
   if (mine >= ledger_.limits().user_files || retry_.size() >= ledger_.limits().total_files) {
     JITSYM_LOG(kWarning, path, ": not followed: ", why, "; too many files waiting to be opened");
-    Ignore(path, st);
+    admission_.Ignore(path, st.st_dev, st.st_ino);
     return;
   }
   ++mine;

@@ -7,7 +7,6 @@
 // no query holds the view any more. When the index is larger than `memory_budget_bytes`, exited
 // incarnations are evicted before their time, oldest exit first. Running processes and image
 // files are never evicted.
-#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -29,40 +28,22 @@ bool SameTime(const timespec& a, const timespec& b) {
 }  // namespace
 
 void Ingester::SetWatchDirs(const std::vector<std::string>& dirs) {
-  if (stopped_ || inotify_fd_ < 0) return;
-  std::vector<std::string> added;
-  for (const std::string& dir : dirs) {
-    bool known = false;
-    for (const auto& [wd, d] : watch_dirs_) known = known || d == dir;
-    if (!known) added.push_back(dir);
-  }
-  for (auto it = watch_dirs_.begin(); it != watch_dirs_.end();) {
-    if (std::find(dirs.begin(), dirs.end(), it->second) == dirs.end()) {
-      JITSYM_LOG(kInfo, "not watching ", it->second, " any more (files already followed stay)");
-      ::inotify_rm_watch(inotify_fd_, it->first);
-      it = watch_dirs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  if (stopped_ || !watcher_.open()) return;
+  watcher_.SetDirs(dirs);
   options_.watch_dirs = dirs;
-  for (const std::string& dir : added) {
-    const size_t before = watch_dirs_.size();
-    AddWatch(dir);
-    if (watch_dirs_.size() != before) Scan(dir);
-  }
   DrainDirty();
 }
 
 void Ingester::DrainBacklog() {
   const uint64_t t0 = MonotonicNowNs();
-  const uint64_t bytes0 = bytes_ingested_;
+  const uint64_t bytes0 = counters_.bytes_ingested;
   // Bounded in time: files that take longer (huge, or inflating to far more than their size)
   // are read on in turns while the socket is served.
   const uint64_t bound_ns = static_cast<uint64_t>(options_.backlog_ms) * 1000000ull;
   while (!dirty_.empty() && !stopped_ && MonotonicNowNs() - t0 < bound_ns) DrainDirty();
-  JITSYM_LOG(kInfo, "initial scan: ", files_.size(), " files, ", (bytes_ingested_ - bytes0) >> 20,
-             " MiB read in ", (MonotonicNowNs() - t0) / 1000000, " ms",
+  JITSYM_LOG(kInfo, "initial scan: ", files_.size(), " files, ",
+             (counters_.bytes_ingested - bytes0) >> 20, " MiB read in ",
+             (MonotonicNowNs() - t0) / 1000000, " ms",
              dirty_.empty() ? "" : "; the rest is read while serving");
 }
 
@@ -105,59 +86,33 @@ void Ingester::Evict(uint32_t pid, Incarnation* inc, const char* why) {
   }
   std::erase_if(files_,
                 [inc](const std::unique_ptr<FollowedFile>& f) { return f->incarnation == inc; });
-  auto pit = processes_.find(pid);
-  if (pit != processes_.end()) {
-    std::erase_if(pit->second,
-                  [inc](const std::unique_ptr<Incarnation>& i) { return i.get() == inc; });
-    if (pit->second.empty()) processes_.erase(pit);
-  }
-  ++evictions_;
+  table_.Remove(pid, inc);
+  ++counters_.evictions;
   lifecycle_changed_ = true;
 }
 
 void Ingester::EvictExpired() {
   if (stopped_) return;
   const uint64_t now = MonotonicNowNs();
-  struct Exited {
-    uint64_t since;
-    uint32_t pid;
-    Incarnation* inc;
+  uint64_t total = 0;
+  for (const auto& f : files_) total += f->source->code().memory_bytes();
+  const auto memory_of = [](const Incarnation& inc) {
+    uint64_t n = 0;
+    for (const FollowedFile* f : inc.files) n += f->source->code().memory_bytes();
+    return n;
   };
-  std::vector<Exited> exited;
-  for (auto& [pid, incs] : processes_) {
-    for (auto& inc : incs) {
-      // Not before its exit notification has been handled (it drains the last writes and
-      // closes the pidfd).
-      if (inc->alive || (inc->pidfd && inc->pidfd->is_open())) continue;
-      exited.push_back({inc->exit_time.value_or(inc->created_ns), pid, inc.get()});
-    }
+  const uint64_t budget = options_.memory_budget_bytes;
+  for (const auto& e : table_.PlanEvictions(now, options_.retention_ms * 1000000ull, budget, total,
+                                            memory_of, &total)) {
+    Evict(e.pid, e.inc, e.why);
   }
-  std::sort(exited.begin(), exited.end(),
-            [](const Exited& a, const Exited& b) { return a.since < b.since; });
-  size_t next = 0;
-  if (options_.retention_ms > 0) {
-    const uint64_t retention_ns = options_.retention_ms * 1000000ull;
-    for (; next < exited.size() && now - std::min(now, exited[next].since) >= retention_ns;
-         ++next) {
-      Evict(exited[next].pid, exited[next].inc, "retention over");
-    }
-  }
-  if (options_.memory_budget_bytes > 0) {
-    uint64_t total = 0;
-    for (const auto& f : files_) total += f->source->code().memory_bytes();
-    while (total > options_.memory_budget_bytes && next < exited.size()) {
-      uint64_t freed = 0;
-      for (FollowedFile* f : exited[next].inc->files) freed += f->source->code().memory_bytes();
-      Evict(exited[next].pid, exited[next].inc, "memory budget");
-      total -= std::min(total, freed);
-      ++next;
-    }
-    if (total > options_.memory_budget_bytes && !over_budget_warned_) {
+  if (budget > 0) {
+    if (total > budget && !over_budget_warned_) {
       over_budget_warned_ = true;
       JITSYM_LOG(kWarning, "the index (", total >> 20, " MiB) is over the memory budget (",
-                 options_.memory_budget_bytes >> 20,
+                 budget >> 20,
                  " MiB) with no exited process left to evict; running processes are kept");
-    } else if (total <= options_.memory_budget_bytes) {
+    } else if (total <= budget) {
       over_budget_warned_ = false;
     }
   }
@@ -170,16 +125,6 @@ void Ingester::EvictExpired() {
     });
   }
   if (lifecycle_changed_) Publish();
-}
-
-void Ingester::FillLifecycleCounters(index::IndexCounters& counters) const {
-  for (const auto& [pid, incs] : processes_) {
-    for (const auto& inc : incs) {
-      if (!inc->alive) ++counters.processes_exited;
-    }
-  }
-  counters.evictions = evictions_;
-  counters.memory_budget_bytes = options_.memory_budget_bytes;
 }
 
 }  // namespace jitsym::ingest

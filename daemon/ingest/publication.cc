@@ -1,0 +1,157 @@
+// Building the IndexView (publication.h).
+#include "daemon/ingest/publication.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include "daemon/util/log.h"
+
+namespace jitsym::ingest {
+namespace {
+
+// Sources of a process in answer order: exact timestamps first, then the newer file first.
+int OriginRank(std::string_view origin) {
+  if (origin == "jitdump") return 0;
+  if (origin == "mlpd") return 1;
+  if (origin == "perfmap") return 2;
+  return 3;
+}
+
+std::optional<uint64_t> FirstTime(const index::ProcessView& view) {
+  std::optional<uint64_t> first;
+  for (const auto& s : view.sources) {
+    auto t = s->code->ranges().first_time();
+    if (t && (!first || *t < *first)) first = t;
+  }
+  return first;
+}
+
+std::shared_ptr<const index::SourceView> SourceViewOf(const FollowedFile& f) {
+  auto v = std::make_shared<index::SourceView>();
+  v->origin = std::string(f.source->origin());
+  v->path = f.path;
+  v->state = f.state == "following" && f.source->closed() ? "closed" : f.state;
+  v->error = f.source->failed()
+                 ? log::Cat("offset ", f.source->error_offset(), ": ", f.source->error())
+                 : "";
+  v->bytes_read = f.bytes_read;
+  if (f.image) {
+    v->image = *f.image;
+    v->image_signature = f.source->image_signature();
+  }
+  v->code = f.source->code().Publish();
+  v->ranges = v->code->ranges().size();
+  return v;
+}
+
+std::shared_ptr<const index::ProcessView> ProcessViewOf(const Incarnation& inc) {
+  auto v = std::make_shared<index::ProcessView>();
+  v->pid = inc.pid;
+  v->incarnation = inc.id;
+  v->alive = inc.alive;
+  v->uid = inc.uid;
+  v->exit_time = inc.exit_time;
+  v->start_time = inc.start_time;
+  // Exact timestamps first (by origin), and within an origin the newer file (a replacement).
+  std::vector<FollowedFile*> order(inc.files.rbegin(), inc.files.rend());
+  std::stable_sort(order.begin(), order.end(), [](FollowedFile* a, FollowedFile* b) {
+    return OriginRank(a->source->origin()) < OriginRank(b->source->origin());
+  });
+  for (FollowedFile* f : order) {
+    if (f->view) v->sources.push_back(f->view);
+  }
+  if (!v->start_time) v->start_time = FirstTime(*v);
+  return v;
+}
+
+// Where time-qualified lookups switch from one incarnation of a pid to the next. /proc start
+// times tick at 100 Hz, and a pid can be reused within one tick; but a process writes nothing
+// after it exits and its successor starts after that, so the successor starts after the
+// predecessor's last record, and after its observed exit if that came before the successor's
+// first record.
+void SetStartTimes(std::vector<std::unique_ptr<Incarnation>>& incs) {
+  std::optional<uint64_t> prev_last, prev_exit;
+  for (auto& inc : incs) {
+    if (!inc->view) continue;
+    const std::optional<uint64_t> first = FirstTime(*inc->view);
+    uint64_t start = inc->start_time ? *inc->start_time : first.value_or(0);
+    if (prev_last) start = std::max(start, *prev_last + 1);
+    if (prev_exit && (!first || *prev_exit <= *first)) start = std::max(start, *prev_exit);
+    if (first && start > *first) start = *first;
+    if (inc->view->start_time != start) {
+      auto v = std::make_shared<index::ProcessView>(*inc->view);
+      v->start_time = start;
+      inc->view = std::move(v);
+    }
+    for (const auto& src : inc->view->sources) {
+      auto t = src->code->ranges().last_time();
+      if (t && (!prev_last || *t > *prev_last)) prev_last = t;
+    }
+    prev_exit = inc->exit_time;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<FollowedFile>>& files,
+                                            ProcessTable::Map& processes,
+                                            const IngestCounters& counters,
+                                            const index::IndexView& current, bool force) {
+  bool any = false;
+  for (auto& f : files) {
+    if (!f->changed) continue;
+    any = true;
+    f->changed = false;
+    f->view = SourceViewOf(*f);
+    if (f->incarnation) f->incarnation->changed = true;
+  }
+  std::set<uint32_t> changed_pids;
+  for (auto& [pid, incs] : processes) {
+    for (auto& inc : incs) {
+      if (!inc->changed) continue;
+      any = true;
+      inc->changed = false;
+      inc->view = ProcessViewOf(*inc);
+      changed_pids.insert(pid);
+    }
+  }
+  for (uint32_t pid : changed_pids) SetStartTimes(processes[pid]);
+  const index::IndexCounters& before = current.counters;
+  if (!any && !force && current.processes.size() == processes.size() &&
+      before.files_untrusted == counters.files_untrusted &&
+      before.files_pending == counters.files_pending &&
+      before.files_over_limit == counters.files_over_limit) {
+    return nullptr;
+  }
+  auto view = std::make_shared<index::IndexView>();
+  for (auto& [pid, incs] : processes) {
+    auto& out = view->processes[pid];
+    for (auto& inc : incs) {
+      if (inc->view) out.push_back(inc->view);
+    }
+  }
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {  // newest first
+    if ((*it)->image && (*it)->view) view->images[*(*it)->image].push_back((*it)->view);
+  }
+  index::IndexCounters& c = view->counters;
+  for (auto& f : files) {
+    if (f->fd >= 0) ++c.files_followed;
+    c.records_ingested += f->source->records();
+    c.ranges += f->source->code().ranges().size();
+    c.memory_bytes += f->source->code().memory_bytes();
+  }
+  c.files_failed = counters.files_failed;
+  c.files_untrusted = counters.files_untrusted;
+  c.files_pending = counters.files_pending;
+  c.files_over_limit = counters.files_over_limit;
+  c.bytes_ingested = counters.bytes_ingested;
+  for (const auto& [pid, incs] : processes) {
+    for (const auto& inc : incs) c.processes_exited += !inc->alive;
+  }
+  c.evictions = counters.evictions;
+  c.memory_budget_bytes = counters.memory_budget_bytes;
+  return view;
+}
+
+}  // namespace jitsym::ingest
