@@ -11,7 +11,6 @@
 #include <unordered_map>
 
 #include "daemon/os/process_maps.h"
-#include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::query {
