@@ -1,6 +1,6 @@
-// One cache of per-pid tables read from /proc (a process's mapped images, its executable
-// mappings), shared by the query threads. One template for every such table, so that all of them
-// follow the same rules for staleness, exited processes and memory.
+// A cache of per-pid tables read from /proc, shared by the query threads: the rules for
+// staleness, exited processes and memory, kept apart from what a table holds. The daemon has one
+// instance, query::ProcessSnapshots (what each process maps, for every lookup that needs it).
 #ifndef JITSYM_DAEMON_OS_PROCESS_TABLE_CACHE_H_
 #define JITSYM_DAEMON_OS_PROCESS_TABLE_CACHE_H_
 

@@ -6,13 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "daemon/formats/perfinfo/perfinfo_parser.h"
 #include "daemon/ingest/r2rmap_source.h"
-#include "daemon/os/proc.h"
-#include "daemon/os/process_maps.h"
 #include "daemon/os/small_file.h"
 #include "daemon/security/access_rules.h"
-#include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -24,31 +20,10 @@ constexpr size_t kMaxFileBytes = 1ull << 30;
 // The state of sources loaded from --r2rmap-dir (the ingester never uses it).
 constexpr std::string_view kLoadedState = proto::SourceStateName(proto::SourceState::kLoaded);
 
-bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (size_t i = 0; i < suffix.size(); ++i) {
-    char a = s[s.size() - suffix.size() + i];
-    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
-    if (a != suffix[i]) return false;
-  }
-  return true;
-}
-
-bool IsDll(std::string_view path) { return EndsWithNoCase(path, ".dll"); }
-
-// Reads a whole (small) regular file; nullopt if it cannot be read. With `owned_for`, the file
-// is one anyone may write (in /tmp) that describes the process of that uid: no symlink is
-// followed and it must be believed for that process (security::JudgeProcessFile).
-std::optional<std::string> ReadFile(const std::string& path,
-                                    std::optional<uint32_t> owned_for = std::nullopt) {
+// Reads a whole (small) regular file (an r2rmap of --r2rmap-dir); nullopt if it cannot be read.
+std::optional<std::string> ReadFile(const std::string& path) {
   os::SmallFileOptions options;
   options.max_bytes = kMaxFileBytes;
-  options.no_follow = owned_for.has_value();
-  if (owned_for) {
-    options.accept = [&](const struct stat& st) {
-      return security::JudgeProcessFile(st.st_uid, *owned_for) == security::FileVerdict::kTrusted;
-    };
-  }
   auto file = os::ReadSmallFile(path, options);
   if (!file) return std::nullopt;
   return std::move(file->bytes);
@@ -101,13 +76,6 @@ ImageLookup::Sources Believed(std::vector<std::shared_ptr<const index::SourceVie
 
 }  // namespace
 
-std::string ImageNameFromPath(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  if (slash != std::string_view::npos) path.remove_prefix(slash + 1);
-  if (IsDll(path)) path.remove_suffix(4);
-  return std::string(path);
-}
-
 std::string NormalizeSignature(std::string_view text) {
   std::string out;
   if (text.size() == 38 && text.front() == '{' && text.back() == '}') {
@@ -122,7 +90,8 @@ std::string NormalizeSignature(std::string_view text) {
   return out.size() == 32 ? out : std::string();
 }
 
-ImageLookup::ImageLookup(Options options) : options_(std::move(options)) {}
+ImageLookup::ImageLookup(Options options, ProcessSnapshots& processes)
+    : options_(std::move(options)), processes_(processes) {}
 
 std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::string& name) {
   if (options_.search_dirs.empty() || name.empty() || name == "." || name == "..") return nullptr;
@@ -231,55 +200,17 @@ bool ImageLookup::LookupImage(LookupBatch& batch, uint32_t for_uid) {
   return true;
 }
 
-std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::ReadProcess(uint32_t pid) {
-  auto identity = os::ReadProcessIdentity(pid);
-  if (!identity) return nullptr;
-  auto maps = os::ReadProcessMaps(pid);
-  if (!maps) return nullptr;
-  auto p = std::make_shared<ProcessImages>();
-  p->start_ticks = identity->start_ticks;
-  p->uid = identity->uid;
-  p->read_ns = MonotonicNowNs();
-  // Every mapped file is kept: the others (native libraries) bound the images whose extent only
-  // perfinfo gives, and an address in them is known not to be in any image.
-  for (const os::MappedFile& f : os::MappedFiles(*maps)) {
-    p->images.push_back({IsDll(f.path) ? ImageNameFromPath(f.path) : std::string(), f.base, f.end});
-  }
-  // .NET 8 and older log where each ReadyToRun image is loaded.
-  const std::string perfinfo = options_.perfinfo_dir + "/perfinfo-" + std::to_string(pid) + ".map";
-  if (auto text = ReadFile(perfinfo, identity->uid)) {
-    for (const perfinfo::PerfInfoImage& img : perfinfo::ParsePerfInfo(*text)) {
-      const bool known = std::any_of(p->images.begin(), p->images.end(),
-                                     [&](const Placed& x) { return x.base == img.base; });
-      if (!known) p->images.push_back({ImageNameFromPath(img.path), img.base, 0});
-    }
-  }
-  std::sort(p->images.begin(), p->images.end(),
-            [](const Placed& a, const Placed& b) { return a.base < b.base; });
-  return p;
-}
-
-std::shared_ptr<const ImageLookup::ProcessImages> ImageLookup::Cached(uint32_t pid, bool refresh,
-                                                                      bool* fresh) {
-  return processes_.Get(pid, refresh, fresh, MonotonicNowNs(),
-                        [this](uint32_t p) { return ReadProcess(p); });
-}
-
 std::optional<ImageLookup::LiveProcess> ImageLookup::LiveMappedImages(const index::IndexView& view,
                                                                       uint32_t pid) {
-  // Read now, not from the cache (which keeps the table of a process that has exited), and
+  // Read now, not from the cache (which keeps the snapshot of a process that has exited), and
   // only if the pid still names the same process once its maps are read.
-  std::shared_ptr<const ProcessImages> images = ReadProcess(pid);
+  std::shared_ptr<const ProcessSnapshot> images = processes_.ReadLive(pid);
   if (!images) return std::nullopt;
-  const auto after = os::ReadProcessIdentity(pid);
-  if (!after || after->start_ticks != images->start_ticks || after->uid != images->uid) {
-    return std::nullopt;
-  }
   LiveProcess out;
-  out.identity = *after;
-  for (const Placed& img : images->images) {
+  out.identity = images->identity;
+  for (const ProcessSnapshot::Placed& img : images->images) {
     if (img.name.empty()) continue;
-    Sources sources = FindByName(view, img.name, images->uid);
+    Sources sources = FindByName(view, img.name, images->identity.uid);
     if (sources.empty()) continue;
     out.images.push_back({sources.front(), img.base, img.end});  // the one a lookup would use
   }
@@ -294,28 +225,21 @@ std::optional<proto::ErrorResponse> ImageLookup::Resolve(LookupBatch& batch) {
   std::vector<size_t> todo = batch.pending();
   if (todo.empty()) return std::nullopt;
   bool fresh = false;
-  std::shared_ptr<const ProcessImages> images = Cached(pid, false, &fresh);
-  if (images && !fresh &&
-      MonotonicNowNs() - images->read_ns >= decltype(processes_)::kMinRereadNs) {
-    // The pid may belong to another process by now: then its table is read again.
-    const auto identity = os::ReadProcessIdentity(pid);
-    if (identity && identity->start_ticks != images->start_ticks) {
-      images = Cached(pid, true, &fresh);
-    }
-  }
-  if (images && !access.MaySeeProcess(images->uid)) return std::nullopt;
+  std::shared_ptr<const ProcessSnapshot> images = processes_.Current(pid, &fresh);
+  if (images && !access.MaySeeProcess(images->identity.uid)) return std::nullopt;
   std::unordered_map<std::string, Sources> by_name;  // this request's image resolutions
   for (int pass = 0; pass < 2 && images && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
     for (size_t i : todo) {
       const uint64_t addr = batch.addr(i);
-      auto next = std::upper_bound(images->images.begin(), images->images.end(), addr,
-                                   [](uint64_t a, const Placed& p) { return a < p.base; });
+      auto next =
+          std::upper_bound(images->images.begin(), images->images.end(), addr,
+                           [](uint64_t a, const ProcessSnapshot::Placed& p) { return a < p.base; });
       if (next == images->images.begin()) {
         misses.push_back(i);
         continue;
       }
-      const Placed& img = *std::prev(next);
+      const ProcessSnapshot::Placed& img = *std::prev(next);
       const uint64_t rva = addr - img.base;
       if ((img.end != 0 && addr >= img.end) || rva > 0xFFFFFFFFu) {
         misses.push_back(i);
@@ -326,7 +250,7 @@ std::optional<proto::ErrorResponse> ImageLookup::Resolve(LookupBatch& batch) {
       if (inserted) {
         // Anyone can put a map in a shared watch directory such as /tmp: for a process, only
         // the maps believed for its owner count.
-        it->second = FindByName(view, img.name, images->uid);
+        it->second = FindByName(view, img.name, images->identity.uid);
         for (const auto& s : it->second) batch.Keep(s);
       }
       for (const auto& s : it->second) {
@@ -339,8 +263,8 @@ std::optional<proto::ErrorResponse> ImageLookup::Resolve(LookupBatch& batch) {
     // Addresses outside every known image: the process may have mapped more since the table
     // was read. Read it again, once per request, while the process lives.
     if (misses.empty() || fresh) break;
-    images = Cached(pid, true, &fresh);
-    if (!fresh || !access.MaySeeProcess(images->uid)) break;
+    images = processes_.Refreshed(pid, &fresh);
+    if (!fresh || !access.MaySeeProcess(images->identity.uid)) break;
     todo.swap(misses);
   }
   return std::nullopt;

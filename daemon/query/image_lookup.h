@@ -3,9 +3,8 @@
 // image (/proc/<pid>/maps, /tmp/perfinfo-<pid>.map).
 //
 // Called concurrently by server threads. Shared state is small and behind mutexes:
-// - per-pid tables of mapped images (ProcessTableCache): kept after the process exits (samples
-//   outlive it), re-read on a miss while the process lives (at most every 100 ms), replaced when
-//   the pid is reused;
+// - where each process maps its images: the per-pid snapshots (ProcessSnapshots) it shares with
+//   NativeLookup, re-read on a miss while the process lives (at most every 100 ms);
 // - r2rmaps loaded on demand from --r2rmap-dir directories (load_mu_): a query that needs an
 //   image reads `<dir>/<image>.ni.r2rmap` itself, on its own thread,
 //   with the same parser the ingester uses; other queries needing a load wait for it, queries
@@ -27,15 +26,13 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/os/proc.h"
-#include "daemon/os/process_table_cache.h"
+#include "daemon/query/process_snapshots.h"
 #include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
 namespace jitsym::query {
 
-// "/usr/share/dotnet/.../System.Private.CoreLib.dll" -> "System.Private.CoreLib".
-std::string ImageNameFromPath(std::string_view path);
 // "{0D2A...-...}" / "0d2a..." -> 32 lower-case hex digits; empty if it is not a signature.
 std::string NormalizeSignature(std::string_view text);
 
@@ -46,9 +43,9 @@ class ImageLookup : public Resolver {
   struct Options {
     // Directories searched for `<image>.ni.r2rmap` (jitsymd --r2rmap-dir).
     std::vector<std::string> search_dirs;
-    std::string perfinfo_dir = "/tmp";
   };
-  explicit ImageLookup(Options options);
+  // `processes`: where the processes map their images (shared with NativeLookup; outlives this).
+  ImageLookup(Options options, ProcessSnapshots& processes);
 
   // An "image" request. False if the image is unknown (nothing answered). `for_uid`: whose
   // maps count besides the operator's, root's and the daemon's (the client; 0 for the trusted
@@ -75,17 +72,6 @@ class ImageLookup : public Resolver {
   std::optional<LiveProcess> LiveMappedImages(const index::IndexView& view, uint32_t pid);
 
  private:
-  struct Placed {      // a file mapped in a process
-    std::string name;  // the image name; empty for files that are not .dll (native libraries)
-    uint64_t base = 0;
-    uint64_t end = 0;  // 0: unknown (from perfinfo only)
-  };
-  struct ProcessImages {
-    std::optional<uint64_t> start_ticks;
-    uint32_t uid = 0;  // owner
-    uint64_t read_ns = 0;
-    std::vector<Placed> images;  // sorted by base
-  };
   struct Loaded {
     std::shared_ptr<const index::SourceView> source;  // null: not found
     uint64_t checked_ns = 0;
@@ -96,11 +82,9 @@ class ImageLookup : public Resolver {
   Sources FindBySignature(const index::IndexView& view, const std::string& signature,
                           uint32_t for_uid);
   std::shared_ptr<const index::SourceView> LoadFromDirs(const std::string& name);
-  std::shared_ptr<const ProcessImages> ReadProcess(uint32_t pid);
-  std::shared_ptr<const ProcessImages> Cached(uint32_t pid, bool refresh, bool* fresh);
 
   Options options_;
-  os::ProcessTableCache<ProcessImages> processes_;
+  ProcessSnapshots& processes_;
   std::mutex load_mu_;
   std::map<std::string, Loaded> loaded_;
 };

@@ -10,9 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "daemon/os/proc.h"
 #include "daemon/os/process_maps.h"
-#include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::query {
@@ -63,7 +61,8 @@ bool WorthPrefetching(const native::NativeModule& m) {
 
 }  // namespace
 
-NativeLookup::NativeLookup(NativeOptions options) : modules_(CacheOptions(options)) {}
+NativeLookup::NativeLookup(NativeOptions options, ProcessSnapshots& processes)
+    : modules_(CacheOptions(options)), processes_(processes) {}
 
 bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
                                         const security::WalkedPath* walked) {
@@ -134,32 +133,6 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   return std::nullopt;
 }
 
-std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::Cached(uint32_t pid, bool refresh,
-                                                                       bool* fresh) {
-  return processes_.Get(pid, refresh, fresh, MonotonicNowNs(), &ReadProcessTable);
-}
-
-std::shared_ptr<const NativeLookup::ProcessTable> NativeLookup::ReadProcessTable(uint32_t pid) {
-  std::shared_ptr<ProcessTable> p;
-  if (auto identity = os::ReadProcessIdentity(pid)) {
-    if (auto maps = os::ReadProcessMaps(pid)) {
-      p = std::make_shared<ProcessTable>();
-      p->start_ticks = identity->start_ticks;
-      p->uid = identity->uid;
-      p->read_ns = MonotonicNowNs();
-      for (const os::Mapping& m : *maps) {
-        if (m.perms.size() < 3 || m.perms[2] != 'x' || m.path.empty() || m.path.front() != '/') {
-          continue;
-        }
-        p->maps.push_back({m.start, m.end, m.file_offset, m.inode, m.path});
-      }
-      std::sort(p->maps.begin(), p->maps.end(),
-                [](const ExecMapping& a, const ExecMapping& b) { return a.start < b.start; });
-    }
-  }
-  return p;
-}
-
 std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, const ExecMapping& m,
                                                               std::string* error) {
   return modules_.GetByPath(os::MappedFilePath(pid, m.path, m.inode, m.start, m.end), error);
@@ -172,15 +145,8 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
   std::vector<size_t> todo = batch.pending();
   if (todo.empty()) return std::nullopt;
   bool fresh = false;
-  std::shared_ptr<const ProcessTable> table = Cached(pid, false, &fresh);
-  if (table && !fresh && MonotonicNowNs() - table->read_ns >= decltype(processes_)::kMinRereadNs) {
-    // The pid may belong to another process by now: then its table is read again.
-    auto identity = os::ReadProcessIdentity(pid);
-    if (identity && identity->start_ticks != table->start_ticks) {
-      table = Cached(pid, true, &fresh);
-    }
-  }
-  if (!table || !access.MaySeeProcess(table->uid)) return std::nullopt;
+  std::shared_ptr<const ProcessSnapshot> table = processes_.Current(pid, &fresh);
+  if (!table || !access.MaySeeProcess(table->identity.uid)) return std::nullopt;
   batch.Keep(table);  // answers borrow the mapped files' paths
   std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
   native::NativeAnswer answer;
@@ -201,9 +167,9 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
     std::unordered_map<native::NativeModule*, std::vector<uint64_t>> vaddrs;
     for (size_t i : todo) {
       const uint64_t addr = batch.addr(i);
-      auto next = std::upper_bound(table->maps.begin(), table->maps.end(), addr,
+      auto next = std::upper_bound(table->exec.begin(), table->exec.end(), addr,
                                    [](uint64_t a, const ExecMapping& m) { return a < m.start; });
-      if (next == table->maps.begin() || addr >= std::prev(next)->end) {
+      if (next == table->exec.begin() || addr >= std::prev(next)->end) {
         misses.push_back(i);
         continue;
       }
@@ -230,9 +196,9 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
     }
     // Outside every executable mapping known: the process may have mapped more since.
     if (misses.empty() || fresh) break;
-    std::shared_ptr<const ProcessTable> again = Cached(pid, true, &fresh);
-    if (!fresh || !again || !access.MaySeeProcess(again->uid)) break;
-    if (again->start_ticks != table->start_ticks) break;  // another process now has this pid
+    std::shared_ptr<const ProcessSnapshot> again = processes_.Refreshed(pid, &fresh);
+    if (!fresh || !again || !access.MaySeeProcess(again->identity.uid)) break;
+    if (again->identity.start_ticks != table->identity.start_ticks) break;  // pid reused
     modules.clear();
     table = again;
     batch.Keep(table);

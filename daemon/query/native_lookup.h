@@ -2,9 +2,9 @@
 // addresses of a process that fall in a file-backed executable mapping and that no JIT source
 // or ReadyToRun image answered. See docs/formats.md, "Native (ELF/DWARF)".
 //
-// Called concurrently by server threads. Per-pid mapping tables (a ProcessTableCache) are kept
-// after the process exits, re-read on a miss while it lives (at most every 100 ms), and replaced
-// when the pid is reused. Modules are shared through a ModuleCache.
+// Called concurrently by server threads. A process's executable mappings come from the per-pid
+// snapshots (ProcessSnapshots) it shares with ImageLookup, re-read on a miss while the process
+// lives (at most every 100 ms). Modules are shared through a ModuleCache.
 #ifndef JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
 #define JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
 
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "daemon/native/module_cache.h"
-#include "daemon/os/process_table_cache.h"
+#include "daemon/query/process_snapshots.h"
 #include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
@@ -31,7 +31,8 @@ struct NativeOptions {
 // As a Resolver: the last step of a pid lookup, after the JIT index and the images.
 class NativeLookup : public Resolver {
  public:
-  explicit NativeLookup(NativeOptions options);
+  // `processes`: what the processes map (shared with ImageLookup; outlives this).
+  NativeLookup(NativeOptions options, ProcessSnapshots& processes);
 
   // Whether an "image" request is for an ELF file: it names a build-id, or its image is a path
   // (already walked and allowed: `walked`) to a regular file that starts with the ELF magic.
@@ -49,23 +50,12 @@ class NativeLookup : public Resolver {
   native::ModuleCache& modules() { return modules_; }
 
  private:
-  struct ExecMapping {
-    uint64_t start = 0, end = 0, offset = 0, inode = 0;
-    std::string path;
-  };
-  struct ProcessTable {
-    uint64_t start_ticks = 0;
-    uint32_t uid = 0;
-    uint64_t read_ns = 0;
-    std::vector<ExecMapping> maps;  // sorted by start
-  };
-  std::shared_ptr<const ProcessTable> Cached(uint32_t pid, bool refresh, bool* fresh);
-  static std::shared_ptr<const ProcessTable> ReadProcessTable(uint32_t pid);
+  using ExecMapping = ProcessSnapshot::ExecMapping;
   std::shared_ptr<native::NativeModule> ModuleFor(uint32_t pid, const ExecMapping& m,
                                                   std::string* error);
 
   native::ModuleCache modules_;
-  os::ProcessTableCache<ProcessTable> processes_;
+  ProcessSnapshots& processes_;
 };
 
 }  // namespace jitsym::query

@@ -24,8 +24,8 @@ QueryEngine::QueryEngine(const index::ViewCell& cell,
       server_counters_(std::move(server_counters)),
       policy_(options.access),
       started_ns_(MonotonicNowNs()),
-      images_(std::move(options.images)),
-      native_(std::move(options.native)),
+      images_(std::move(options.images), processes_),
+      native_(std::move(options.native), processes_),
       pid_chain_{&index_, &process_denials_, &images_, &native_} {}
 
 proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,

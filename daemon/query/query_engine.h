@@ -15,6 +15,7 @@
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/index_resolver.h"
 #include "daemon/query/native_lookup.h"
+#include "daemon/query/process_snapshots.h"
 #include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
 #include "daemon/server/server.h"
@@ -53,6 +54,9 @@ class QueryEngine : public server::RequestHandler {
   security::AccessPolicy policy_;
   std::atomic<uint64_t> denied_{0};  // addresses and requests refused by the access rules
   uint64_t started_ns_;
+  // What each process maps, read once per pid and shared by the two lookups below (declared
+  // before them: they hold a reference to it).
+  ProcessSnapshots processes_;
   // Image sources (r2rmap): "image" requests, and the addresses of a pid no JIT source knows.
   ImageLookup images_;
   // ELF files: "image" requests naming one (or a build-id), and what is left of pid requests.

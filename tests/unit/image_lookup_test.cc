@@ -69,7 +69,8 @@ TEST(ImageLookup, ByNamePathAndSignature) {
   auto view = ViewWithImage("Foo",
                             "FFFFFFFF 00 0123456789ABCDEF0123456789ABCDEF\nFFFFFFFE 00 1\n"
                             "00001000 20 Foo::Bar()\n00002000 10 Foo::Bar()\n");
-  ImageLookup lookup(ImageLookup::Options{});
+  ProcessSnapshots processes;
+  ImageLookup lookup(ImageLookup::Options{}, processes);
   for (const char* key :
        {"Foo", "Foo.dll", "/some/dir/Foo.dll", "0123456789abcdef0123456789abcdef"}) {
     proto::LookupRequest req;
@@ -131,7 +132,8 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
     std::fclose(f);
   }
   view->images["Foo"][0] = source;
-  ImageLookup lookup(ImageLookup::Options{});
+  ProcessSnapshots processes;
+  ImageLookup lookup(ImageLookup::Options{}, processes);
   proto::LookupRequest req;
   req.pid = ::getpid();
   req.addrs = Queries({b + 0x1010, b + 0x3000, b + 0x10000 + 0x1010});
