@@ -163,7 +163,9 @@ std::optional<os::ProcessIdentity> PidfdProbe::Identity(uint32_t pid) {
   return os::ReadProcessIdentity(pid);
 }
 
-uint64_t PidfdProbe::StartNs(uint64_t start_ticks) { return os::StartTicksToMonotonicNs(start_ticks); }
+uint64_t PidfdProbe::StartNs(uint64_t start_ticks) {
+  return os::StartTicksToMonotonicNs(start_ticks);
+}
 
 void PidfdProbe::Watch(Incarnation& inc) {
   if (!inc.uid || !ledger_.AdmitFile(*inc.uid).ok()) return;

@@ -17,7 +17,6 @@ with the sticky bit, like /tmp.
 import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -95,11 +94,7 @@ def restart(extra_args=()):
 @h.setup
 def start_daemon():
     users.ensure_both()
-    os.chmod(h.root, 0o755)
-    os.chmod(h.watch_dir, 0o1777)
-    S["client"] = os.path.join(h.root, "jitsym")
-    shutil.copy(h.jitsym, S["client"])
-    os.chmod(S["client"], 0o755)
+    S["client"] = users.share_like_tmp(h)
     # A directory of bob's own, outside the watched one, to prepare files in.
     S["bobdir"] = os.path.join(h.root, "bob")
     os.mkdir(S["bobdir"])

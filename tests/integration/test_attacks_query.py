@@ -167,11 +167,7 @@ def alive_in_daemon(pid):
 def start():
     alice, bob = users.ensure_both()
     S["alice"], S["bob"] = alice, bob
-    os.chmod(h.root, 0o755)
-    os.chmod(h.watch_dir, 0o1777)  # like /tmp
-    S["client"] = os.path.join(h.root, "jitsym")
-    shutil.copy(h.jitsym, S["client"])
-    os.chmod(S["client"], 0o755)
+    S["client"] = users.share_like_tmp(h)
     # The operator's map directory (root's) and a readable place for an image file.
     S["opdir"] = os.path.join(h.root, "r2r")
     S["app"] = os.path.join(h.root, "app")

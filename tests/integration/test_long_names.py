@@ -17,7 +17,6 @@ NameTable::Intern): with that bug, this test kills the daemon."""
 
 import json
 import os
-import shutil
 import struct
 import subprocess
 import time
@@ -194,11 +193,7 @@ def add_format(fmt, write):
 def start():
     users.ensure_both()
     # Like /tmp: the watch directory is writable by everyone, the socket reachable by everyone.
-    os.chmod(h.root, 0o755)
-    os.chmod(h.watch_dir, 0o1777)
-    S["client"] = os.path.join(h.root, "jitsym")
-    shutil.copy(h.jitsym, S["client"])
-    os.chmod(S["client"], 0o755)
+    S["client"] = users.share_like_tmp(h)
     # The victim's files, with ordinary names, there before the long ones: they must not change.
     control = sleeper(users.ALICE)
     users.write(users.ALICE, os.path.join(h.watch_dir, f"perf-{control}.map"),

@@ -76,3 +76,15 @@ def client(name, jitsym, socket_path, *args, input=None, timeout=60):
     """The real jitsym client run as the user against `socket_path`."""
     cmd = [jitsym, "--socket", socket_path] + [str(a) for a in args]
     return run(name, cmd, timeout=timeout, input=input)
+
+
+def share_like_tmp(h):
+    """Makes the harness's run directory reachable and its watch directory writable by every
+    user, as /tmp is, and returns the path of a copy of the client that every user may run."""
+    import shutil
+    os.chmod(h.root, 0o755)
+    os.chmod(h.watch_dir, 0o1777)
+    client_path = os.path.join(h.root, "jitsym")
+    shutil.copy(h.jitsym, client_path)
+    os.chmod(client_path, 0o755)
+    return client_path
