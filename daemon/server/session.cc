@@ -128,10 +128,9 @@ void Session::CloseNow() {
   // The request buffer goes back to the budget before the client can see the connection
   // close, not when the last pending handler lets go of the session: a client that saw the
   // close may send its next long line at once.
+  // (The buffer itself is freed with the session; handlers still queued may look at it.)
   state_->memory.Release(peer_.uid, charged_);
   charged_ = 0;
-  std::vector<char>().swap(in_);
-  begin_ = end_ = scanned_ = 0;
   boost::system::error_code ignored;
   timer_.cancel();
   socket_.shutdown(Socket::shutdown_both, ignored);
