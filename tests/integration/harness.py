@@ -63,6 +63,13 @@ def read_line(proc, timeout, what="the child"):
     return line.decode()
 
 
+def asan_build(binary):
+    """Whether `binary` is built with AddressSanitizer, which keeps freed memory in quarantine
+    and adds shadow memory: resident-size bounds are looser under it."""
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()  # linked statically (clang) or dynamically (gcc)
+
+
 def hexaddr(value):
     return f"0x{value:x}"
 
@@ -115,6 +122,7 @@ class Daemon:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
 
     def stop(self, timeout=10.0):
         """SIGTERM, then SIGKILL after timeout. Returns the exit status."""

@@ -14,18 +14,12 @@ import threading
 import time
 
 import jitdump
-from harness import Failure, Harness, check, hexaddr, wait_until
+from harness import asan_build, Failure, Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
 GOOD = {}  # addr -> name, in GOOD["pid"]
 S = {}
 FUNCS = 4096
-
-
-def asan_build():
-    """ASan keeps freed memory in quarantine: memory bounds are looser under it."""
-    with open(h.jitsymd, "rb") as f:
-        return b"__asan_init" in f.read()  # linked statically (clang) or dynamically (gcc)
 
 
 def rss_bound_kib(kib):
@@ -61,7 +55,7 @@ def write_dump(pid, first_addr, n, prefix, base=None):
 
 @h.setup
 def start_daemon_with_a_good_file():
-    S["asan"] = asan_build()
+    S["asan"] = asan_build(h.jitsymd)
     h.start_daemon()
     GOOD["pid"] = h.sleeper()
     GOOD["names"] = write_dump(GOOD["pid"], 0x5000_0000, FUNCS, "good")
