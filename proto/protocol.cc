@@ -8,20 +8,11 @@
 #include <cstdlib>
 #include <limits>
 
+#include "proto/hex.h"
 #include "proto/json_writer.h"
 
 namespace jitsym::proto {
 namespace {
-
-// Hex digit values; -1 for everything else. A table: this runs once per address per request.
-constexpr auto kHexValue = [] {
-  std::array<int8_t, 256> table{};
-  table.fill(-1);
-  for (int c = '0'; c <= '9'; ++c) table[c] = static_cast<int8_t>(c - '0');
-  for (int c = 'a'; c <= 'f'; ++c) table[c] = static_cast<int8_t>(c - 'a' + 10);
-  for (int c = 'A'; c <= 'F'; ++c) table[c] = static_cast<int8_t>(c - 'A' + 10);
-  return table;
-}();
 
 constexpr uint64_t kNsPerSecond = 1'000'000'000;
 
@@ -36,23 +27,7 @@ std::string DefaultSocketPath() {
   return "/tmp/jitsymd-" + std::to_string(geteuid()) + ".sock";
 }
 
-std::optional<uint64_t> ParseAddress(std::string_view text) {
-  if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    text.remove_prefix(2);
-  }
-  if (text.empty()) return std::nullopt;
-  // Skip leading zeros, then at most 16 digits fit.
-  size_t i = 0;
-  while (i + 1 < text.size() && text[i] == '0') ++i;
-  if (text.size() - i > 16) return std::nullopt;
-  uint64_t value = 0;
-  for (; i < text.size(); ++i) {
-    const int digit = kHexValue[static_cast<unsigned char>(text[i])];
-    if (digit < 0) return std::nullopt;
-    value = value << 4 | static_cast<uint64_t>(digit);
-  }
-  return value;
-}
+std::optional<uint64_t> ParseAddress(std::string_view text) { return ParseHex64(text); }
 
 std::string FormatAddress(uint64_t value) {
   std::string out;
