@@ -63,6 +63,24 @@ def read_line(proc, timeout, what="the child"):
     return line.decode()
 
 
+# A child process (python3 -c MAPPER PATH) that maps PATH read-only at file offset 0, as a runtime
+# maps an image, prints the mapping's base address and sleeps: a live process with an image at a
+# known place, for lookups by pid that go through /proc/PID/maps.
+MAPPER = r"""
+import mmap, sys, time
+path = sys.argv[1]
+f = open(path, "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+with open("/proc/self/maps") as maps:
+    for line in maps:
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].strip() == path and int(parts[2], 16) == 0:
+            print(int(parts[0].split("-")[0], 16), flush=True)
+            break
+time.sleep(600)
+"""
+
+
 def asan_build(binary):
     """Whether `binary` is built with AddressSanitizer, which keeps freed memory in quarantine
     and adds shadow memory: resident-size bounds are looser under it."""

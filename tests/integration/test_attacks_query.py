@@ -22,7 +22,7 @@ import sys
 import time
 
 import users
-from harness import Harness, check, hexaddr, wait_until
+from harness import MAPPER, Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
 S = {}
@@ -44,20 +44,6 @@ while not buf.endswith(b"\n"):
 print(buf.decode().strip())
 """
 
-# Maps a file read-only at offset 0, prints the mapping's base, sleeps.
-MAPPER = r"""
-import mmap, sys, time
-path = sys.argv[1]
-f = open(path, "rb")
-m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
-with open("/proc/self/maps") as maps:
-    for line in maps:
-        parts = line.split(None, 5)
-        if len(parts) == 6 and parts[5].strip() == path and int(parts[2], 16) == 0:
-            print(int(parts[0].split("-")[0], 16), flush=True)
-            break
-time.sleep(600)
-"""
 
 SECRET_C = r"""
 #include <stdio.h>

@@ -11,25 +11,12 @@ import sys
 import time
 
 import jitdump
-from harness import Harness, check, wait_until
+from harness import MAPPER, Harness, check, wait_until
 
 h = Harness(__doc__)
 SIG = "00112233445566778899AABBCCDDEEFF"
 FIX = {}
 
-MAPPER = r"""
-import mmap, sys, time
-path = sys.argv[1]
-f = open(path, "rb")
-m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
-with open("/proc/self/maps") as maps:
-    for line in maps:
-        parts = line.split(None, 5)
-        if len(parts) == 6 and parts[5].strip() == path and int(parts[2], 16) == 0:
-            print(int(parts[0].split("-")[0], 16), flush=True)
-            break
-time.sleep(600)
-"""
 
 J = 0x7f0000100000  # JIT code area
 
