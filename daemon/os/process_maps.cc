@@ -1,6 +1,7 @@
 #include "daemon/os/process_maps.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <charconv>
@@ -47,7 +48,14 @@ std::vector<Mapping> ParseProcessMaps(std::string_view text) {
     }
     m.perms = std::string(NextField(&line));
     if (!ParseNumber(NextField(&line), 16, &m.file_offset)) continue;
-    NextField(&line);  // dev
+    std::string_view dev = NextField(&line);  // major:minor, in hex
+    const size_t colon = dev.find(':');
+    uint64_t major = 0, minor = 0;
+    if (colon == std::string_view::npos || !ParseNumber(dev.substr(0, colon), 16, &major) ||
+        !ParseNumber(dev.substr(colon + 1), 16, &minor)) {
+      continue;
+    }
+    m.dev = makedev(major, minor);
     if (!ParseNumber(NextField(&line), 10, &m.inode)) continue;
     size_t i = 0;
     while (i < line.size() && line[i] == ' ') ++i;

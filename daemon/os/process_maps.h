@@ -16,6 +16,7 @@ struct Mapping {
   uint64_t end = 0;
   uint64_t file_offset = 0;
   std::string perms;  // "r-xp"
+  uint64_t dev = 0;   // makedev(major, minor) of the device holding the file
   uint64_t inode = 0;
   std::string path;  // empty for anonymous mappings; " (deleted)" is removed
   bool deleted = false;
