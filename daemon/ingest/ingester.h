@@ -35,6 +35,7 @@
 #include "daemon/ingest/publication.h"
 #include "daemon/ingest/source.h"
 #include "daemon/ingest/watcher.h"
+#include "daemon/ingest/writer_probe.h"
 #include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
@@ -114,9 +115,20 @@ class Ingester {
   // process's facts); sets *exited when it is believed as the side file of an exited process,
   // and *identity to the process holding the pid now (read once, for the admission and the
   // incarnation alike).
+  // `ignore_live`: the live process holding `pid` is known not to be the writer.
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
-             std::optional<uint32_t> pid, const struct stat& st, bool* exited,
+             std::optional<uint32_t> pid, const struct stat& st, bool ignore_live, bool* exited,
              std::optional<os::ProcessIdentity>* identity);
+  // Which process wrote the newly opened file named with *pid (security::JudgeWriter): sets
+  // *pid to its host pid. False when the file is not followed now: waiting for evidence (asked
+  // again by RecheckPending), or left unattached, or refused before.
+  bool IdentifyWriter(const std::string& dir, const std::string& name, const std::string& path,
+                      const FileMatch& match, const struct stat& st, std::optional<uint32_t>* pid,
+                      bool* ignore_live);
+  // Lists a file whose writer cannot be told (published in the view, logged).
+  void Unattach(const std::string& path, uint32_t uid, const std::string& why);
+  // Reads the live incarnation's namespaces and container identity.
+  void LearnNamespaces(Incarnation& inc);
   FileIdentity IdentityOf(const struct stat& st) const;
   void RecheckPending();
   void ArmPendingTimer();
@@ -147,6 +159,10 @@ class Ingester {
   PidfdProbe probe_;
   ProcessTable table_;
   AdmissionPolicy admission_;
+  std::unique_ptr<WriterProbe> writer_probe_;
+  // Directories found in containers' filesystems (/proc/PID/root/...), by path.
+  std::unordered_map<std::string, DirContext> dir_context_;
+  std::shared_ptr<const std::vector<index::UnattachedFile>> unattached_;
   std::vector<std::unique_ptr<FollowedFile>> files_;        // oldest first
   std::unordered_map<std::string, FollowedFile*> by_path_;  // files currently at that path
   std::vector<FollowedFile*> dirty_;                        // to read, in order
