@@ -39,6 +39,12 @@ bool ListProc(const std::string& proc, std::vector<Listed>* out) {
   return true;
 }
 
+// What cannot change during a process's life: a pid namespace is chosen at fork. Its uid, mount
+// and user namespaces and cgroup may (setuid, unshare, setns, a move between cgroups).
+bool SameProcess(const ProcessCatalog::Entry& a, const ProcessCatalog::Entry& b) {
+  return a.start_ticks == b.start_ticks && a.nspid == b.nspid && a.pid_ns == b.pid_ns;
+}
+
 }  // namespace
 
 ProcessCatalog::ProcessCatalog() : ProcessCatalog(Options{}) {}
@@ -73,8 +79,21 @@ bool ProcessCatalog::Refresh(uint64_t now_ns) {
       continue;
     }
     Slot& slot = it->second;
-    const bool verify = i % kVerifyRotation == round % kVerifyRotation;
-    if (slot.dir_ino != l.ino || verify) {
+    if (slot.dir_ino != l.ino) {
+      // A new /proc/PID inode: a new process, or only the old directory evicted from the
+      // kernel's caches. Rare either way, so all facts are read again and compared: a pid
+      // reused within one clock tick has the same start ticks but not the same facts.
+      Slot now;
+      if (!ReadEntry(l.pid, l.ino, slot.entry.first_seen_ns, &now)) continue;  // dropped below
+      if (!SameProcess(now.entry, slot.entry)) {
+        ReleaseCgroup(now.entry.cgroup);
+        Erase(it);
+        fresh.push_back(l);
+        continue;
+      }
+      Refill(slot, now.entry);
+      slot.dir_ino = l.ino;
+    } else if (i % kVerifyRotation == round % kVerifyRotation) {
       ++stats_.stat_reads;
       auto id = ReadProcessIdentity(l.pid);
       if (!id) continue;  // gone since the listing: dropped below
@@ -83,7 +102,6 @@ bool ProcessCatalog::Refresh(uint64_t now_ns) {
         fresh.push_back(l);
         continue;
       }
-      slot.dir_ino = l.ino;
     }
     slot.seen = round;
   }
@@ -118,6 +136,35 @@ bool ProcessCatalog::Refresh(uint64_t now_ns) {
   }
   stats_.last_refresh_ns = MonotonicNowNs() - started;
   return true;
+}
+
+const ProcessCatalog::Entry* ProcessCatalog::Update(uint32_t host_pid) {
+  auto it = entries_.find(host_pid);
+  if (it == entries_.end()) return nullptr;
+  Slot now;
+  if (!ReadEntry(host_pid, it->second.dir_ino, it->second.entry.first_seen_ns, &now)) {
+    return &it->second.entry;  // gone or changing hands: the next Refresh tells
+  }
+  if (!SameProcess(now.entry, it->second.entry)) {
+    ReleaseCgroup(now.entry.cgroup);
+    return &it->second.entry;  // another incarnation: the next Refresh replaces the entry
+  }
+  Refill(it->second, now.entry);
+  return &it->second.entry;
+}
+
+void ProcessCatalog::Refill(Slot& slot, const Entry& now) {
+  // `now` holds a reference to its cgroup string: it passes to the slot.
+  Entry& e = slot.entry;
+  ReleaseCgroup(e.cgroup);
+  e.cgroup = now.cgroup;
+  e.uid = now.uid;
+  e.user_ns = now.user_ns;
+  if (e.mnt_ns != now.mnt_ns) {
+    by_mnt_ns_.erase({e.mnt_ns, e.host_pid});
+    by_mnt_ns_.emplace(now.mnt_ns, e.host_pid);
+    e.mnt_ns = now.mnt_ns;
+  }
 }
 
 bool ProcessCatalog::ReadEntry(uint32_t pid, uint64_t dir_ino, uint64_t now_ns, Slot* slot) {

@@ -94,6 +94,12 @@ class ProcessCatalog {
   // one ran less than min_interval_ns before `now_ns` (CLOCK_MONOTONIC).
   bool Refresh(uint64_t now_ns);
 
+  // Reads the facts of a catalogued process again (its uid, mount and user namespaces and
+  // cgroup change with setuid, unshare, setns or a move between cgroups, e.g. while a container
+  // starts) and returns its entry; null if it is not in the catalog. An entry whose pid now
+  // names another process is left to the next Refresh.
+  const Entry* Update(uint32_t host_pid);
+
   const Entry* Find(uint32_t host_pid) const;
   // Processes in a pid namespace other than the daemon's whose innermost pid is `nspid`: the
   // processes a file named with `nspid` may belong to besides the host's process `nspid`.
@@ -131,6 +137,7 @@ class ProcessCatalog {
   // Reads a new pid's facts into `slot`; false if it is gone or changed while read.
   bool ReadEntry(uint32_t pid, uint64_t dir_ino, uint64_t now_ns, Slot* slot);
   void Insert(Slot slot);
+  void Refill(Slot& slot, const Entry& now);
   void Erase(std::unordered_map<uint32_t, Slot>::iterator it);
   std::string_view InternCgroup(const std::string& path);
   void ReleaseCgroup(std::string_view path);
