@@ -261,37 +261,38 @@ void ProcessScanner::ApplyChanges(uint64_t now_ns) {
   }
   changes_.clear();
 
-  // A directory reported through an exited process is reported again through another live
-  // process of its mount namespace that still reaches it, so the watch can be re-pointed.
-  for (const FileKey& key : orphans) {
-    auto d = dirs_.find(key);
-    if (d == dirs_.end()) continue;
-    ForeignDir& dir = d->second;
-    bool found = false;
-    size_t tried = 0;
-    for (const os::ProcessCatalog::Entry* e : catalog_.InMountNamespace(dir.mnt_ns)) {
-      if (tried++ >= kMaxReporterCandidates) break;
-      auto t = tracked_.find(e->host_pid);
-      if (t == tracked_.end() || t->second.dirs.size() >= kMaxDirsPerProcess) continue;
-      FileKey seen;
-      std::string path;
-      if (!ForeignTmp(e->host_pid, &seen, &path) || seen != key) continue;
-      dir.reporter = e->host_pid;
-      dir.pid_ns = e->pid_ns;
-      dir.path = path;
-      t->second.dirs.push_back(key);
-      ++stats_.foreign_dirs_reported;
-      if (handlers_.on_foreign_dir)
-        handlers_.on_foreign_dir(e->host_pid, e->pid_ns, e->mnt_ns, path);
-      found = true;
-      break;
+  for (const FileKey& key : orphans) Reroute(key, 0);
+}
+
+void ProcessScanner::Reroute(const FileKey& key, uint32_t former) {
+  // A directory reported through a process that exited (or no longer reaches it: a zombie, a
+  // /tmp mounted over) is reported again through another live process of its mount namespace
+  // that still reaches it, so that the watch can be re-pointed.
+  auto d = dirs_.find(key);
+  if (d == dirs_.end()) return;
+  ForeignDir& dir = d->second;
+  size_t tried = 0;
+  for (const os::ProcessCatalog::Entry* e : catalog_.InMountNamespace(dir.mnt_ns)) {
+    if (e->host_pid == former) continue;
+    if (tried++ >= kMaxReporterCandidates) break;
+    auto t = tracked_.find(e->host_pid);
+    if (t == tracked_.end() || t->second.dirs.size() >= kMaxDirsPerProcess) continue;
+    FileKey seen;
+    std::string path;
+    if (!ForeignTmp(e->host_pid, &seen, &path) || seen != key) continue;
+    dir.reporter = e->host_pid;
+    dir.pid_ns = e->pid_ns;
+    dir.path = path;
+    t->second.dirs.push_back(key);
+    ++stats_.foreign_dirs_reported;
+    if (handlers_.on_foreign_dir) {
+      handlers_.on_foreign_dir(e->host_pid, e->pid_ns, e->mnt_ns, path);
     }
-    if (!found) {
-      const std::string path = dir.path;
-      dirs_.erase(d);
-      if (handlers_.on_foreign_dir_gone) handlers_.on_foreign_dir_gone(path);
-    }
+    return;
   }
+  const std::string path = dir.path;
+  dirs_.erase(d);
+  if (handlers_.on_foreign_dir_gone) handlers_.on_foreign_dir_gone(path);
 }
 
 void ProcessScanner::Forget(uint32_t pid, Tracked& t) {
@@ -347,9 +348,21 @@ void ProcessScanner::CheckMarkers(uint32_t pid, Tracked& t, const std::string& m
 }
 
 void ProcessScanner::CheckForeignTmp(uint32_t pid, Tracked& t) {
-  FileKey key;
+  FileKey key{0, 0};
   std::string path;
-  if (!ForeignTmp(pid, &key, &path) || key == own_tmp_ || dirs_.count(key) > 0) return;
+  const bool reached = ForeignTmp(pid, &key, &path);
+  // Directories reported through this process that it no longer reaches go to another one.
+  for (size_t i = 0; i < t.dirs.size();) {
+    const FileKey old = t.dirs[i];
+    if (reached && old == key) {
+      ++i;
+      continue;
+    }
+    t.dirs.erase(t.dirs.begin() + static_cast<ptrdiff_t>(i));
+    auto d = dirs_.find(old);
+    if (d != dirs_.end() && d->second.reporter == pid) Reroute(old, pid);
+  }
+  if (!reached || key == own_tmp_ || dirs_.count(key) > 0) return;
   if (t.dirs.size() >= kMaxDirsPerProcess) return;
   dirs_[key] = {pid, t.pid_ns, t.mnt_ns, path};
   t.dirs.push_back(key);

@@ -140,6 +140,7 @@ class ProcessScanner {
 
   void Arm();
   void ApplyChanges(uint64_t now_ns);
+  void Reroute(const FileKey& key, uint32_t former);
   void Forget(uint32_t pid, Tracked& t);
   void Check(uint32_t pid, Tracked& t, uint64_t now_ns);
   void CheckMarkers(uint32_t pid, Tracked& t, const std::string& maps);
