@@ -193,10 +193,14 @@ void ProcessScanner::Tick(uint64_t now_ns) {
   catalog_.Refresh(now_ns);
   ApplyChanges(now_ns);
 
+  // The budget of maps reads starts after the Refresh, whose own work is bounded by the
+  // catalog's options: a Refresh made long by a burst of new processes leaves their reading to
+  // this budget, not to nothing.
+  const uint64_t reading = MonotonicNowNs();
   size_t reads = 0;
   auto within_budget = [&] {
     return reads < options_.maps_reads_per_tick &&
-           MonotonicNowNs() - started < options_.tick_budget_ns;
+           MonotonicNowNs() - reading < options_.tick_budget_ns;
   };
   // New processes first: their files are the ones not yet known at all.
   while (!fresh_.empty() && within_budget()) {
@@ -228,6 +232,8 @@ void ProcessScanner::Tick(uint64_t now_ns) {
   stats_.max_tick_ns = std::max(stats_.max_tick_ns, took);
   stats_.last_tick_maps_reads = reads;
   stats_.backlog = backlog;
+  stats_.unchecked = fresh_.size();
+  stats_.steady_period_ns = SteadyPeriod();
   stats_.tracked = tracked_.size();
 }
 
@@ -297,6 +303,8 @@ void ProcessScanner::Reroute(const FileKey& key, uint32_t former) {
 
 void ProcessScanner::Forget(uint32_t pid, Tracked& t) {
   if (t.checks > 0) due_.erase({t.due_ns, pid});
+  check_cost_ns_ -= t.cost_ns;
+  t.cost_ns = 0;
   for (const FileKey& key : t.markers) {
     auto m = markers_.find(key);
     if (m != markers_.end() && --m->second.mappers == 0) markers_.erase(m);
@@ -305,12 +313,14 @@ void ProcessScanner::Forget(uint32_t pid, Tracked& t) {
 }
 
 void ProcessScanner::Check(uint32_t pid, Tracked& t, uint64_t now_ns) {
-  ++t.checks;
-  // A young process may have changed its mount namespace since it was catalogued (unshare,
-  // setns: a container starting).
-  if (const os::ProcessCatalog::Entry* e = catalog_.Update(pid);
-      e != nullptr && e->start_ticks == t.start_ticks) {
-    t.mnt_ns = e->mnt_ns;
+  const uint64_t started = MonotonicNowNs();
+  // A process may have changed its mount namespace since it was catalogued (unshare, setns: a
+  // container starting). At the first check the catalog has just read it.
+  if (t.checks++ > 0) {
+    if (const os::ProcessCatalog::Entry* e = catalog_.Update(pid);
+        e != nullptr && e->start_ticks == t.start_ticks) {
+      t.mnt_ns = e->mnt_ns;
+    }
   }
   os::SmallFileOptions options;
   options.max_bytes = options_.max_maps_bytes;
@@ -322,6 +332,9 @@ void ProcessScanner::Check(uint32_t pid, Tracked& t, uint64_t now_ns) {
     ++stats_.maps_skipped;
   }
   if (t.mnt_ns != catalog_.self_mnt_ns()) CheckForeignTmp(pid, t);
+  const uint64_t cost = MonotonicNowNs() - started;
+  check_cost_ns_ += cost - t.cost_ns;
+  t.cost_ns = cost;
   Schedule(pid, t, now_ns);
 }
 
@@ -370,6 +383,15 @@ void ProcessScanner::CheckForeignTmp(uint32_t pid, Tracked& t) {
   if (handlers_.on_foreign_dir) handlers_.on_foreign_dir(pid, t.pid_ns, t.mnt_ns, path);
 }
 
+uint64_t ProcessScanner::SteadyPeriod() const {
+  const double share = options_.steady_core_share > 0 ? options_.steady_core_share : 1;
+  const double needed = static_cast<double>(check_cost_ns_) / share;
+  // At most a day: a re-check per process per day whatever the host.
+  const double longest = 86400e9;
+  const double period = std::min(longest, std::max(needed, double(options_.steady_recheck_ns)));
+  return static_cast<uint64_t>(period);
+}
+
 void ProcessScanner::Schedule(uint32_t pid, Tracked& t, uint64_t now_ns) {
   const uint64_t age = now_ns - t.born_ns;
   uint64_t due = 0;
@@ -383,7 +405,7 @@ void ProcessScanner::Schedule(uint32_t pid, Tracked& t, uint64_t now_ns) {
     // Old: every steady_recheck_ns, at a pseudo-random point so that the processes found by
     // one scan (the daemon's start) spread over the whole period, and later ±25%.
     const uint64_t r = Mix(uint64_t{pid} << 32 ^ t.checks ^ t.start_ticks) % 1000;
-    const uint64_t period = options_.steady_recheck_ns;
+    const uint64_t period = SteadyPeriod();
     due =
         now_ns + (t.checks == 1 ? period * (r + 1) / 1000 : period / 4 * 3 + period / 2 * r / 1000);
   }

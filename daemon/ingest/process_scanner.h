@@ -13,7 +13,9 @@
 // Bounds (every input is hostile): at most Options::maps_reads_per_tick maps reads and about
 // Options::tick_budget_ns of work per tick, new processes first, the rest carried over to the
 // next tick in due order; maps files larger than Options::max_maps_bytes are skipped; at most
-// Options::max_markers_per_process marker files per process; nothing a user controls is
+// Options::max_markers_per_process marker files per process; the steady re-checks of old
+// processes spread over a period long enough that they take at most
+// Options::steady_core_share of a core however big their maps are; nothing a user controls is
 // followed: a marker's path is walked component by component without following any symlink from
 // the process's own root (/proc/PID/root), and /tmp is taken only if it is a directory itself.
 //
@@ -43,13 +45,19 @@ class ProcessScanner {
   struct Options {
     uint64_t period_ns = 1'000'000'000;
     size_t maps_reads_per_tick = 256;
-    uint64_t tick_budget_ns = 50'000'000;  // maps reads stop for the tick past this
+    // Maps reads stop for the tick once they took this long (the catalog's Refresh before them
+    // is bounded by its own options).
+    uint64_t tick_budget_ns = 50'000'000;
     // Re-checks at these ages (ns since the process started), then every steady_recheck_ns
     // (±25%, spread so that the processes of one start-up do not come due together).
     std::vector<uint64_t> young_ages_ns = {1'000'000'000, 2'000'000'000,  4'000'000'000,
                                            8'000'000'000, 16'000'000'000, 32'000'000'000,
                                            64'000'000'000};
     uint64_t steady_recheck_ns = 60'000'000'000;
+    // The steady re-checks of all processes together take at most this share of one core: the
+    // period grows past steady_recheck_ns when the processes' maps are big (each check's cost
+    // is measured; 1,000 processes of 2,000 mappings each cost ~1.5 ms a read).
+    double steady_core_share = 0.005;
     size_t max_maps_bytes = size_t{16} << 20;
     size_t max_markers_per_process = 8;
   };
@@ -91,8 +99,10 @@ class ProcessScanner {
     uint64_t markers_reported = 0;
     uint64_t foreign_dirs_reported = 0;
     size_t last_tick_maps_reads = 0;
-    size_t backlog = 0;  // checks due but left for a later tick, after the last tick
-    size_t tracked = 0;  // processes with a check schedule
+    size_t backlog = 0;             // checks due but left for a later tick, after the last tick
+    size_t unchecked = 0;           // processes not read even once yet, after the last tick
+    uint64_t steady_period_ns = 0;  // the current period of re-checks of old processes
+    size_t tracked = 0;             // processes with a check schedule
   };
 
   ProcessScanner(boost::asio::io_context& io, os::ProcessCatalog& catalog, Options options,
@@ -118,6 +128,7 @@ class ProcessScanner {
     uint64_t born_ns = 0;  // CLOCK_MONOTONIC
     uint64_t due_ns = 0;   // in due_ when checks > 0
     uint32_t checks = 0;
+    uint64_t cost_ns = 0;          // of its last check (in check_cost_ns_)
     std::vector<FileKey> markers;  // marker files it maps (counted in markers_)
     std::vector<FileKey> dirs;     // foreign /tmp directories reported through it
   };
@@ -146,6 +157,7 @@ class ProcessScanner {
   void CheckMarkers(uint32_t pid, Tracked& t, const std::string& maps);
   void CheckForeignTmp(uint32_t pid, Tracked& t);
   void Schedule(uint32_t pid, Tracked& t, uint64_t now_ns);
+  uint64_t SteadyPeriod() const;
 
   boost::asio::io_context& io_;
   boost::asio::steady_timer timer_;
@@ -162,6 +174,7 @@ class ProcessScanner {
   std::set<std::pair<uint64_t, uint32_t>> due_;      // (due ns, pid) of checked processes
   std::map<FileKey, Marker> markers_;
   std::map<FileKey, ForeignDir> dirs_;
+  uint64_t check_cost_ns_ = 0;  // the last check's cost of every tracked process, summed
 };
 
 }  // namespace jitsym::ingest
