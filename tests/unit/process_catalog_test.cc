@@ -142,6 +142,31 @@ TEST(ProcessCatalog, UnchangedProcessesCostNoRead) {
   EXPECT_LT(catalog.stats().stat_reads - stats, catalog.size() / 4 + 24);
 }
 
+TEST(ProcessCatalog, ABurstOfNewProcessesIsReadOverSeveralRefreshes) {
+  ProcessCatalog::Options options;
+  options.max_new_per_refresh = 10;
+  ProcessCatalog catalog(options);
+  Clock clock;
+  ASSERT_TRUE(catalog.Refresh(clock.Next()));
+  EXPECT_LE(catalog.size(), 10u);
+  EXPECT_GT(catalog.stats().deferred, 0u);
+  const size_t listed = catalog.stats().listed;
+  for (size_t i = 0; i < listed / 10 + 5; ++i) catalog.Refresh(clock.Next());
+  EXPECT_GE(catalog.size() + 10, listed);
+  EXPECT_EQ(catalog.Find(::getpid()) != nullptr, true);
+}
+
+TEST(ProcessCatalog, HoldsNoMoreThanItsCap) {
+  ProcessCatalog::Options options;
+  options.max_entries = 5;
+  ProcessCatalog catalog(options);
+  Clock clock;
+  ASSERT_TRUE(catalog.Refresh(clock.Next()));
+  ASSERT_TRUE(catalog.Refresh(clock.Next()));
+  EXPECT_EQ(catalog.size(), 5u);
+  EXPECT_GT(catalog.stats().over_cap, 0u);
+}
+
 // A child in a new pid namespace (pid 1 there) with a child of its own (pid 2 there).
 struct PidNamespace {
   Child outer{[](Child& c) {
