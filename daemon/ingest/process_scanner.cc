@@ -239,7 +239,10 @@ void ProcessScanner::Tick(uint64_t now_ns) {
 
 void ProcessScanner::ApplyChanges(uint64_t now_ns) {
   std::vector<FileKey> orphans;  // foreign dirs whose reporter left
-  for (const Change& c : changes_) {
+  // Taken out first: a handler called below may make the catalog refresh and queue more.
+  std::vector<Change> changes;
+  changes.swap(changes_);
+  for (const Change& c : changes) {
     auto it = tracked_.find(c.pid);
     if (!c.added) {
       if (it == tracked_.end() || it->second.start_ticks != c.start_ticks) continue;
@@ -265,7 +268,6 @@ void ProcessScanner::ApplyChanges(uint64_t now_ns) {
     tracked_.emplace(c.pid, std::move(t));
     fresh_.emplace_back(c.pid, c.start_ticks);
   }
-  changes_.clear();
 
   for (const FileKey& key : orphans) Reroute(key, 0);
 }

@@ -71,6 +71,7 @@ bool ProcessCatalog::Refresh(uint64_t now_ns) {
   stats_.listed = listed.size();
 
   std::vector<Listed> fresh;
+  size_t reads = 0;  // namespace reads, new and renewed pids together
   for (size_t i = 0; i < listed.size(); ++i) {
     const Listed& l = listed[i];
     auto it = entries_.find(l.pid);
@@ -82,7 +83,13 @@ bool ProcessCatalog::Refresh(uint64_t now_ns) {
     if (slot.dir_ino != l.ino) {
       // A new /proc/PID inode: a new process, or only the old directory evicted from the
       // kernel's caches. Rare either way, so all facts are read again and compared: a pid
-      // reused within one clock tick has the same start ticks but not the same facts.
+      // reused within one clock tick has the same start ticks but not the same facts. Past
+      // the budget (memory pressure evicts many), the entry waits for the next Refresh.
+      if (reads >= options_.max_new_per_refresh) {
+        slot.seen = round;
+        continue;
+      }
+      ++reads;
       Slot now;
       if (!ReadEntry(l.pid, l.ino, slot.entry.first_seen_ns, &now)) continue;  // dropped below
       if (!SameProcess(now.entry, slot.entry)) {
@@ -117,7 +124,6 @@ bool ProcessCatalog::Refresh(uint64_t now_ns) {
 
   stats_.over_cap = 0;
   stats_.deferred = 0;
-  size_t reads = 0;
   for (const Listed& l : fresh) {
     if (entries_.size() >= options_.max_entries) {
       ++stats_.over_cap;

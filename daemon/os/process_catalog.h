@@ -16,7 +16,7 @@
 // room is made); at most Options::max_new_per_refresh namespace reads per Refresh (the rest
 // wait for the next one, so a fork bomb cannot make one Refresh long); cgroup paths are stored
 // once per distinct path, each at most kMaxCgroupBytes, all together at most
-// Options::max_cgroup_bytes (beyond: empty, unknown). An entry costs about 250 bytes with its
+// Options::max_cgroup_bytes (beyond: empty, unknown). An entry costs about 300 bytes with its
 // index nodes; a process costs the kernel far more (its stacks and task structures), so the
 // catalog stays a small fraction of what the processes themselves hold.
 //
