@@ -573,6 +573,48 @@ TEST(ProcessScanner, ForeignTmpIsReportedOnceAndAgainThroughASurvivor) {
   EXPECT_EQ(reports.dirs_gone[0], reports.dirs[0].dir);
 }
 
+TEST(ProcessScanner, AMarkerInAContainersPrivateTmpIsOpenedThroughItsRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
+  Child child([](Child& c) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") != 0) {
+      c.Report(0);
+      return;
+    }
+    const int fd = ::open("/tmp/jit-1.dump", O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ::ftruncate(fd, 4096) != 0) {
+      c.Report(0);
+      return;
+    }
+    MapMarker("/tmp/jit-1.dump");
+    c.Report(1);
+  });
+  ASSERT_EQ(child.Read(), 1u);
+  boost::asio::io_context io;
+  ProcessCatalog catalog;
+  Reports reports;
+  ingest::ProcessScanner scanner(io, catalog, Unbounded(), reports.Handlers());
+  scanner.Tick(MonotonicNowNs());
+  auto mine = reports.MarkersOf(child.pid());
+  ASSERT_EQ(mine.size(), 1u);
+  const std::string root = "/proc/" + std::to_string(child.pid()) + "/root";
+  EXPECT_EQ(mine[0].path, root + "/tmp/jit-1.dump");
+  struct stat st {};
+  ASSERT_EQ(::stat(mine[0].path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_ino, mine[0].ino);
+  EXPECT_EQ(st.st_dev, mine[0].dev);
+  // Not the daemon's /tmp: nothing of that name there, or another file.
+  struct stat host {};
+  if (::stat("/tmp/jit-1.dump", &host) == 0) {
+    EXPECT_FALSE(host.st_dev == st.st_dev && host.st_ino == st.st_ino);
+  }
+  // And its /tmp is a foreign directory.
+  bool dir = false;
+  for (const auto& d : reports.dirs) dir |= d.pid == static_cast<uint32_t>(child.pid());
+  EXPECT_TRUE(dir);
+}
+
 TEST(ProcessScanner, ASymlinkedTmpIsNotFollowed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace and chroot";
   Scratch scratch;
