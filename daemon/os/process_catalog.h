@@ -66,14 +66,14 @@ class ProcessCatalog {
     // A Refresh sooner than this after the previous one does nothing: callers may ask for one
     // whenever a new file names an unknown pid, and a user creating files cannot make it spin.
     uint64_t min_interval_ns = 20'000'000;
-    std::string proc = "/proc";  // tests may point elsewhere
+    std::string proc = "/proc";  // the directory listed (facts always come from /proc)
   };
 
   struct Stats {
     uint64_t refreshes = 0;          // Refresh calls that ran
     uint64_t refreshes_skipped = 0;  // too soon after the previous one
     uint64_t stat_reads = 0;         // /proc/PID/stat reads (changed inodes, verification)
-    uint64_t facts_reads = 0;        // namespace facts read for new entries
+    uint64_t facts_reads = 0;        // namespace facts read (new, renewed, Update)
     uint64_t added = 0;
     uint64_t removed = 0;
     uint64_t over_cap = 0;         // pids left out because the catalog was full (last Refresh)
