@@ -38,7 +38,21 @@ Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::
       probe_(io, ledger_, [this](Incarnation* inc) { OnExited(inc); }),
       table_(probe_),
       admission_(ledger_, {options_.pending_timeout_ms, NowNs(CLOCK_REALTIME)}),
-      writer_probe_(std::make_unique<ProcWriterProbe>()),
+      scanner_(io, catalog_,
+               [&] {
+                 ProcessScanner::Options o;
+                 o.period_ns = static_cast<uint64_t>(std::max(options_.discovery_ms, 1)) * 1000000;
+                 return o;
+               }(),
+               {[this](uint32_t pid, const std::string& path, uint64_t dev, uint64_t ino) {
+                  OnMarker(pid, path, dev, ino);
+                },
+                [this](uint32_t pid, uint64_t, uint64_t mnt_ns, const std::string& dir) {
+                  OnForeignDir(pid, mnt_ns, dir);
+                },
+                [this](const std::string& dir) { OnForeignDirGone(dir); },
+                [this](uint32_t pid) { OnProcessGone(pid); }}),
+      writer_probe_(std::make_unique<ProcWriterProbe>(catalog_)),
       maintenance_(io),
       pending_timer_(io),
       retry_timer_(io) {
@@ -56,9 +70,12 @@ void Ingester::Start() {
   // Watch first, then scan: a file created in between is seen twice, which is harmless.
   startup_scan_ = true;
   watcher_.ScanAll();
+  // Then the jitdumps processes map elsewhere, and containers' /tmp.
+  if (options_.discovery_ms > 0) scanner_.Tick(MonotonicNowNs());
   startup_scan_ = false;
   DrainDirty();
   watcher_.Listen();
+  if (options_.discovery_ms > 0) scanner_.Start();
   ScheduleMaintenance();
 }
 
@@ -68,6 +85,7 @@ void Ingester::Stop() {
   pending_timer_.cancel();
   retry_timer_.cancel();
   watcher_.Close();
+  scanner_.Stop();
   probe_.Stop();
   table_.UnwatchAll();
 }
@@ -271,6 +289,8 @@ bool Ingester::IdentifyWriter(const std::string& dir, const std::string& name,
                         id.facts.ctime_ns, id.facts.found_at_startup);
   const security::WriterJudgement w =
       security::JudgeWriter(facts, admission_.WaitExpired(path, id.dev, id.ino, now));
+  JITSYM_LOG(kDebug, path, ": writer of pid ", **pid, (facts.container_dir ? " (container)" : ""),
+             ": ", static_cast<int>(w.kind), " host pid ", w.host_pid, " ", w.why);
   switch (w.kind) {
     case security::WriterKind::kProcess:
       if (w.host_pid != **pid) {

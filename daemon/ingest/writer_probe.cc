@@ -30,10 +30,17 @@ security::WriterFacts GatherWriterFacts(WriterProbe& probe, const DirContext& wh
   f.file_uid = file_uid;
   f.file_ctime_ns = ctime_ns;
   f.found_at_startup = found_at_startup;
-  if (where.pid_ns) {
+  if (where.mnt_ns) {
     f.container_dir = true;
-    if (auto p = probe.InPidNamespace(*where.pid_ns, name_pid)) {
-      f.in_namespace = Candidate(probe, *p, jitdump, dev, ino);
+    std::vector<WriterProbe::Process> found;
+    if (*where.mnt_ns != 0) found = probe.InMountNamespace(*where.mnt_ns, name_pid);
+    if (found.empty() && where.via_pid != 0) {
+      // The namespace is not readable: only the process the directory was reached through
+      // can be told to call itself so.
+      if (auto p = probe.Host(where.via_pid); p && p->ns.nspid == name_pid) found.push_back(*p);
+    }
+    for (const WriterProbe::Process& p : found) {
+      f.in_container.push_back(Candidate(probe, p, jitdump, dev, ino));
     }
     return f;
   }

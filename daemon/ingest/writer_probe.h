@@ -27,16 +27,18 @@ class WriterProbe {
   virtual std::optional<Process> Host(uint32_t pid) = 0;
   // Processes whose pid in their own pid namespace (not the daemon's) is `nspid`.
   virtual std::vector<Process> Namesakes(uint32_t nspid) = 0;
-  // The process that is `nspid` in the pid namespace `pid_ns`.
-  virtual std::optional<Process> InPidNamespace(uint64_t pid_ns, uint32_t nspid) = 0;
+  // The processes of the mount namespace `mnt_ns` that call themselves `nspid`.
+  virtual std::vector<Process> InMountNamespace(uint64_t mnt_ns, uint32_t nspid) = 0;
   // Whether `pid` maps the file (`maps`) or holds it open.
   virtual bool Holds(uint32_t pid, uint64_t dev, uint64_t ino, bool maps) = 0;
 };
 
 // Where a file was found, as far as its name's pid is concerned.
 struct DirContext {
-  // Found in a container's filesystem through /proc/PID/root: its pid namespace.
-  std::optional<uint64_t> pid_ns;
+  // Found in a container's filesystem through /proc/PID/root: the container's mount
+  // namespace (0: not readable), and the process it was reached through.
+  std::optional<uint64_t> mnt_ns;
+  uint32_t via_pid = 0;
 };
 
 // The facts for JudgeWriter. `jitdump`: the format's writers map their file (checked first,

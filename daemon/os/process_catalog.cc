@@ -53,6 +53,7 @@ ProcessCatalog::ProcessCatalog(Options options) : options_(std::move(options)) {
   const NamespaceFacts& self = SelfNamespaces();
   self_pid_ns_ = self.pid_ns;
   self_mnt_ns_ = self.mnt_ns;
+  self_ns_depth_ = self.ns_depth;
 }
 
 bool ProcessCatalog::Refresh(uint64_t now_ns) {
@@ -190,6 +191,7 @@ bool ProcessCatalog::ReadEntry(uint32_t pid, uint64_t dir_ino, uint64_t now_ns, 
   e.uid = facts->uid;
   e.nspid = facts->nspid;
   e.pid_ns = facts->pid_ns;
+  e.ns_depth = facts->ns_depth;
   e.mnt_ns = facts->mnt_ns;
   e.user_ns = facts->user_ns;
   e.cgroup = InternCgroup(facts->cgroup);
@@ -203,9 +205,11 @@ void ProcessCatalog::Insert(Slot slot) {
   auto [it, inserted] = entries_.emplace(pid, std::move(slot));
   if (!inserted) return;  // cannot happen: callers insert unknown pids only
   const Entry& e = it->second.entry;
-  // An unknown pid namespace (0) counts as foreign: a namesake too many only makes a caller
-  // more careful.
-  if (e.pid_ns != self_pid_ns_) by_nspid_.emplace(e.nspid, pid);
+  // Foreign: seen by more pid namespaces than the daemon (a child namespace, told even when
+  // the namespace inode is not readable), or in a namespace of another inode.
+  if (e.ns_depth > self_ns_depth_ || (e.pid_ns != 0 && e.pid_ns != self_pid_ns_)) {
+    by_nspid_.emplace(e.nspid, pid);
+  }
   by_pid_ns_[{e.pid_ns, e.nspid}] = pid;
   by_mnt_ns_.emplace(e.mnt_ns, pid);
   ++stats_.added;

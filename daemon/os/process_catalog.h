@@ -46,6 +46,7 @@ class ProcessCatalog {
     uint32_t uid = 0;          // real uid, as the host sees it
     uint32_t nspid = 0;        // the pid in its innermost pid namespace (its file names' pid)
     uint64_t pid_ns = 0;       // namespace inodes (0: unknown)
+    uint32_t ns_depth = 1;     // pid namespaces that see it (NStgid's length)
     uint64_t mnt_ns = 0;
     uint64_t user_ns = 0;
     std::string_view cgroup;     // cgroup v2 path; empty if unknown
@@ -144,6 +145,7 @@ class ProcessCatalog {
 
   Options options_;
   uint64_t self_pid_ns_ = 0;
+  uint32_t self_ns_depth_ = 1;
   uint64_t self_mnt_ns_ = 0;
   bool ran_ = false;
   uint64_t last_refresh_ = 0;

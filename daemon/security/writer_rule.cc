@@ -24,7 +24,7 @@ std::string PidList(const std::vector<const WriterCandidate*>& list) {
 
 WriterJudgement JudgeWriter(const WriterFacts& f, bool waited) {
   std::vector<const WriterCandidate*> all;
-  if (f.in_namespace) all.push_back(&*f.in_namespace);
+  for (const WriterCandidate& c : f.in_container) all.push_back(&c);
   if (f.host) all.push_back(&*f.host);
   for (const WriterCandidate& c : f.namesakes) all.push_back(&c);
 
@@ -47,12 +47,21 @@ WriterJudgement JudgeWriter(const WriterFacts& f, bool waited) {
             "mapped or held open by several processes (" + PidList(holders) + ")"};
   }
 
-  // 2. A container's filesystem: the number is a pid of that namespace.
+  // 2. A container's filesystem: the number is what one of its processes calls itself.
   if (f.container_dir) {
-    if (f.in_namespace) return {WriterKind::kProcess, f.in_namespace->host_pid, false, {}};
+    if (f.in_container.size() == 1) {
+      return {WriterKind::kProcess, f.in_container[0].host_pid, false, {}};
+    }
+    if (f.in_container.size() > 1) {
+      std::vector<const WriterCandidate*> list;
+      for (const WriterCandidate& c : f.in_container) list.push_back(&c);
+      const std::string why = "several processes of the container call themselves " +
+                              std::to_string(f.name_pid) + " (" + PidList(list) + ")";
+      return {waited ? WriterKind::kUnattached : WriterKind::kWait, 0, false, why};
+    }
     if (waited) {
       return {WriterKind::kUnattached, 0, false,
-              "no process " + std::to_string(f.name_pid) + " in the container's pid namespace"};
+              "no process of the container calls itself " + std::to_string(f.name_pid)};
     }
     return {WriterKind::kWait, 0, false,
             "waiting for process " + std::to_string(f.name_pid) + " of the container"};

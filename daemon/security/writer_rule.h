@@ -4,8 +4,8 @@
 // (pid 1 is init). The rule, on facts /proc gives and a user cannot set:
 //  - the process that maps the file (every jitdump writer maps its file as perf's marker) or
 //    holds it open is its writer;
-//  - a file found in a container's filesystem (through /proc/PID/root) is named with a pid of
-//    that container's pid namespace;
+//  - a file found in a container's filesystem (through /proc/PID/root) is named with the pid
+//    one of the container's processes calls itself (its pid in its own pid namespace);
 //  - a file in a host directory is named with a host pid, unless the number is also the pid of
 //    a process inside another pid namespace that could have written it (its owner, or the file
 //    is root's): then only a mapping or an open descriptor tells, and without one the file is
@@ -39,10 +39,10 @@ struct WriterFacts {
   uint32_t file_uid = 0;
   uint64_t file_ctime_ns = 0;  // CLOCK_REALTIME
   bool found_at_startup = false;
-  // Found in a container's filesystem: `name_pid` is a pid of that container's pid namespace,
-  // and `in_namespace` is the process holding it there (if any).
+  // Found in a container's filesystem: `name_pid` is the pid a process of that container
+  // calls itself, and `in_container` are the processes of its mount namespace that do.
   bool container_dir = false;
-  std::optional<WriterCandidate> in_namespace;
+  std::vector<WriterCandidate> in_container;
   // Host directory: the process whose host pid is `name_pid` (if any), and the processes of
   // other pid namespaces whose own pid is `name_pid` (namesakes).
   std::optional<WriterCandidate> host;

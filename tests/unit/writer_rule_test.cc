@@ -60,10 +60,10 @@ TEST(JudgeWriter, ANamesakeOfAnotherOwnerIsNoCandidateForAUsersFile) {
   EXPECT_FALSE(w.ignore_live);
 }
 
-TEST(JudgeWriter, AContainersFileNamesAPidOfItsNamespace) {
+TEST(JudgeWriter, AContainersFileNamesThePidItsProcessCallsItself) {
   WriterFacts f = File(7, 100000);
   f.container_dir = true;
-  f.in_namespace = Proc(9100, 7, 100000);
+  f.in_container = {Proc(9100, 7, 100000)};
   f.host = Proc(7, 7, 0);  // ignored: the name is not a host pid
   const auto w = JudgeWriter(f, false);
   EXPECT_EQ(w.kind, WriterKind::kProcess);
@@ -73,6 +73,15 @@ TEST(JudgeWriter, AContainersFileNamesAPidOfItsNamespace) {
   gone.container_dir = true;
   EXPECT_EQ(JudgeWriter(gone, false).kind, WriterKind::kWait);
   EXPECT_EQ(JudgeWriter(gone, true).kind, WriterKind::kUnattached);
+
+  // `unshare --pid --fork --mount`: the unshare process shares the mount namespace but stays
+  // in the host's pid namespace; both may call themselves 7 only if one of them maps it.
+  WriterFacts two = File(7, 0);
+  two.container_dir = true;
+  two.in_container = {Proc(7, 7, 0), Proc(9100, 7, 0)};
+  EXPECT_EQ(JudgeWriter(two, false).kind, WriterKind::kWait);
+  two.in_container[1].holds = true;
+  EXPECT_EQ(JudgeWriter(two, false).host_pid, 9100u);
 }
 
 TEST(JudgeWriter, AHostPidOfAContainerProcessIsNotTheWriterOfAFileNamedByIt) {
