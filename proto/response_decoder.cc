@@ -297,6 +297,7 @@ bool DecodeProcess(Decoder& d, ProcessInfo* p) {
     if (key == "first_time") return d.OptionalUint(key, &p->first_time);
     if (key == "last_time") return d.OptionalUint(key, &p->last_time);
     if (key == "ranges") return d.Uint(key, &p->ranges);
+    if (key == "threads") return d.OptionalUint(key, &p->threads);
     if (key == "sources") {
       return d.Array(key, [&] { return DecodeSource(d, &p->sources.emplace_back()); });
     }

@@ -39,6 +39,10 @@ struct ProcessView {
   // (CLOCK_MONOTONIC ns) when known, else its first record's time.
   std::optional<uint64_t> start_time;
   std::optional<uint64_t> exit_time;
+  // Thread ids seen in the process while it lived (the main thread's is `pid`), sorted: a
+  // lookup by one of them after the exit answers as for this incarnation (ProcessFinder,
+  // daemon/query/process_finder.h). Threads that lived between two looks are missing.
+  std::vector<uint32_t> threads;
   // In precedence order: the first source that knows an address answers.
   std::vector<std::shared_ptr<const SourceView>> sources;
 };

@@ -306,6 +306,7 @@ void Ingester::ArmPendingTimer() {
 }
 
 void Ingester::OnExited(Incarnation* p) {
+  threads_.Look(*p, table_.processes());  // the last threads, if it is still there to list
   table_.MarkExited(*p);
   JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
   // Read what it wrote last before saying it exited.
@@ -532,6 +533,8 @@ void Ingester::ScheduleMaintenance() {
     PruneEmpty();
     // Exits of live processes that have no pidfd (their owner's descriptor quota was full).
     for (Incarnation* inc : table_.ExitedUnwatched()) OnExited(inc);
+    // Thread ids of live indexed processes, for lookups by thread id after they exit.
+    if (threads_.Tick(table_.processes())) Publish();
     EvictExpired();
     // Freed index arrays are kept for the next run built; unmap those unused for a tick.
     index::TrimLargeCache();

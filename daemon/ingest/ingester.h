@@ -34,6 +34,7 @@
 #include "daemon/ingest/process_table.h"
 #include "daemon/ingest/publication.h"
 #include "daemon/ingest/source.h"
+#include "daemon/ingest/thread_tracker.h"
 #include "daemon/ingest/watcher.h"
 #include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
@@ -146,6 +147,7 @@ class Ingester {
   Watcher watcher_;
   PidfdProbe probe_;
   ProcessTable table_;
+  ThreadTracker threads_{probe_};
   AdmissionPolicy admission_;
   std::vector<std::unique_ptr<FollowedFile>> files_;        // oldest first
   std::unordered_map<std::string, FollowedFile*> by_path_;  // files currently at that path

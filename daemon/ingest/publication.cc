@@ -53,6 +53,7 @@ std::shared_ptr<const index::ProcessView> ProcessViewOf(const Incarnation& inc) 
   v->uid = inc.uid;
   v->exit_time = inc.exit_time;
   v->start_time = inc.start_time;
+  v->threads = inc.threads;
   // Exact timestamps first (by origin), and within an origin the newer file (a replacement).
   std::vector<FollowedFile*> order(inc.files.rbegin(), inc.files.rend());
   std::stable_sort(order.begin(), order.end(), [](FollowedFile* a, FollowedFile* b) {

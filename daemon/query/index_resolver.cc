@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "daemon/query/process_finder.h"
+
 namespace jitsym::query {
 
 std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
@@ -12,6 +14,7 @@ std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
   std::vector<uint64_t> addrs;
   std::vector<size_t> where;
   std::vector<std::optional<index::Symbol>> found;
+  ProcessFinder finder(view, pid);  // the pid may be a thread id
   // Consecutive addresses with the same time (a batch time, one sample's frames) go to the
   // index together, so the memory accesses of their lookups overlap.
   for (size_t p = 0; p < pending.size();) {
@@ -22,7 +25,7 @@ std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
       addrs.push_back(batch.addr(pending[p]));
       where.push_back(pending[p]);
     }
-    const index::ProcessView* process = view.FindProcess(pid, time);
+    const index::ProcessView* process = finder.Find(time);
     if (process == nullptr) continue;
     if (!batch.access().MaySeeProcess(process->uid)) {
       for (size_t i : where) batch.Hide(i);

@@ -39,6 +39,7 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
       info.incarnation = p->incarnation;
       info.alive = p->alive;
       info.uid = p->uid;
+      if (!p->threads.empty()) info.threads = p->threads.size();
       for (const auto& s : p->sources) {
         proto::SourceInfo si;
         si.origin = proto::OriginFromName(s->origin).value_or(proto::Origin::kUnknown);
