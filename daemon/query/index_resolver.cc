@@ -3,18 +3,13 @@
 
 #include <vector>
 
-#include "daemon/query/process_finder.h"
-
 namespace jitsym::query {
 
 std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
-  const index::IndexView& view = batch.view();
   const std::vector<size_t>& pending = batch.pending();
-  const uint32_t pid = batch.pid();
   std::vector<uint64_t> addrs;
   std::vector<size_t> where;
   std::vector<std::optional<index::Symbol>> found;
-  ProcessFinder finder(view, pid);  // the pid may be a thread id
   // Consecutive addresses with the same time (a batch time, one sample's frames) go to the
   // index together, so the memory accesses of their lookups overlap.
   for (size_t p = 0; p < pending.size();) {
@@ -25,7 +20,7 @@ std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
       addrs.push_back(batch.addr(pending[p]));
       where.push_back(pending[p]);
     }
-    const index::ProcessView* process = finder.Find(time);
+    const index::ProcessView* process = batch.processes().Find(time);  // the pid may be a thread id
     if (process == nullptr) continue;
     if (!batch.access().MaySeeProcess(process->uid)) {
       for (size_t i : where) batch.Hide(i);

@@ -55,6 +55,8 @@ std::optional<uint32_t> ProcessFinder::LiveGroup() {
   return *live_group_;
 }
 
+uint32_t ProcessFinder::LivePid() { return LiveGroup().value_or(id_); }
+
 const index::ProcessView* ProcessFinder::Find(std::optional<uint64_t> time) {
   if (!time) {
     // What holds the number now.

@@ -39,6 +39,10 @@ class ProcessFinder {
 
   // The incarnation `id` names at `time` (nullopt: now, or the latest); null if none.
   const index::ProcessView* Find(std::optional<uint64_t> time);
+  // The pid whose /proc entries describe `id` now: its thread group when it is a thread of a
+  // live process (/proc/TID/maps would do, but a thread's start time and side files, e.g.
+  // perfinfo-<pid>.map, are not the process's), else `id` itself.
+  uint32_t LivePid();
 
  private:
   // Incarnations (of other pids) that remembered `id` as one of their threads.
