@@ -158,14 +158,19 @@ TEST(PerfScriptParser, DefaultFieldsShowTheThreadIdAndTheDsoTheProcess) {
                   &s, &f),
             PerfScriptLine::kFrame);
   EXPECT_FALSE(PidOfJitDso(f.dso));
-  // A comm with a space, and a thread of node's worker_threads.
-  ASSERT_EQ(Parse("C2 CompilerThre  9577 11118.305113:    1001001 cpu-clock: ", &s, &f),
+  // A comm with a space.
+  ASSERT_EQ(Parse("C2 CompilerThre  6668 11388.207797:    1001001 cpu-clock: ", &s, &f),
             PerfScriptLine::kSample);
   EXPECT_EQ(s.comm, "C2 CompilerThre");
-  EXPECT_EQ(s.pid, 9577);
-  ASSERT_EQ(Parse("\t    7f3a1c0450a2 [unknown] (/tmp/perf-31002.map)", &s, &f),
+  EXPECT_EQ(s.pid, 6668);
+  // A worker thread (3513) of node 3476 (worker_threads, --perf-prof).
+  ASSERT_EQ(Parse("node  3513 11359.025301:    1001001 cpu-clock: ", &s, &f),
+            PerfScriptLine::kSample);
+  EXPECT_EQ(s.pid, 3513);
+  ASSERT_EQ(Parse("\t    7fade800382e [unknown] (/tmp/perf-3476.map)", &s, &f),
             PerfScriptLine::kFrame);
-  EXPECT_EQ(PidOfJitDso(f.dso), 31002);
+  EXPECT_EQ(f.sym, "[unknown]");
+  EXPECT_EQ(PidOfJitDso(f.dso), 3476);
 }
 
 TEST(PerfScriptParser, OnlyPerfMapDsosNameTheProcess) {
