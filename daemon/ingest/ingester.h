@@ -5,6 +5,7 @@
 //   AdmissionPolicy  (admission_policy.h) which files are believed, as which process;
 //   FollowedFile     (followed_file.h)    the read loop, rewrite and truncation detection;
 //   ProcessTable     (process_table.h)    incarnations, pidfds, exits, eviction;
+//   ThreadTracker    (thread_tracker.h)   thread ids of live indexed processes;
 //   BuildView        (publication.h)      the immutable IndexView.
 // What stays here: which file is at which path, the order files are read in (per-owner turns),
 // descriptors (idle files give theirs back; retries when there are none) and the timers.
