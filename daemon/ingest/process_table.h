@@ -38,7 +38,7 @@ struct Incarnation {
   std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;
   std::shared_ptr<const index::ProcessView> view;
   // Thread ids seen in the process while it lived, sorted (ThreadTracker, thread_tracker.h).
-  std::vector<uint32_t> threads;
+  index::ThreadIds threads;
   // When the daemon created it: the retention of a process that had already exited when its
   // files were found (e.g. after a restart) runs from here.
   uint64_t created_ns = MonotonicNowNs();

@@ -28,17 +28,17 @@ bool ThreadTracker::Add(Incarnation& inc, std::vector<uint32_t> tids, size_t roo
   std::sort(tids.begin(), tids.end());
   tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
   std::vector<uint32_t> fresh;
-  std::set_difference(tids.begin(), tids.end(), inc.threads.begin(), inc.threads.end(),
+  const std::vector<uint32_t>& known = inc.threads.ids();
+  std::set_difference(tids.begin(), tids.end(), known.begin(), known.end(),
                       std::back_inserter(fresh));
   const size_t cap =
       std::min(options_.per_process - std::min(options_.per_process, inc.threads.size()), room);
   if (fresh.size() > cap) fresh.resize(cap);  // the lowest ids: any choice is as good
   if (fresh.empty()) return false;
   std::vector<uint32_t> merged;
-  merged.reserve(inc.threads.size() + fresh.size());
-  std::merge(inc.threads.begin(), inc.threads.end(), fresh.begin(), fresh.end(),
-             std::back_inserter(merged));
-  inc.threads = std::move(merged);
+  merged.reserve(known.size() + fresh.size());
+  std::merge(known.begin(), known.end(), fresh.begin(), fresh.end(), std::back_inserter(merged));
+  inc.threads = index::ThreadIds(std::move(merged));
   inc.changed = true;
   return true;
 }

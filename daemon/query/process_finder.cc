@@ -40,7 +40,7 @@ const std::vector<const index::ProcessView*>& ProcessFinder::ThreadOwners() {
     for (const auto& [pid, incs] : view_.processes) {
       if (pid == id_) continue;  // its main thread: the pid's own incarnations
       for (const auto& p : incs) {
-        if (std::binary_search(p->threads.begin(), p->threads.end(), id_)) {
+        if (p->threads.contains(id_)) {
           owners_->push_back(p.get());
         }
       }

@@ -23,7 +23,7 @@ struct Made {
     p->start_time = start;
     p->exit_time = exit;
     p->alive = !exit;
-    p->threads = std::move(threads);
+    p->threads = index::ThreadIds(std::move(threads));
     view.processes[pid].push_back(p);
     return p.get();
   }

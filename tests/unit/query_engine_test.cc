@@ -300,7 +300,7 @@ TEST_F(QueryEngineTest, AThreadIdOfAnExitedProcessAnswersAsTheProcessForWhoMaySe
   const uint32_t tid = kDeadPid + 3;
   auto view = std::make_shared<index::IndexView>(*MadeUpView(kDeadPid, me));
   auto p = std::make_shared<index::ProcessView>(*view->processes[kDeadPid][0]);
-  p->threads = {kDeadPid, tid};
+  p->threads = index::ThreadIds({kDeadPid, tid});
   view->processes[kDeadPid][0] = p;
   cell_.Set(view);
   const auto& out = Lookup(LookupOf(tid, {Query(0x1010)}), me);
