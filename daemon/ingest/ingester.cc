@@ -306,7 +306,9 @@ void Ingester::ArmPendingTimer() {
 }
 
 void Ingester::OnExited(Incarnation* p) {
-  threads_.Look(*p, table_.processes());  // the last threads, if it is still there to list
+  // The last threads, if it is still there to list: rarely, since a pidfd signals once every
+  // thread has exited (threads started since the last tick are then missed).
+  threads_.Look(*p, table_.processes());
   table_.MarkExited(*p);
   JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
   // Read what it wrote last before saying it exited.

@@ -11,7 +11,8 @@ namespace jitsym::ingest {
 ThreadTracker::ThreadTracker(ProcessTable::Probe& probe, Options options)
     : ThreadTracker(
           options, [](uint32_t pid, size_t limit) { return os::ListThreads(pid, limit); },
-          [&probe](const Incarnation& inc) {
+          [&probe](Incarnation& inc) {
+            if (probe.Watched(inc)) return !probe.ExitSignalled(inc);
             const auto identity = probe.Identity(inc.pid);
             return identity && inc.start_ticks && identity->start_ticks == *inc.start_ticks;
           }) {}
@@ -44,19 +45,27 @@ bool ThreadTracker::Add(Incarnation& inc, std::vector<uint32_t> tids, size_t roo
 }
 
 bool ThreadTracker::Tick(ProcessTable::Map& processes) {
+  ++tick_;
   size_t used = Remembered(processes);
   bool learned = false;
   for (auto& [pid, incs] : processes) {
     for (auto& inc : incs) {
       if (!inc->alive || inc->files.empty() || !inc->start_ticks) continue;
       if (used >= options_.total) return learned;
-      const size_t before = inc->threads.size();
       if (inc->threads.size() >= options_.per_process) continue;
+      Incarnation::ThreadLooks& looks = inc->thread_looks;
+      if (tick_ < looks.next_tick) continue;
+      const size_t before = inc->threads.size();
       std::vector<uint32_t> tids = list_(inc->pid, options_.per_process);
       // Read after the list: if the pid still names this process, the list was of its threads.
       if (tids.empty() || !still_holds_(*inc)) continue;
-      learned |= Add(*inc, std::move(tids), options_.total - used);
+      const bool added = Add(*inc, std::move(tids), options_.total - used);
       used += inc->threads.size() - before;
+      learned |= added;
+      // A process whose threads stay the same is looked at less and less often; one that
+      // starts threads, every tick again.
+      looks.interval = added ? 1 : std::min<uint32_t>(looks.interval * 2, options_.max_interval);
+      looks.next_tick = tick_ + looks.interval;
     }
   }
   return learned;

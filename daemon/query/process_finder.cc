@@ -1,9 +1,12 @@
 // Finding the incarnation a pid or thread id names: see process_finder.h.
 #include "daemon/query/process_finder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "daemon/os/namespaces.h"
+#include "daemon/os/proc.h"
 
 namespace jitsym::query {
 namespace {
@@ -22,10 +25,21 @@ bool Later(const index::ProcessView* a, const index::ProcessView* b) {
   return a->incarnation > b->incarnation;
 }
 
+// The daemon's: most ids asked about are processes, which pidfd_open(2) tells without reading
+// /proc/ID/status (it accepts only a thread-group leader); the rest read their Tgid.
+std::optional<uint32_t> LiveThreadGroupOf(uint32_t tid) {
+  const int fd = os::OpenPidfd(tid);
+  if (fd >= 0) {
+    ::close(fd);
+    return tid;
+  }
+  return os::ThreadGroupOf(tid);
+}
+
 }  // namespace
 
 ProcessFinder::ProcessFinder(const index::IndexView& view, uint32_t id)
-    : ProcessFinder(view, id, [](uint32_t tid) { return os::ThreadGroupOf(tid); }) {}
+    : ProcessFinder(view, id, &LiveThreadGroupOf) {}
 
 ProcessFinder::ProcessFinder(const index::IndexView& view, uint32_t id,
                              ThreadGroupOf thread_group_of)

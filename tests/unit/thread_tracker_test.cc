@@ -22,7 +22,8 @@ struct World {
   ProcessTable::Map processes;
   FollowedFile file;  // a side file: only its presence matters
 
-  ThreadTracker Tracker(ThreadTracker::Options options = {}) {
+  // Every tick looks at every process unless told otherwise.
+  ThreadTracker Tracker(ThreadTracker::Options options = {.max_interval = 1}) {
     return ThreadTracker(
         options,
         [this](uint32_t pid, size_t limit) {
@@ -31,7 +32,7 @@ struct World {
           if (t.size() > limit) t.resize(limit);
           return t;
         },
-        [this](const Incarnation& inc) { return reused.count(inc.pid) == 0; });
+        [this](Incarnation& inc) { return reused.count(inc.pid) == 0; });
   }
   Incarnation* Process(uint32_t pid, bool with_file = true) {
     auto inc = std::make_unique<Incarnation>();
@@ -105,7 +106,7 @@ TEST(ThreadTracker, LookAtTheExitAddsTheLastThreads) {
 
 TEST(ThreadTracker, BoundedPerProcessAndInTotal) {
   World w;
-  ThreadTracker tracker = w.Tracker({/*per_process=*/3, /*total=*/5});
+  ThreadTracker tracker = w.Tracker({.per_process = 3, .total = 5, .max_interval = 1});
   Incarnation* a = w.Process(100);
   Incarnation* b = w.Process(200);
   w.tasks[100] = {100, 101, 102, 103, 104};
@@ -124,6 +125,31 @@ TEST(ThreadTracker, BoundedPerProcessAndInTotal) {
   w.processes.erase(100);
   EXPECT_TRUE(tracker.Tick(w.processes));
   EXPECT_EQ(b->threads.size(), 3u);
+}
+
+TEST(ThreadTracker, AProcessWhoseThreadsStayTheSameIsLookedAtLessOften) {
+  World w;
+  ThreadTracker tracker = w.Tracker({.max_interval = 4});
+  Incarnation* a = w.Process(100);
+  w.tasks[100] = {100, 101};
+  std::vector<int> looked;
+  for (int tick = 1; tick <= 12; ++tick) {
+    const int before = w.lists;
+    tracker.Tick(w.processes);
+    if (w.lists > before) looked.push_back(tick);
+  }
+  // Learned at 1, then nothing new: after 1, 2, 4, 4, 4 ticks.
+  EXPECT_EQ(looked, (std::vector<int>{1, 2, 4, 8, 12}));
+  // A new thread is learned at the next look (16), and the intervals start over.
+  w.tasks[100] = {100, 101, 102};
+  looked.clear();
+  for (int tick = 13; tick <= 19; ++tick) {
+    const int before = w.lists;
+    tracker.Tick(w.processes);
+    if (w.lists > before) looked.push_back(tick);
+  }
+  EXPECT_EQ(looked, (std::vector<int>{16, 17, 19}));
+  EXPECT_EQ(a->threads, (std::vector<uint32_t>{100, 101, 102}));
 }
 
 }  // namespace
