@@ -306,8 +306,8 @@ void Ingester::ArmPendingTimer() {
 }
 
 void Ingester::OnExited(Incarnation* p) {
-  // The last threads, if it is still there to list: rarely, since a pidfd signals once every
-  // thread has exited (threads started since the last tick are then missed).
+  // The last threads, if the process is still there to list. Usually it is not: a pidfd
+  // signals once every thread has exited, so threads started since the last tick are missed.
   threads_.Look(*p, table_.processes());
   table_.MarkExited(*p);
   JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
