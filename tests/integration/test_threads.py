@@ -280,6 +280,11 @@ def jvm_thread_id_answers_after_exit():
     check(JVM, "the JVM did not run")
     check_thread_lookup(JVM["pid"], JVM["workers"][-1], JVM["addrs"], "jitsymThreadSpin",
                         "after exit")
+    # `symbols` (here through `jitsym perfmap`) by a thread id lists the process's symbols.
+    res = h.client("perfmap", "--pid", JVM["workers"][-1], "-o", "-")
+    check(res.returncode == 0, f"perfmap --pid {JVM['workers'][-1]}: {res.stderr[-300:]}")
+    check("jitsymThreadSpin" in res.stdout,
+          f"perfmap --pid {JVM['workers'][-1]} lacks the hot methods: {res.stdout[:300]!r}")
 
 
 @h.case
