@@ -634,6 +634,7 @@ void Ingester::ScheduleMaintenance() {
       }
     }
     if (compacted) Publish();
+    PollUnwatched();
     ParkIdle();
     PruneEmpty();
     // Exits of live processes that have no pidfd (their owner's descriptor quota was full).
