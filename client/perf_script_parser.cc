@@ -191,6 +191,16 @@ PerfScriptLine ParsePerfScriptLine(std::string_view line, PerfScriptSample* samp
         }
       }
     }
+    // No pid either (-F comm,time,...): still a sample line when it has a time, so that its
+    // frames are known to have no pid, and its time is read.
+    for (size_t k = 0; k < n && pid_at == SIZE_MAX; ++k) {
+      if (auto t = ParseTimeToken(tok[k].text)) {
+        time = t;
+        pid = tid = -1;
+        pid_at = k;  // the comm ends before it
+        after = k + 1;
+      }
+    }
     if (pid_at == SIZE_MAX) return PerfScriptLine::kOther;
   }
   PerfScriptSample s;
