@@ -406,7 +406,7 @@ class AnnotatePipeline {
       out += "  named by " + origin + ": " + std::to_string(n) + "\n";
     }
     for (const auto& [key, n] : unknown_) {
-      out += "  unknown, " + key;
+      out += "  left unknown, reason " + key;
       if (key == kNoPidKey) out += std::string(" (") + kNoPidMeaning + ")";
       out += ": " + std::to_string(n) + "\n";
     }
