@@ -25,6 +25,7 @@
 #include "client/blocking_queue.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
+#include "client/frame_summary.h"
 #include "client/line_reader.h"
 #include "client/output.h"
 #include "client/perf_recording.h"
@@ -152,19 +153,6 @@ struct Options {
   bool quiet = false;
   size_t batch_size = kDefaultBatch;
 };
-
-// The key a frame left unknown is counted under in the summary. The daemon's results carry no
-// reason code yet: every miss is "unknown", except a per-address error ("permission denied").
-// Once proto::LookupResult has its `reason` (proto::Reason), this returns its name, so that the
-// summary counts frames per reason; nothing else in the summary changes.
-std::string UnknownKey(const proto::LookupResult& r) {
-  if (!r.error.empty()) return r.error;
-  return "unknown";
-}
-
-// Keys the client itself gives to frames it could not ask about, with what they mean.
-constexpr char kNoPidKey[] = "no_pid";
-constexpr char kNoPidMeaning[] = "no pid or tid in the input: nobody to ask";
 
 class AnnotatePipeline {
  public:
@@ -376,42 +364,26 @@ class AnnotatePipeline {
   void Tally(const Batch& batch) {
     for (const LineRec& rec : batch.lines) {
       if (rec.no_pid) {
-        ++unknown_[kNoPidKey];
+        summary_.Unknown(std::string(kNoPidKey));
         continue;
       }
       if (rec.query < 0) continue;
       if (const proto::LookupResult* r = Result(batch, rec)) {
         if (r->found) {
-          ++named_[std::string(proto::OriginName(r->origin))];
+          summary_.Named(*r);
         } else {
-          ++unknown_[UnknownKey(*r)];
+          summary_.Unknown(*r);
         }
         continue;
       }
       // The request was refused as a whole: the error's code is the reason.
       const auto req = batch.queries[static_cast<size_t>(rec.query)].first;
       const auto* err = std::get_if<proto::ErrorResponse>(&batch.responses[req].body);
-      ++unknown_[err != nullptr ? err->code : std::string("unknown")];
+      summary_.Unknown(err != nullptr ? err->code : std::string("unknown"));
     }
   }
 
-  void PrintSummary() const {
-    uint64_t named = 0, unknown = 0;
-    for (const auto& [key, n] : named_) named += n;
-    for (const auto& [key, n] : unknown_) unknown += n;
-    std::string out = "jitsym annotate: summary: " + std::to_string(named + unknown) +
-                      " frames to name, " + std::to_string(named) + " named, " +
-                      std::to_string(unknown) + " left unknown\n";
-    for (const auto& [origin, n] : named_) {
-      out += "  named by " + origin + ": " + std::to_string(n) + "\n";
-    }
-    for (const auto& [key, n] : unknown_) {
-      out += "  left unknown, reason " + key;
-      if (key == kNoPidKey) out += std::string(" (") + kNoPidMeaning + ")";
-      out += ": " + std::to_string(n) + "\n";
-    }
-    std::fputs(out.c_str(), stderr);
-  }
+  void PrintSummary() const { std::fputs(summary_.Format("annotate", "frames").c_str(), stderr); }
 
   void WriteLines(const Batch& batch, std::string* out) {
     for (const LineRec& rec : batch.lines) {
@@ -561,7 +533,7 @@ class AnnotatePipeline {
   std::string stack_comm_;
   std::vector<std::string> stack_;
   std::unordered_map<std::string, uint64_t> folded_;
-  std::map<std::string, uint64_t> named_, unknown_;  // summary counts
+  FrameSummary summary_;
 };
 
 // The fields `perf script` is asked for with -i: what the parser needs to name a frame (ip,
