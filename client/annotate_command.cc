@@ -283,7 +283,7 @@ class AnnotatePipeline {
       // the id was reused.
       pid_ = sample.pid;
       time_ = sample.time_ns;
-      if (time_ && pid_ > 0) {
+      if (time_ && pid_ > 0 && times_.WouldWarn(*time_)) {  // formats only then: per sample
         char shown[48];
         std::snprintf(shown, sizeof(shown), "%llu.%06llu",
                       static_cast<unsigned long long>(*time_ / 1000000000ull),

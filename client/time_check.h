@@ -40,6 +40,8 @@ class TimeChecker {
   // `shown` is the time as the user wrote it (or as perf script printed it). Returns the
   // warning printed (empty when none: a plausible time, or one already printed, or quiet).
   std::string Check(uint64_t time_ns, std::string_view shown);
+  // Whether Check would warn about this time (for callers that format `shown` only then).
+  bool WouldWarn(uint64_t time_ns) const { return !warned_ && SuspectTime(time_ns, now_); }
   void set_quiet(bool quiet) { quiet_ = quiet; }
   bool warned() const { return warned_; }
 
