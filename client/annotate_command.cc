@@ -147,6 +147,12 @@ void AppendAnswer(const proto::LookupResult& r, std::string* out) {
   out->push_back(')');
 }
 
+// What follows the clock problem of a recording, in the warning.
+constexpr char kClockAdvice[] =
+    "`perf inject --jit` refuses such a recording, and its sample times are not on the clock of "
+    "jitdump files, so frames in code ranges that were reused may get wrong names. Record with "
+    "`perf record -k mono`.";
+
 struct Options {
   bool folded = false;
   bool native = false;
@@ -270,6 +276,18 @@ class AnnotatePipeline {
     PerfScriptSample sample;
     PerfScriptFrame frame;
     rec.kind = ParsePerfScriptLine(stored, &sample, &frame);
+    if (!warned_clock_ && rec.kind == PerfScriptLine::kOther) {
+      // `perf script --header` output: the recording's events, checked as with -i.
+      if (auto event = ParsePerfHeaderEvent(stored)) {
+        if (auto problem = InjectClockProblem({*event})) {
+          warned_clock_ = true;
+          if (!options_.quiet) {
+            std::fprintf(stderr, "jitsym annotate: warning: %s. %s\n", problem->c_str(),
+                         kClockAdvice);
+          }
+        }
+      }
+    }
     if (rec.kind == PerfScriptLine::kBlank ||
         (rec.kind == PerfScriptLine::kOther && !line.empty() && line[0] != '\t')) {
       // The end of a sample, or a sample line this parser could not read (-F without pid and
@@ -526,7 +544,7 @@ class AnnotatePipeline {
   int64_t pid_ = -1;
   std::optional<uint64_t> time_;
   TimeChecker times_;
-  bool warned_no_pid_ = false, warned_no_time_ = false;
+  bool warned_no_pid_ = false, warned_no_time_ = false, warned_clock_ = false;
   // Reader state.
   std::set<std::string> reported_;
   bool in_sample_ = false;
@@ -562,12 +580,8 @@ bool StartPerfScript(const std::string& input, const std::vector<std::string>& p
   }
   const std::vector<PerfEventAttrs> events = ParsePerfEvlist(evlist);
   if (auto problem = InjectClockProblem(events); problem && !quiet) {
-    std::fprintf(stderr,
-                 "jitsym annotate: warning: %s: %s. `perf inject --jit` refuses such a "
-                 "recording, and its sample times are not on the clock of jitdump files, so "
-                 "frames in code ranges that were reused may get wrong names. Record with "
-                 "`perf record -k mono`.\n",
-                 input.c_str(), problem->c_str());
+    std::fprintf(stderr, "jitsym annotate: warning: %s: %s. %s\n", input.c_str(), problem->c_str(),
+                 kClockAdvice);
   }
   // perf script refuses to print a field the samples do not have.
   bool all_timed = !events.empty();

@@ -25,7 +25,8 @@ std::optional<int64_t> Number(std::string_view s) {
   return v;
 }
 
-PerfEventAttrs ParseEvent(std::string_view name, std::string_view attrs) {
+// `assign` is ": " in `perf evlist -v` output, " = " in perf's header ("# event : ...").
+PerfEventAttrs ParseEvent(std::string_view name, std::string_view attrs, std::string_view assign) {
   PerfEventAttrs event;
   event.name = std::string(name);
   // "key: value" items separated by ", " (a value in braces may hold ", " too: such pieces
@@ -34,10 +35,13 @@ PerfEventAttrs ParseEvent(std::string_view name, std::string_view attrs) {
     const size_t comma = attrs.find(", ");
     const std::string_view item = Trim(attrs.substr(0, comma));
     attrs = comma == std::string_view::npos ? std::string_view() : attrs.substr(comma + 2);
-    const size_t colon = item.find(": ");
+    const size_t colon = item.find(assign);
     if (colon == std::string_view::npos) continue;
-    const std::string_view key = item.substr(0, colon), value = Trim(item.substr(colon + 2));
-    if (key == "use_clockid") {
+    const std::string_view key = item.substr(0, colon);
+    const std::string_view value = Trim(item.substr(colon + assign.size()));
+    if (key == "name" && event.name.empty()) {
+      event.name = std::string(value);
+    } else if (key == "use_clockid") {
       event.use_clockid = Number(value).value_or(0) != 0;
     } else if (key == "clockid") {
       event.clockid = Number(value).value_or(-1);
@@ -71,9 +75,15 @@ std::vector<PerfEventAttrs> ParsePerfEvlist(std::string_view text) {
     constexpr std::string_view kType = ": type: ";
     const size_t type = line.find(kType);
     if (type == std::string_view::npos || line.starts_with("#")) continue;
-    events.push_back(ParseEvent(Trim(line.substr(0, type)), line.substr(type + 2)));
+    events.push_back(ParseEvent(Trim(line.substr(0, type)), line.substr(type + 2), ": "));
   }
   return events;
+}
+
+std::optional<PerfEventAttrs> ParsePerfHeaderEvent(std::string_view line) {
+  constexpr std::string_view kEvent = "# event : ";
+  if (!line.starts_with(kEvent)) return std::nullopt;
+  return ParseEvent({}, line.substr(kEvent.size()), " = ");
 }
 
 std::string ClockIdName(int64_t clockid) {

@@ -27,6 +27,11 @@ struct PerfEventAttrs {
 // other lines are skipped.
 std::vector<PerfEventAttrs> ParsePerfEvlist(std::string_view text);
 
+// One "# event : name = cpu-clock, , id = { ... }, type = 1, ..., use_clockid = 1, ...,
+// clockid = 1" line of perf's header, which `perf script --header` and `perf report
+// --header-only` print; nullopt for any other line.
+std::optional<PerfEventAttrs> ParsePerfHeaderEvent(std::string_view line);
+
 // "CLOCK_MONOTONIC", "CLOCK_REALTIME", ... or "clock N".
 std::string ClockIdName(int64_t clockid);
 

@@ -154,6 +154,10 @@ PerfScriptLine ParsePerfScriptLine(std::string_view line, PerfScriptSample* samp
   size_t first = 0;
   while (first < line.size() && IsSpace(line[first])) ++first;
   if (first == line.size()) return PerfScriptLine::kBlank;
+  // perf's header and comments (`perf script --header`: "# event : ... bpf_event = 1" would
+  // otherwise read as a sample of pid 1). perf prints a comm right-aligned in 16 columns or
+  // more, so a sample line starts with "#" only for a 16-character comm that does.
+  if (line.starts_with("# ")) return PerfScriptLine::kOther;
   if (line[0] == '\t') {  // a callchain entry
     auto f = ParsePerfScriptFrame(line, first);
     if (!f) return PerfScriptLine::kOther;

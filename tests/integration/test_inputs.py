@@ -77,6 +77,14 @@ def recording_without_k_mono_is_warned_about():
     total, named, _ = summary(err)
     print(f"  without -k mono: {named} of {total} frames named, warned")
     check(total > 0, "no frame to name in the recording")
+    # perf script --header piped in: the header's event lines tell the same.
+    text = perfrec.perf_script(RUN["perf"], RUN["plain"], "--header")
+    out, err = annotate(text=text)
+    check("-k mono" in err and err.count("warning:") == 1,
+          f"no warning for --header output of a recording without -k mono:\n{err[-1200:]}")
+    text = perfrec.perf_script(RUN["perf"], RUN["mono"], "--header")
+    out, err = annotate(text=text)
+    check("warning" not in err, f"a warning for --header output with -k mono:\n{err[-1200:]}")
 
 
 @h.case

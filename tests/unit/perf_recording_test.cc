@@ -68,3 +68,35 @@ TEST(PerfRecording, NothingToJudge) {
 
 }  // namespace
 }  // namespace jitsym::client
+
+namespace jitsym::client {
+namespace {
+
+// `perf script --header` / `perf report --header-only` (perf 6.1).
+TEST(PerfRecording, HeaderEventLines) {
+  const auto mono = ParsePerfHeaderEvent(
+      "# event : name = cpu-clock, , id = { 5118, 5119 }, type = 1, size = 128, { "
+      "sample_period, sample_freq } = 4000, sample_type = IP|TID|TIME|PERIOD, read_format = "
+      "ID|LOST, disabled = 1, inherit = 1, mmap = 1, comm = 1, freq = 1, enable_on_exec = 1, "
+      "task = 1, sample_id_all = 1, exclude_guest = 1, mmap2 = 1, comm_exec = 1, use_clockid = "
+      "1, ksymbol = 1, bpf_event = 1, clockid = 1");
+  ASSERT_TRUE(mono);
+  EXPECT_EQ(mono->name, "cpu-clock");
+  EXPECT_TRUE(mono->time);
+  EXPECT_FALSE(InjectClockProblem({*mono}));
+  const auto plain = ParsePerfHeaderEvent(
+      "# event : name = cpu-clock, , id = { 33, 34 }, type = 1, size = 128, { sample_period, "
+      "sample_freq } = 2000, sample_type = IP|TID|TIME|CALLCHAIN|PERIOD, read_format = ID|LOST, "
+      "disabled = 1, inherit = 1, mmap = 1, comm = 1, freq = 1, enable_on_exec = 1, task = 1, "
+      "sample_id_all = 1, exclude_guest = 1, mmap2 = 1, comm_exec = 1, ksymbol = 1, bpf_event = "
+      "1");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->callchain);
+  EXPECT_EQ(InjectClockProblem({*plain}).value_or(""),
+            "event cpu-clock was recorded with perf's default clock, not CLOCK_MONOTONIC");
+  EXPECT_FALSE(ParsePerfHeaderEvent("# cmdline : /usr/bin/perf record -k mono"));
+  EXPECT_FALSE(ParsePerfHeaderEvent("node 24170  7396.716453:     250000 cpu-clock: "));
+}
+
+}  // namespace
+}  // namespace jitsym::client

@@ -271,6 +271,18 @@ TEST(PerfScriptParser, SampleLinesWithoutPidOrTid) {
   EXPECT_EQ(Parse("", &s, &f), PerfScriptLine::kBlank);       // -F ip,sym: an empty line
 }
 
+// `perf script --header` output starts with perf's header, comment lines.
+TEST(PerfScriptParser, HeaderLinesAreNotSamples) {
+  PerfScriptSample s;
+  PerfScriptFrame f;
+  EXPECT_EQ(Parse("# event : name = cpu-clock, , id = { 5794, 5795 }, type = 1, size = 128, "
+                  "mmap2 = 1, comm_exec = 1, ksymbol = 1, bpf_event = 1",
+                  &s, &f),
+            PerfScriptLine::kOther);
+  EXPECT_EQ(Parse("# ========", &s, &f), PerfScriptLine::kOther);
+  EXPECT_EQ(Parse("# nrcpus online : 2", &s, &f), PerfScriptLine::kOther);
+}
+
 // -F comm,pid,tid,time,ip,sym,dso, what `jitsym annotate -i` asks perf script for.
 TEST(PerfScriptParser, FieldsAnnotateAsksFor) {
   PerfScriptSample s;
