@@ -510,6 +510,7 @@ void Ingester::DrainDirty() {
 bool Ingester::Drain(FollowedFile& file) {
   if (file.fd < 0) return false;
   const uint64_t records_before = file.source->records();
+  const uint64_t offset_before = file.offset;
   ReadTurn turn{ledger_, read_buf_, options_.drain_budget, &counters_.bytes_ingested};
   uint64_t size = 0;
   const ReadStop stop = ReadNew(file, turn, &size);
@@ -535,6 +536,7 @@ bool Ingester::Drain(FollowedFile& file) {
     case ReadStop::kBudget:
       break;
   }
+  if (file.offset != offset_before) file.last_growth_ns = MonotonicNowNs();
   if (!file.incarnation && !file.image) AttachToContentPid(file);
   if (file.source->records() != records_before || file.changed) {
     file.changed = true;
@@ -588,6 +590,9 @@ void Ingester::Finish(FollowedFile& file, const std::string& state) {
   }
   file.state = state;
   file.parked = false;
+  // Nothing more will be read: a last line without its newline counts, unless the file was
+  // rewritten (what was read is no longer its content).
+  if (state != "truncated") file.source->Settle();
   file.source->Release();
   publish_pending_ = true;
   file.changed = true;
@@ -630,6 +635,17 @@ void Ingester::ScheduleMaintenance() {
       if (f->source->code().ranges().run_count() > 1 && now - f->last_data_ns >= idle_ns) {
         f->source->code().CompactAll();
         f->changed = true;
+        compacted = true;
+      }
+    }
+    // A file that has stopped growing for as long: its last line, if it lacks its newline, is
+    // indexed as it stands (Source::Settle; a later append that completes it replaces it).
+    for (auto& f : files_) {
+      if ((f->fd >= 0 || f->parked) && f->last_growth_ns != 0 &&
+          now - f->last_growth_ns >= idle_ns && f->source->Settle()) {
+        f->changed = true;
+        f->last_data_ns = now;
+        if (f->incarnation) f->incarnation->changed = true;
         compacted = true;
       }
     }

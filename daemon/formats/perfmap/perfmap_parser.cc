@@ -110,6 +110,18 @@ std::optional<Entry> ParseLine(std::string_view line, std::optional<LineError>* 
 void Parser::Line(std::string_view line, uint64_t offset, Sink& sink) {
   std::optional<LineError> error;
   std::optional<Entry> e = ParseLine(line, &error);
+  if (e && provisional_) {
+    // Completes a line emitted provisionally: nothing new if it says the same.
+    const bool same = e->start == provisional_->start && e->size == provisional_->size &&
+                      e->name == provisional_->name;
+    provisional_.reset();
+    if (same) return;
+    e->offset = offset;
+    e->replaces = true;
+    sink.OnEntry(*e);
+    return;
+  }
+  Withdraw(offset, sink);
   if (e) {
     e->offset = offset;
     ++entries_;
@@ -118,6 +130,38 @@ void Parser::Line(std::string_view line, uint64_t offset, Sink& sink) {
     ++malformed_;
     sink.OnMalformed(offset, *error);
   }
+}
+
+void Parser::Withdraw(uint64_t offset, Sink& sink) {
+  if (!provisional_) return;
+  const Provisional p = std::move(*provisional_);
+  provisional_.reset();
+  --entries_;
+  sink.OnWithdrawn(p.AsEntry(offset));
+}
+
+void Parser::Settle(Sink& sink) {
+  if (dropping_ || buf_.empty()) return;
+  std::optional<LineError> error;
+  std::optional<Entry> e = ParseLine(buf_, &error);
+  if (!e) {
+    // Malformed as it stands (a name not begun yet): the line is judged once complete.
+    Withdraw(offset_, sink);
+    return;
+  }
+  e->offset = offset_;
+  e->provisional = true;
+  if (provisional_) {
+    if (e->start == provisional_->start && e->size == provisional_->size &&
+        e->name == provisional_->name) {
+      return;  // already emitted as it stands
+    }
+    e->replaces = true;
+  } else {
+    ++entries_;
+  }
+  provisional_ = Provisional{e->start, e->size, std::string(e->name)};
+  sink.OnEntry(*e);
 }
 
 void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
@@ -130,6 +174,7 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
       const size_t n = static_cast<size_t>(end - p);
       if (!dropping_) {
         if (pending_ + n > kMaxLine) {
+          Withdraw(offset_, sink);
           dropping_ = true;
           std::string().swap(buf_);
         } else {
@@ -141,6 +186,7 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
     }
     const size_t n = static_cast<size_t>(nl - p);
     if (dropping_ || pending_ + n > kMaxLine) {
+      Withdraw(offset_, sink);
       ++malformed_;
       sink.OnMalformed(offset_, LineError::kTooLong);
     } else if (buf_.empty()) {
