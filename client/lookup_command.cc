@@ -368,6 +368,13 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   if (json && inlines) {
     return parser.UsageError("--inlines is for text output (--json always has the frames)");
   }
+  // Caught here, before anything is sent: the daemon refuses them too (bad_request).
+  if ((pid_text.has_value() + image.has_value() + build_id.has_value()) > 1) {
+    return parser.UsageError("--pid, --image and --build-id exclude each other");
+  }
+  if (file_offset && !image && !build_id) {
+    return parser.UsageError("--file-offset is for ELF lookups (--image PATH or --build-id)");
+  }
 
   proto::LookupRequest prototype;
   if (pid_text) {

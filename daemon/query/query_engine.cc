@@ -78,6 +78,15 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
 std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupRequest& body,
                                                         const security::PeerAccess& access,
                                                         LookupBatch& batch) {
+  // Contradictions are refused whole (the client reports them as usage errors first).
+  if (body.file_offset && !body.image && !body.build_id) {
+    return proto::ErrorResponse{std::string(proto::kErrBadRequest),
+                                "\"file_offset\" is for \"image\" or \"build_id\" lookups"};
+  }
+  if (body.image && body.build_id) {
+    return proto::ErrorResponse{std::string(proto::kErrBadRequest),
+                                "lookup takes \"image\" or \"build_id\", not both"};
+  }
   if (!body.image && !body.build_id) {
     if (!body.pid) {
       return proto::ErrorResponse{std::string(proto::kErrBadRequest), "lookup needs \"pid\""};
