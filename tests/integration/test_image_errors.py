@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`jitsym lookup --image PATH` says what is wrong with the path, as two real users meet it
-(jsalice owns a private directory, jsbob asks): no such file, a directory, a text file (not an
+(jsalice owns a private directory, jsbob asks): no such file, not readable, a directory, a text file (not an
 ELF file), a bare name with no ReadyToRun map, a relative path naming nothing (a usage error);
 and it tells bob nothing about alice's private paths: a file that exists behind a directory bob
 cannot search answers exactly as one that does not exist there."""
@@ -59,6 +59,17 @@ def text_file_says_not_an_elf_file():
     res = bob("--image", FIX["text"], "0x10")
     check(res.returncode == 1 and "not an ELF file" in res.stderr,
           f"{res.returncode} {res.stderr!r}")
+
+
+@h.case
+def unreadable_file_says_not_readable():
+    path = os.path.join(FIX["pub"], "root_only.so")
+    with open(path, "wb") as f:
+        f.write(b"\x7fELF" + b"\0" * 60)
+    os.chmod(path, 0o600)
+    res = bob("--image", path, "0x10")
+    check(res.returncode == 1 and "permission_denied" in res.stderr
+          and "not readable" in res.stderr, f"{res.returncode} {res.stderr!r}")
 
 
 @h.case
