@@ -536,7 +536,10 @@ bool Ingester::Drain(FollowedFile& file) {
     case ReadStop::kBudget:
       break;
   }
-  if (file.offset != offset_before) file.last_growth_ns = MonotonicNowNs();
+  if (file.offset != offset_before) {
+    file.last_growth_ns = MonotonicNowNs();
+    file.settled = false;
+  }
   if (!file.incarnation && !file.image) AttachToContentPid(file);
   if (file.source->records() != records_before || file.changed) {
     file.changed = true;
@@ -641,8 +644,10 @@ void Ingester::ScheduleMaintenance() {
     // A file that has stopped growing for as long: its last line, if it lacks its newline, is
     // indexed as it stands (Source::Settle; a later append that completes it replaces it).
     for (auto& f : files_) {
-      if ((f->fd >= 0 || f->parked) && f->last_growth_ns != 0 &&
-          now - f->last_growth_ns >= idle_ns && f->source->Settle()) {
+      if (f->settled || f->last_growth_ns == 0 || now - f->last_growth_ns < idle_ns) continue;
+      if (f->fd < 0 && !f->parked) continue;  // finished: settled then
+      f->settled = true;
+      if (f->source->Settle()) {
         f->changed = true;
         f->last_data_ns = now;
         if (f->incarnation) f->incarnation->changed = true;
