@@ -227,3 +227,87 @@ TEST(FinalLineR2rmapSource, LastRecordWithoutNewlineAnswersOnce) {
 
 }  // namespace
 }  // namespace jitsym
+
+namespace jitsym {
+namespace {
+
+// What a lookup without a time answers everywhere: (start, end, name) of every piece.
+std::vector<std::string> LatestOf(ingest::Source& source) {
+  std::vector<std::string> out;
+  auto snapshot = source.code().Publish();
+  for (const index::LatestPiece& p : snapshot->ranges().Latest()) {
+    out.push_back(std::to_string(p.start) + "-" + std::to_string(p.end) + " " +
+                  std::string(snapshot->name(*p.range)));
+  }
+  return out;
+}
+
+// Whatever the chunking and wherever the file pauses (settles) mid-line, the end result is that
+// of reading the finished file at once: every line once, completed names only.
+TEST(FinalLineProperty, PausesAnywhereChangeNothingInTheEnd) {
+  uint32_t seed = 12345;
+  auto next = [&seed] { return seed = seed * 1103515245u + 12345u, seed >> 8; };
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    const int lines = 1 + static_cast<int>(next() % 12);
+    for (int i = 0; i < lines; ++i) {
+      // Few distinct addresses: lines reuse each other's ranges.
+      char head[64];
+      std::snprintf(head, sizeof(head), "%x %x ", 0x1000 + static_cast<unsigned>(next() % 6) * 0x40,
+                    0x20 + static_cast<unsigned>(next() % 3) * 0x20);
+      text += head;
+      text += "name_" + std::to_string(next() % 1000) + std::string(next() % 4, 'x');
+      if (i + 1 < lines || next() % 2) text += (next() % 4 == 0) ? "\r\n" : "\n";
+    }
+    ingest::SourceContext context;
+    ingest::PerfmapSource whole("perf-1.map", context, [] { return uint64_t{50}; });
+    whole.Feed(Bytes(text));
+    whole.Settle();
+    uint64_t now = 100;
+    ingest::PerfmapSource paused("perf-1.map", context, [&now] { return ++now; });
+    for (size_t at = 0; at < text.size();) {
+      const size_t n = std::min<size_t>(text.size() - at, 1 + next() % 9);
+      paused.Feed(Bytes(std::string_view(text).substr(at, n)));
+      at += n;
+      if (next() % 2) paused.Settle();
+      if (next() % 5 == 0) (void)paused.code().Publish();
+    }
+    paused.Settle();
+    ASSERT_EQ(LatestOf(paused), LatestOf(whole)) << text;
+    ASSERT_EQ(paused.records(), whole.records()) << text;
+  }
+}
+
+TEST(FinalLineProperty, R2rmapPausesAnywhereChangeNothingInTheEnd) {
+  uint32_t seed = 777;
+  auto next = [&seed] { return seed = seed * 1103515245u + 12345u, seed >> 8; };
+  for (int round = 0; round < 300; ++round) {
+    std::string text = Header();
+    const int lines = 1 + static_cast<int>(next() % 10);
+    for (int i = 0; i < lines; ++i) {
+      char head[64];
+      std::snprintf(head, sizeof(head), "%08X %02X ", 0x1000 + static_cast<unsigned>(i) * 0x40,
+                    0x20 + static_cast<unsigned>(next() % 3) * 0x8);
+      text += head;
+      text += "M" + std::to_string(next() % 1000) + std::string(next() % 4, 'y');
+      if (i + 1 < lines || next() % 2) text += "\n";
+    }
+    ingest::R2rmapSource whole("/x/Foo.ni.r2rmap");
+    whole.Feed(Bytes(text));
+    whole.Settle();
+    ingest::R2rmapSource paused("/x/Foo.ni.r2rmap");
+    for (size_t at = 0; at < text.size();) {
+      const size_t n = std::min<size_t>(text.size() - at, 1 + next() % 13);
+      paused.Feed(Bytes(std::string_view(text).substr(at, n)));
+      at += n;
+      if (next() % 2) paused.Settle();
+    }
+    paused.Settle();
+    ASSERT_EQ(LatestOf(paused), LatestOf(whole)) << text;
+    ASSERT_EQ(paused.records(), whole.records()) << text;
+    ASSERT_EQ(paused.records(), static_cast<uint64_t>(lines)) << text;
+  }
+}
+
+}  // namespace
+}  // namespace jitsym
