@@ -84,7 +84,9 @@ def conflicting_options_are_usage_errors_before_anything_is_sent():
             (("lookup", "--pid", "1", "--time", "5", "--time=6", "0x10"), "more than once"),
             (("perfmap", "--pid", "1", "-o", "/tmp/a", "--output", "/tmp/b"), "more than once"),
             (("pprof", "--pid", "1", "--text", "--folded", "p.prof"), "exclude each other"),
-            (("annotate", "--batch", "5", "--batch", "6"), "more than once")):
+            (("annotate", "--batch", "5", "--batch", "6"), "more than once"),
+            (("--timeout", "5", "ping", "--timeout=6"), "more than once"),
+            (("ping", "--socket", "/elsewhere"), "more than once")):
         res = h.client(*args, socket_path=missing)
         check(res.returncode == 2, f"jitsym {' '.join(args)}: exit {res.returncode}, want 2 "
               f"({res.stderr.strip()!r})")
