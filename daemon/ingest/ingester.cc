@@ -593,9 +593,11 @@ void Ingester::Finish(FollowedFile& file, const std::string& state) {
   }
   file.state = state;
   file.parked = false;
-  // Nothing more will be read: a last line without its newline counts, unless the file was
-  // rewritten (what was read is no longer its content).
-  if (state != "truncated") file.source->Settle();
+  // Nothing more will be read: a last line without its newline counts when the file ended
+  // normally (its process exited, it was deleted or replaced after it was read); not when it
+  // was rewritten (what was read is no longer its content), stopped at a limit (nothing more
+  // is indexed) or refused.
+  if (state == "closed" || state == "deleted" || state == "replaced") file.source->Settle();
   file.source->Release();
   publish_pending_ = true;
   file.changed = true;
