@@ -108,10 +108,27 @@ std::optional<Entry> ParseLine(std::string_view line, std::optional<LineError>* 
 }
 
 void Parser::Line(std::string_view line, uint64_t offset, Sink& sink) {
+  if (provisional_) [[unlikely]] {
+    CompleteProvisional(line, offset, sink);
+    return;
+  }
   std::optional<LineError> error;
   std::optional<Entry> e = ParseLine(line, &error);
-  if (e && provisional_) {
-    // Completes a line emitted provisionally: nothing new if it says the same.
+  if (e) {
+    e->offset = offset;
+    ++entries_;
+    sink.OnEntry(*e);
+  } else if (error) {
+    ++malformed_;
+    sink.OnMalformed(offset, *error);
+  }
+}
+
+void Parser::CompleteProvisional(std::string_view line, uint64_t offset, Sink& sink) {
+  std::optional<LineError> error;
+  std::optional<Entry> e = ParseLine(line, &error);
+  if (e) {
+    // Nothing new if it says what the provisional entry said.
     const bool same = e->start == provisional_->start && e->size == provisional_->size &&
                       e->name == provisional_->name;
     provisional_.reset();
@@ -122,11 +139,7 @@ void Parser::Line(std::string_view line, uint64_t offset, Sink& sink) {
     return;
   }
   Withdraw(offset, sink);
-  if (e) {
-    e->offset = offset;
-    ++entries_;
-    sink.OnEntry(*e);
-  } else if (error) {
+  if (error) {
     ++malformed_;
     sink.OnMalformed(offset, *error);
   }

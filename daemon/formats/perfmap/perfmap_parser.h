@@ -91,6 +91,8 @@ class Parser {
 
  private:
   void Line(std::string_view line, uint64_t offset, Sink& sink);
+  // Line, for the line a provisional entry was emitted for: replaces or withdraws it.
+  void CompleteProvisional(std::string_view line, uint64_t offset, Sink& sink);
   // Withdraws the provisional entry, if one was emitted for the line at `offset`.
   void Withdraw(uint64_t offset, Sink& sink);
 
@@ -103,7 +105,6 @@ class Parser {
       return {.offset = offset, .start = start, .size = size, .name = name, .provisional = true};
     }
   };
-  std::optional<Provisional> provisional_;
 
   uint64_t offset_ = 0;
   uint64_t entries_ = 0;
@@ -111,6 +112,7 @@ class Parser {
   std::string buf_;        // the start of a line whose "\n" has not arrived yet
   uint64_t pending_ = 0;   // bytes of that line fed so far (buffered or dropped)
   bool dropping_ = false;  // inside a line longer than kMaxLine: drop up to the next "\n"
+  std::optional<Provisional> provisional_;
 };
 
 }  // namespace jitsym::perfmap
