@@ -75,10 +75,11 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
   return out;
 }
 
+namespace {
+
 // Why an image lookup found nothing, for the caller. Only about a path the caller could
 // examine itself: one it may not (a directory on the way it cannot search, a file it cannot
 // read) was refused before, with the same permission_denied whether the file exists or not.
-namespace {
 std::string DescribeImageMiss(const proto::LookupRequest& body, const security::WalkedPath* path) {
   const std::string& image = *body.image;
   if (body.build_id) return "no ELF file with build id " + *body.build_id + " is known";
@@ -92,6 +93,7 @@ std::string DescribeImageMiss(const proto::LookupRequest& body, const security::
   if (!path->regular) return "'" + image + "' is not a regular file; " + no_map;
   return "'" + image + "' is not an ELF file; " + no_map;
 }
+
 }  // namespace
 
 std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupRequest& body,
