@@ -104,6 +104,10 @@ uint32_t CodeMap::Remove(uint64_t start, uint64_t size, uint64_t time) {
   return ranges_.Add(start, size, time, kTombstone);
 }
 
+uint32_t CodeMap::RemoveBackdated(uint64_t start, uint64_t size, uint64_t time) {
+  return ranges_.AddBackdated(start, size, time, kTombstone);
+}
+
 std::shared_ptr<const CodeMapSnapshot> CodeMap::Publish() {
   return MakeSnapshot(ranges_.Publish());
 }

@@ -95,6 +95,9 @@ class CodeMap {
   uint32_t AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t name);
   // Marks [start, start + size) as holding nothing from `time` on.
   uint32_t Remove(uint64_t start, uint64_t size, uint64_t time);
+  // As Remove, but `time` may be earlier than earlier ranges' (to withdraw a range added with
+  // AddBackdated at that time).
+  uint32_t RemoveBackdated(uint64_t start, uint64_t size, uint64_t time);
 
   std::shared_ptr<const CodeMapSnapshot> Publish();
   std::shared_ptr<const CodeMapSnapshot> CompactAll();

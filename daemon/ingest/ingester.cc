@@ -510,6 +510,7 @@ void Ingester::DrainDirty() {
 bool Ingester::Drain(FollowedFile& file) {
   if (file.fd < 0) return false;
   const uint64_t records_before = file.source->records();
+  const uint64_t offset_before = file.offset;
   ReadTurn turn{ledger_, read_buf_, options_.drain_budget, &counters_.bytes_ingested};
   uint64_t size = 0;
   const ReadStop stop = ReadNew(file, turn, &size);
@@ -534,6 +535,10 @@ bool Ingester::Drain(FollowedFile& file) {
     case ReadStop::kCaughtUp:
     case ReadStop::kBudget:
       break;
+  }
+  if (file.offset != offset_before) {
+    file.last_growth_ns = MonotonicNowNs();
+    file.settled = false;
   }
   if (!file.incarnation && !file.image) AttachToContentPid(file);
   if (file.source->records() != records_before || file.changed) {
@@ -605,6 +610,11 @@ void Ingester::Finish(FollowedFile& file, const std::string& state) {
   }
   file.state = state;
   file.parked = false;
+  // Nothing more will be read: a last line without its newline counts when the file ended
+  // normally (its process exited, it was deleted or replaced after it was read); not when it
+  // was rewritten (what was read is no longer its content), stopped at a limit (nothing more
+  // is indexed) or refused.
+  if (state == "closed" || state == "deleted" || state == "replaced") file.source->Settle();
   file.source->Release();
   publish_pending_ = true;
   file.changed = true;
@@ -647,6 +657,19 @@ void Ingester::ScheduleMaintenance() {
       if (f->source->code().ranges().run_count() > 1 && now - f->last_data_ns >= idle_ns) {
         f->source->code().CompactAll();
         f->changed = true;
+        compacted = true;
+      }
+    }
+    // A file that has stopped growing for as long: its last line, if it lacks its newline, is
+    // indexed as it stands (Source::Settle; a later append that completes it replaces it).
+    for (auto& f : files_) {
+      if (f->settled || f->last_growth_ns == 0 || now - f->last_growth_ns < idle_ns) continue;
+      if (f->fd < 0 && !f->parked) continue;  // finished: settled then
+      f->settled = true;
+      if (f->source->Settle()) {
+        f->changed = true;
+        f->last_data_ns = now;
+        if (f->incarnation) f->incarnation->changed = true;
         compacted = true;
       }
     }
