@@ -26,6 +26,8 @@ struct SourceView {
   std::string error;
   uint64_t ranges = 0;
   uint64_t bytes_read = 0;
+  std::optional<uint32_t> owner;    // the file's owner, for followed files
+  std::optional<uint64_t> records;  // records parsed, for followed files
   std::shared_ptr<const CodeMapSnapshot> code;
 };
 
