@@ -189,6 +189,15 @@ proto::ExplainResponse BuildExplain(const index::IndexView& view,
     }
     // Files naming the pid that no process took (their writer could not be told), listed to
     // those who may see their owner's processes, as `processes` lists them.
+    // Files refused for the pid (untrusted owner, waited too long, ...), on the same terms.
+    if (view.refused) {
+      for (const index::RefusedFile& r : *view.refused) {
+        if ((r.pid == process_pid || r.pid == static_cast<uint64_t>(*request.pid)) &&
+            access.MaySeeProcess(r.uid)) {
+          out.ignored.push_back({r.path, r.reason});
+        }
+      }
+    }
     if (view.unattached) {
       for (const index::UnattachedFile& u : *view.unattached) {
         if (NamesPid(u.path, process_pid) && access.MaySeeProcess(u.uid)) {
@@ -231,6 +240,9 @@ proto::ExplainResponse BuildExplain(const index::IndexView& view,
   }
   if (request.pid) {
     out.rule = a == nullptr ? "no answer" : PidRule(request, *a, out, chosen, any_visible);
+    if (!out.ignored.empty() && !(a != nullptr && a->found)) {
+      out.rule += "; files naming the pid were ignored (see ignored)";
+    }
   } else {
     out.rule = ImageRule(request, a);
   }

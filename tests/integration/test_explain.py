@@ -173,6 +173,31 @@ def another_user_learns_no_paths():
 
 
 @h.case
+def a_planted_file_is_listed_as_ignored_to_root_only():
+    # jsbob writes a jitdump naming root's process: refused (untrusted). Root's report lists
+    # it with the reason; jsbob, who may not query root's process, is told nothing of it.
+    pid = h.sleeper()
+    path = h.dump_path(pid)
+    base = time.monotonic_ns()
+    w = jitdump.Writer(pid)
+    users.write(users.BOB, path, w.header(base) + w.load(base + 10, 0x5200_0000, 0x40, "x", 1))
+
+    def ignored():
+        e = explain_json("--pid", pid, "0x52000008")
+        return e if e["ignored"] else None
+    e = harness.wait_until(ignored, 5, "the planted file to be refused")
+    check([i["path"] for i in e["ignored"]] == [path] and "untrusted" in e["ignored"][0]["reason"],
+          f"ignored: {e['ignored']}")
+    check(not e["answer"].get("found") and "ignored" in e["rule"], f"report: {e}")
+    res = h.client("explain", "--pid", pid, "0x52000008")
+    check("ignored files:" in res.stdout and path in res.stdout, f"text report:\n{res.stdout}")
+    bob = users.client(users.BOB, S["client"], h.socket_path, "explain", "--pid", pid, "--json",
+                       "0x52000008")
+    check(bob.returncode == 0 and json.loads(bob.stdout)["ignored"] == [],
+          f"bob's report: {bob.stdout} {bob.stderr}")
+
+
+@h.case
 def node_hot_address_is_explained():
     node = shutil.which("node")
     check(node is not None, "node is not on PATH (./build.sh installs Debian's nodejs)")

@@ -54,6 +54,10 @@ std::shared_ptr<const index::IndexView> View(uint32_t owner) {
       std::vector<index::UnattachedFile>{{"/tmp/jit-21474836160.dump", owner, "a longer pid"},
                                          {"/tmp/perf-2147483616.map", owner, "writer unknown"},
                                          {"/tmp/perf-1.map", owner, "other pid"}});
+  view->refused = std::make_shared<const std::vector<index::RefusedFile>>(
+      std::vector<index::RefusedFile>{{"/tmp/jit-x.dump", 4444, kDeadPid, "untrusted: bob's"},
+                                      {"/tmp/jit-y.dump", owner, kDeadPid, "untrusted: own"},
+                                      {"/tmp/jit-z.dump", owner, 77, "another pid"}});
   return view;
 }
 
@@ -136,9 +140,16 @@ TEST_F(ExplainTest, ProcessSourcesAndIgnoredFiles) {
   EXPECT_EQ(e.incarnations[0].sources[0].records, 3u);
   EXPECT_EQ(e.incarnations[0].sources[0].trust, me == 0 ? "root" : "process owner");
   EXPECT_EQ(e.incarnations[0].sources[1].trust, "root");
-  // Unattached files whose name names the pid; not another pid's.
-  ASSERT_EQ(e.ignored.size(), 1u);
-  EXPECT_EQ(e.ignored[0].path, "/tmp/perf-2147483616.map");
+  // Files refused for the pid that the client may see (its own; another user's file only to
+  // root), and unattached files whose name names the pid; not another pid's.
+  std::vector<std::string> paths;
+  for (const auto& i : e.ignored) paths.push_back(i.path);
+  if (me == 0) {
+    EXPECT_EQ(paths, (std::vector<std::string>{"/tmp/jit-x.dump", "/tmp/jit-y.dump",
+                                               "/tmp/perf-2147483616.map"}));
+  } else {
+    EXPECT_EQ(paths, (std::vector<std::string>{"/tmp/jit-y.dump", "/tmp/perf-2147483616.map"}));
+  }
 }
 
 TEST_F(ExplainTest, AnotherUserIsToldWhatLookupTellsAndNothingMore) {
