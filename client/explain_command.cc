@@ -130,7 +130,12 @@ void Print(const proto::ExplainResponse& e, std::string* out) {
     out->append(" (").append(proto::OriginName(a->origin));
     if (!a->source.empty()) out->append(", ").append(a->source);
     if (a->source.empty() && !a->image.empty()) out->append(", ").append(a->image);
-    out->append(")\n");
+    out->append(")");
+    if (!a->file.empty()) {
+      out->append(" at ").append(a->file).append(":").append(std::to_string(a->line));
+      if (a->column != 0) out->append(":").append(std::to_string(a->column));
+    }
+    out->append("\n");
   } else {
     out->append("??");
     if (!a->error.empty()) out->append(" (").append(a->error).append(")");
