@@ -65,21 +65,35 @@ std::string PidRule(const proto::ExplainRequest& request, const proto::LookupRes
            "yours with that pid) answers";
   }
   std::string rule;
+  // For a miss at a time outside every lifetime, say so first.
+  if (!answer.found && request.time && !out.incarnations.empty()) {
+    const proto::ExplainIncarnation* alive = nullptr;  // the latest started by T
+    for (const auto& inc : out.incarnations) {
+      if (inc.start_time && *inc.start_time <= *request.time) alive = &inc;
+    }
+    const auto& first = out.incarnations.front();
+    if (alive == nullptr && first.start_time) {
+      rule = "T is before the process started (incarnation " + std::to_string(first.incarnation) +
+             " started at " + std::to_string(*first.start_time) + "); ";
+    } else if (alive != nullptr && alive->exit_time && *alive->exit_time < *request.time) {
+      rule = "T is after incarnation " + std::to_string(alive->incarnation) + " exited (at " +
+             std::to_string(*alive->exit_time) + "); ";
+    }
+  }
   if (chosen != nullptr) {
-    rule = "incarnation " + std::to_string(chosen->incarnation) + " answers " + At(request.time) +
-           (request.time ? " (the latest incarnation started at or before T)"
-                         : " (the latest incarnation)") +
-           "; ";
+    rule = "incarnation " + std::to_string(chosen->incarnation) +
+           (request.time ? " (the latest started at or before T)" : " (the latest)") + " answers; ";
   }
   const bool from_index = answer.found && (answer.origin == proto::Origin::kJitdump ||
                                            answer.origin == proto::Origin::kPerfmap ||
                                            answer.origin == proto::Origin::kMlpd);
   if (from_index) {
-    rule += "the newest definition valid " + At(request.time) + " (from <= T < to) in the first " +
-            "source that has one, in precedence order";
+    rule += "the first source in precedence order";
     if (chosen != nullptr && !chosen->sources.empty()) rule += " (" + Precedence(*chosen) + ")";
-    rule += ", answers: the " + std::string(proto::OriginName(answer.origin)) + " definition " +
-            std::string(answer.name);
+    rule += " with a definition valid " + At(request.time) +
+            " answers, and within it the newest such definition (from <= T < to): the " +
+            std::string(proto::OriginName(answer.origin)) + " definition '" +
+            std::string(answer.name) + "'";
     return rule;
   }
   if (answer.found) {

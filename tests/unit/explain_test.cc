@@ -122,6 +122,10 @@ TEST_F(ExplainTest, EveryDefinitionWithItsIntervalAndTheOneThatAnswered) {
   // Past f2's end, only the perf map ever had code.
   EXPECT_EQ(Picked(Explain(0x1030, 400, me)), "perfmap:m1");
   EXPECT_EQ(Picked(Explain(0x1010, std::nullopt, me)), "jitdump:f2");
+  // Outside the process's lifetime [50, 1000).
+  EXPECT_NE(Explain(0x9000, 10, me).rule.find("before the process started"), std::string::npos);
+  EXPECT_NE(Explain(0x9000, 5000, me).rule.find("after incarnation 5 exited"), std::string::npos)
+      << Explain(0x9000, 5000, me).rule;
   // Nothing at all.
   const proto::ExplainResponse none = Explain(0x9000, 150, me);
   EXPECT_TRUE(none.definitions.empty());
