@@ -16,6 +16,8 @@ namespace {
 
 constexpr Command kCommands[] = {
     {"lookup", "resolve addresses of a process to symbols", RunLookup},
+    {"explain", "explain the answer for one address: definitions over time, sources, rule",
+     RunExplain},
     {"processes", "list the processes jitsymd knows about", RunProcesses},
     {"stats", "show daemon counters", RunStats},
     {"ping", "check that jitsymd answers, with the round-trip time", RunPing},

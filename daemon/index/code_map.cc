@@ -37,6 +37,20 @@ void CodeMapSnapshot::FindBatch(const uint64_t* addrs, size_t n, std::optional<u
   }
 }
 
+std::vector<Definition> CodeMapSnapshot::History(uint64_t addr) const {
+  std::vector<Definition> out;
+  for (const Validity& v : ranges_->History(addr)) {
+    Definition& d = out.emplace_back();
+    d.removed = v.range->payload == kTombstone;
+    if (!d.removed) d.name = storage_->names.Get(v.range->payload);
+    d.start = v.range->start;
+    d.size = v.range->size;
+    d.from = v.from;
+    d.to = v.to;
+  }
+  return out;
+}
+
 Symbol CodeMapSnapshot::MakeSymbol(const Found& found, uint64_t addr) const {
   const Range& r = *found.range;
   const uint32_t index = found.seq;

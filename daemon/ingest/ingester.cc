@@ -233,6 +233,8 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
                  " is now another process",
                  inc->uid ? log::Cat(", owned by ", security::DescribeUid(*inc->uid)) : "",
                  "; ignored");
+      Refuse(path, st.st_uid, *pid,
+             "untrusted: pid " + std::to_string(*pid) + " is now another process");
       ledger_.ReleaseFile(st.st_uid);
       ::close(fd);
       return;
@@ -337,6 +339,19 @@ void Ingester::Unattach(const std::string& path, uint32_t uid, const std::string
   publish_pending_ = true;
 }
 
+void Ingester::Refuse(const std::string& path, uint32_t uid, uint32_t pid, const std::string& why) {
+  // Bounded as the unattached list is: the newest are kept.
+  constexpr size_t kMaxRefused = 1024;
+  auto list = std::make_shared<std::vector<index::RefusedFile>>();
+  if (refused_) *list = *refused_;
+  std::erase_if(*list, [&](const index::RefusedFile& r) { return r.path == path; });
+  if (list->size() >= kMaxRefused) list->erase(list->begin());
+  list->push_back({path, uid, pid, why});
+  refused_ = std::move(list);
+  lifecycle_changed_ = true;
+  publish_pending_ = true;
+}
+
 void Ingester::LearnNamespaces(Incarnation& inc) {
   auto ns = os::ReadNamespaceFacts(inc.pid);
   // Only while it is the same process (its start time) and a process, not a thread.
@@ -373,6 +388,7 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
       Retry(dir, name, d.no_room.c_str());
       return false;
     case Verdict::kRefused:
+      if (pid && !d.why.empty()) Refuse(path, id.facts.uid, *pid, d.why);
       return false;
   }
   return false;
@@ -593,6 +609,9 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
                                    security::DescribeUid(identity->uid))
                         : log::Cat(" but names pid ", *pid, ", which does not exist"),
                "; ignored (", security::AdmissionName(verdict), ")");
+    Refuse(file.path, file.uid, *pid,
+           "untrusted: its header names pid " + std::to_string(*pid) + " (" +
+               std::string(security::AdmissionName(verdict)) + ")");
     Finish(file, "untrusted");
     return;
   }
@@ -641,6 +660,7 @@ void Ingester::Publish() {
   auto view = BuildView(files_, table_.processes(), counters_, *cell_.Get(), lifecycle_changed_);
   if (!view) return;
   view->unattached = unattached_;
+  view->refused = refused_;
   lifecycle_changed_ = false;
   cell_.Set(std::move(view));
 }

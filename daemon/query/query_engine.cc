@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "daemon/query/access_checks.h"
+#include "daemon/query/explain.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
@@ -162,6 +163,21 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           lookup.strings = body.strings;
           CountDenied(lookup);
           response.body = std::move(lookup);
+        } else if constexpr (std::is_same_v<T, proto::ExplainRequest>) {
+          // The answer comes from the lookup path itself (same chain, same access rule, same
+          // errors), so explain and lookup cannot disagree.
+          const proto::LookupRequest as_lookup = ExplainLookup(body);
+          proto::LookupResponse lookup;
+          LookupBatch batch(as_lookup, *view, access, &lookup);
+          if (auto error = Lookup(as_lookup, access, batch)) {
+            return Error(error->code, std::move(error->message));
+          }
+          const index::ProcessView* process =
+              body.pid ? batch.processes().Find(body.time) : nullptr;
+          const uint32_t process_pid = process != nullptr ? process->pid : batch.pid();
+          lookup.keepalive = batch.TakeKeepalive(view);
+          CountDenied(lookup);
+          response.body = BuildExplain(*view, body, access, process_pid, std::move(lookup));
         } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {
           return ListSymbols(*view, body, access, images_);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
