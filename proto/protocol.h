@@ -148,6 +148,9 @@ struct LookupResult {
   bool found = false;
   std::string error;  // per-address error (bad input, permission); found is false
   std::string raw;    // with error: the unparsable input, sent as "addr" instead of the value
+  // When not found: why (kNone for an input error), and a sentence for a person (may be empty).
+  Reason reason = Reason::kNone;
+  std::string detail;
   // When found:
   std::string_view name;
   uint64_t offset = 0;  // addr - start

@@ -192,6 +192,8 @@ void ResetResult(LookupResult* r) {
   r->found = false;
   r->error.clear();
   r->raw.clear();
+  r->reason = Reason::kNone;
+  r->detail.clear();
   r->name = {};
   r->offset = r->start = r->size = 0;
   r->origin = Origin::kUnknown;
@@ -257,6 +259,8 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
     if (key == "origin") return d.Enum(key, &r->origin, OriginFromName);
     if (key == "source") return d.StringOrIndex(key, &r->source);
     if (key == "error") return d.String(key, &r->error);
+    if (key == "reason") return d.Enum(key, &r->reason, ReasonFromName);
+    if (key == "detail") return d.String(key, &r->detail);
     if (key == "loaded_at") return d.OptionalUint(key, &r->loaded_at);
     if (key == "incarnation") return d.OptionalUint(key, &r->incarnation);
     if (key == "file") return d.StringOrIndex(key, &r->file);
