@@ -99,6 +99,14 @@ struct UnattachedFile {
   std::string reason;
 };
 
+// A side file naming a pid that was refused before anything of it was read (its owner, its
+// links, its age): what a miss of that pid reports as "file_ignored".
+struct IgnoredFile {
+  uint32_t pid = 0;
+  std::string path;
+  std::string why;
+};
+
 struct IndexView {
   // Incarnations of each pid, oldest first.
   std::map<uint32_t, std::vector<std::shared_ptr<const ProcessView>>> processes;
@@ -107,6 +115,8 @@ struct IndexView {
   IndexCounters counters;
   // The newest files left unattached, oldest first (bounded).
   std::shared_ptr<const std::vector<UnattachedFile>> unattached;
+  // The newest side files refused for a pid, oldest first (bounded).
+  std::shared_ptr<const std::vector<IgnoredFile>> ignored;
 
   // The incarnation of pid that was alive at `time` (nullopt: the latest one).
   const ProcessView* FindProcess(uint32_t pid, std::optional<uint64_t> time) const;

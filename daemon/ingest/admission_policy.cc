@@ -43,17 +43,20 @@ Decision AdmissionPolicy::Admit(const std::string& dir, const std::string& name,
                    ", last changed before pid ", *pid,
                    " started, so not written by it, and not found at start-up; ignored");
         pending_.erase(path);
+        d.why = "last changed before the process started, so not written by it";
         return refuse(true);
       case security::Admission::kRootLink:
         // Root's file under a second name: possibly a hard link a user made to a file it cannot
         // read, to have it parsed and answered as its own process's symbols.
         JITSYM_LOG(kWarning, path, ": owned by root with ", file.facts.nlink,
                    " hard links, for a process that is not root's; ignored");
+        d.why = "a second hard link of a file of root's, for a process that is not root's";
         return refuse(true);
       case security::Admission::kUntrusted:
         JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner), " but pid ", *pid,
                    " is owned by ", security::DescribeUid(process->uid), "; ignored");
         pending_.erase(path);
+        d.why = "owned by " + security::DescribeUid(owner) + ", not by the process's owner";
         return refuse(true);
       case security::Admission::kPending: {
         const uint64_t now = now_ns;
@@ -64,6 +67,7 @@ Decision AdmissionPolicy::Admit(const std::string& dir, const std::string& name,
                      options_.pending_timeout_ms, " ms; file owned by ",
                      security::DescribeUid(owner), " ignored");
           pending_.erase(it);
+          d.why = "the process did not appear in time";
           return refuse(true);
         }
         return Hold(dir, name, path, file, now,
@@ -103,6 +107,7 @@ Decision AdmissionPolicy::Hold(const std::string& dir, const std::string& name,
     Ignore(path, file.dev, file.ino);
     d.verdict = Verdict::kRefused;
     d.over_limit = true;
+    d.why = "over the limit of files waiting for their process";
     return d;
   }
   const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;

@@ -233,6 +233,9 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
                  " is now another process",
                  inc->uid ? log::Cat(", owned by ", security::DescribeUid(*inc->uid)) : "",
                  "; ignored");
+      NoteIgnored(
+          *pid, path,
+          "owned by " + security::DescribeUid(st.st_uid) + ", but the pid is another process");
       ledger_.ReleaseFile(st.st_uid);
       ::close(fd);
       return;
@@ -337,6 +340,19 @@ void Ingester::Unattach(const std::string& path, uint32_t uid, const std::string
   publish_pending_ = true;
 }
 
+void Ingester::NoteIgnored(uint32_t pid, const std::string& path, const std::string& why) {
+  // Bounded as the unattached list: the newest are kept.
+  constexpr size_t kMaxIgnored = 1024;
+  auto list = std::make_shared<std::vector<index::IgnoredFile>>();
+  if (ignored_) *list = *ignored_;
+  std::erase_if(*list, [&](const index::IgnoredFile& f) { return f.path == path && f.pid == pid; });
+  if (list->size() >= kMaxIgnored) list->erase(list->begin());
+  list->push_back({pid, path, why});
+  ignored_ = std::move(list);
+  lifecycle_changed_ = true;
+  publish_pending_ = true;
+}
+
 void Ingester::LearnNamespaces(Incarnation& inc) {
   auto ns = os::ReadNamespaceFacts(inc.pid);
   // Only while it is the same process (its start time) and a process, not a thread.
@@ -359,6 +375,7 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
       admission_.Admit(dir, name, path, id, pid, ProcessFactsOf(*identity), MonotonicNowNs());
   counters_.files_untrusted += d.untrusted;
   counters_.files_over_limit += d.over_limit;
+  if (d.verdict == Verdict::kRefused && pid && !d.why.empty()) NoteIgnored(*pid, path, d.why);
   publish_pending_ = publish_pending_ || d.publish;
   switch (d.verdict) {
     case Verdict::kFollow:
@@ -571,6 +588,8 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
                                    security::DescribeUid(identity->uid))
                         : log::Cat(" but names pid ", *pid, ", which does not exist"),
                "; ignored (", security::AdmissionName(verdict), ")");
+    NoteIgnored(*pid, file.path,
+                "owned by " + security::DescribeUid(file.uid) + ", not by the process's owner");
     Finish(file, "untrusted");
     return;
   }
@@ -614,6 +633,7 @@ void Ingester::Publish() {
   auto view = BuildView(files_, table_.processes(), counters_, *cell_.Get(), lifecycle_changed_);
   if (!view) return;
   view->unattached = unattached_;
+  view->ignored = ignored_;
   lifecycle_changed_ = false;
   cell_.Set(std::move(view));
 }

@@ -1,0 +1,248 @@
+// The reasons of misses: see miss_reasons.h.
+#include "daemon/query/miss_reasons.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "daemon/os/proc.h"
+#include "daemon/util/clock.h"
+
+namespace jitsym::query {
+namespace {
+
+// How far past now a time may be and still be taken for CLOCK_MONOTONIC: a sample is never from
+// the future, but a time read on another host's clock or rounded may be a little ahead.
+constexpr uint64_t kFutureSlackNs = 10ull * 1000000000;
+
+std::string Seconds(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+std::string Ns(uint64_t ns) { return std::to_string(ns); }
+
+// Whether `time` is within 10% of `reference` (both the same unit).
+bool Near(uint64_t time, uint64_t reference) {
+  const uint64_t slack = reference / 10;
+  return time + slack >= reference && time <= reference + slack;
+}
+
+Explained WrongClock(std::string looks_like, uint64_t time) {
+  return {proto::Reason::kWrongClock, "time " + Ns(time) + " looks like " + std::move(looks_like) +
+                                          "; expected " + std::string(kExpectedClock)};
+}
+
+// Whether the incarnation lived at `time` (now, for a live one without an exit time).
+bool Lived(const index::ProcessView& p, uint64_t time, uint64_t now) {
+  if (!p.start_time || time < *p.start_time) return false;
+  return time <= p.exit_time.value_or(now);
+}
+
+std::string Incarnation(const index::ProcessView& p) {
+  return "pid " + std::to_string(p.pid) + " (incarnation " + std::to_string(p.incarnation) + ")";
+}
+
+}  // namespace
+
+ClockNow ClockNow::Read() {
+  return {MonotonicNowNs(), NowNs(CLOCK_REALTIME), NowNs(CLOCK_BOOTTIME)};
+}
+
+std::optional<Explained> LaterThanNow(uint64_t time, const ClockNow& now) {
+  if (time <= now.monotonic + kFutureSlackNs) return std::nullopt;
+  if (Near(time, now.realtime)) {
+    return WrongClock("CLOCK_REALTIME nanoseconds (a wall-clock epoch)", time);
+  }
+  if (Near(time, now.realtime / 1000)) {
+    return WrongClock("CLOCK_REALTIME microseconds (a wall-clock epoch)", time);
+  }
+  if (Near(time, now.realtime / 1000000)) {
+    return WrongClock("CLOCK_REALTIME milliseconds (a wall-clock epoch)", time);
+  }
+  if (now.boottime > now.monotonic + kFutureSlackNs && time <= now.boottime + kFutureSlackNs) {
+    return WrongClock("CLOCK_BOOTTIME nanoseconds (perf record -k boot)", time);
+  }
+  return WrongClock("no clock of this host: it is " + Seconds(time - now.monotonic) +
+                        " later than CLOCK_MONOTONIC now",
+                    time);
+}
+
+Explained ExplainMiss(const MissFacts& f) {
+  using proto::Reason;
+  if (f.incarnations.empty() && !f.alive) {
+    return {Reason::kUnknownProcess, "no process " + std::to_string(f.id) +
+                                         " is running and none by that id has been indexed"};
+  }
+  if (f.time) {
+    if (auto later = LaterThanNow(*f.time, f.now)) return *later;
+    const uint64_t t = *f.time;
+    // The lifetimes the index knows (an incarnation without a start time has none to compare).
+    bool known = false, lived = false;
+    const index::ProcessView* first = nullptr;  // earliest start
+    const index::ProcessView* ended = nullptr;  // latest exit before t
+    for (const index::ProcessView* p : f.incarnations) {
+      if (!p->start_time) continue;
+      known = true;
+      lived = lived || Lived(*p, t, f.now.monotonic);
+      if (first == nullptr || *p->start_time < *first->start_time) first = p;
+      if (p->exit_time && *p->exit_time < t &&
+          (ended == nullptr || *p->exit_time > *ended->exit_time)) {
+        ended = p;
+      }
+    }
+    if (known && !lived) {
+      if (t < *first->start_time) {
+        // A time in a coarser unit is far too small; scaled, it falls in a lifetime.
+        static constexpr struct {
+          uint64_t factor;
+          const char* unit;
+        } kUnits[] = {{1000, "microseconds"}, {1000000, "milliseconds"}, {1000000000, "seconds"}};
+        for (const auto& u : kUnits) {
+          if (t > UINT64_MAX / u.factor) continue;
+          for (const index::ProcessView* p : f.incarnations) {
+            if (Lived(*p, t * u.factor, f.now.monotonic)) {
+              return WrongClock(std::string("CLOCK_MONOTONIC ") + u.unit +
+                                    " (it falls in the life of " + Incarnation(*p) +
+                                    " once multiplied by " + std::to_string(u.factor) + ")",
+                                t);
+            }
+          }
+        }
+        return {Reason::kBeforeStart, Incarnation(*first) + " started at " +
+                                          Ns(*first->start_time) + ", " +
+                                          Seconds(*first->start_time - t) + " after time " + Ns(t)};
+      }
+      if (ended != nullptr) {
+        return {Reason::kAfterExit, Incarnation(*ended) + " exited at " + Ns(*ended->exit_time) +
+                                        ", " + Seconds(t - *ended->exit_time) + " before time " +
+                                        Ns(t)};
+      }
+    }
+  }
+  if (f.hint != nullptr) {
+    if (f.hint->reason == Reason::kNoDebugInfo) {
+      return {Reason::kNoDebugInfo, f.hint->where + " has neither symbols nor debug info"};
+    }
+    return {f.hint->reason, "no symbol of " + f.hint->where + " covers this address"};
+  }
+  if (f.process != nullptr && f.time) {
+    // Code defined here later than asked: the earliest such definition, over every source.
+    const index::SourceView* by = nullptr;
+    const index::Range* first = nullptr;
+    for (const auto& source : f.process->sources) {
+      if (!source->code) continue;
+      const index::Range* r = source->code->ranges().FirstDefinedAfter(f.addr, *f.time);
+      if (r != nullptr && (first == nullptr || r->time < first->time)) {
+        first = r;
+        by = source.get();
+      }
+    }
+    if (first != nullptr) {
+      return {Reason::kBeforeCode, "code here is known from " + Ns(first->time) + " (" +
+                                       Seconds(first->time - *f.time) + " after time " +
+                                       Ns(*f.time) + "): " + std::string(by->code->name(*first)) +
+                                       " in " + by->path};
+    }
+  }
+  // Files of the process that stopped early or were refused.
+  std::string ignored;
+  auto add = [&](const std::string& path, const std::string& why) {
+    if (!ignored.empty()) ignored += "; ";
+    ignored += path + ": " + why;
+  };
+  if (f.process != nullptr) {
+    for (const auto& source : f.process->sources) {
+      if (source->state == "error" || source->state == "limit" || source->state == "untrusted") {
+        add(source->path, source->error.empty() ? source->state : source->error);
+      }
+    }
+  }
+  if (f.ignored != nullptr) {
+    const uint32_t pid = f.process != nullptr ? f.process->pid : f.id;
+    for (const index::IgnoredFile& file : *f.ignored) {
+      if (file.pid == pid || file.pid == f.id) add(file.path, file.why);
+    }
+  }
+  if (!ignored.empty()) return {Reason::kFileIgnored, "ignored: " + ignored};
+  if (f.process == nullptr) {
+    return {Reason::kNoCode, "process " + std::to_string(f.id) +
+                                 " is running, but no side file of it is indexed and no "
+                                 "executable mapping covers this address"};
+  }
+  return {Reason::kNoCode, "no code of " + Incarnation(*f.process) + " covers this address"};
+}
+
+void RefuseOtherClocks(LookupBatch& batch, const ClockNow& now) {
+  if (!batch.request().time) {
+    bool any = false;
+    for (const proto::AddressQuery& q : batch.request().addrs) any = any || q.time.has_value();
+    if (!any) return;
+  }
+  for (size_t i : batch.pending()) {
+    const std::optional<uint64_t> t = batch.time(i);
+    if (!t) continue;
+    if (auto e = LaterThanNow(*t, now)) batch.Miss(i, e->reason, std::move(e->detail));
+  }
+  batch.Advance();
+}
+
+void ExplainMisses(LookupBatch& batch, const ClockNow& now) {
+  const index::IndexView& view = batch.view();
+  const security::PeerAccess& access = batch.access();
+  ProcessFinder& finder = batch.processes();
+  std::optional<MissFacts> base;  // what every address shares, made at the first miss
+  for (size_t i = 0; i < batch.size(); ++i) {
+    proto::LookupResult& r = batch.result(i);
+    if (r.found || batch.is_input_error(i) || r.reason == proto::Reason::kPermissionDenied) {
+      continue;
+    }
+    if (!base) {
+      base.emplace();
+      base->id = batch.pid();
+      base->now = now;
+      base->ignored = view.ignored.get();
+      if (auto it = view.processes.find(base->id); it != view.processes.end()) {
+        for (const auto& p : it->second) {
+          if (access.MaySeeProcess(p->uid)) base->incarnations.push_back(p.get());
+        }
+      }
+      const auto identity = os::ReadProcessIdentity(finder.LivePid());
+      base->alive = identity && access.MaySeeProcess(identity->uid);
+    }
+    MissFacts f = *base;
+    f.addr = batch.addr(i);
+    f.time = batch.time(i);
+    const index::ProcessView* p = finder.Find(f.time);
+    if (p != nullptr && access.MaySeeProcess(p->uid)) {
+      f.process = p;
+      if (std::find(f.incarnations.begin(), f.incarnations.end(), p) == f.incarnations.end()) {
+        f.incarnations.push_back(p);  // a thread's process
+      }
+    }
+    f.hint = batch.hint(i);
+    if (r.reason == proto::Reason::kWrongClock && (!f.incarnations.empty() || f.alive)) continue;
+    Explained e = ExplainMiss(f);
+    r.reason = e.reason;
+    r.detail = std::move(e.detail);
+  }
+}
+
+void ExplainImageMisses(LookupBatch& batch, std::string_view image) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    proto::LookupResult& r = batch.result(i);
+    if (r.found || batch.is_input_error(i) || r.reason != proto::Reason::kNone) continue;
+    if (const LookupBatch::MissHint* h = batch.hint(i)) {
+      r.reason = h->reason;
+      r.detail = h->reason == proto::Reason::kNoDebugInfo
+                     ? h->where + " has neither symbols nor debug info"
+                     : "no symbol of " + h->where + " covers this address";
+      continue;
+    }
+    r.reason = proto::Reason::kNoSymbol;
+    r.detail = "nothing known for " + std::string(image) + " covers this address";
+  }
+}
+
+}  // namespace jitsym::query
