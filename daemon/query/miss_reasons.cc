@@ -44,6 +44,23 @@ std::string Incarnation(const index::ProcessView& p) {
   return "pid " + std::to_string(p.pid) + " (incarnation " + std::to_string(p.incarnation) + ")";
 }
 
+// Which unit of the wall clock `time` is, if it is one: within 10% of now (years).
+std::optional<Explained> WallClock(uint64_t time, const ClockNow& now) {
+  static constexpr struct {
+    uint64_t divisor;
+    const char* unit;
+  } kUnits[] = {{1, "nanoseconds"},
+                {1000, "microseconds"},
+                {1000000, "milliseconds"},
+                {1000000000, "seconds"}};
+  for (const auto& u : kUnits) {
+    if (Near(time, now.realtime / u.divisor)) {
+      return WrongClock(std::string("CLOCK_REALTIME ") + u.unit + " (a wall-clock epoch)", time);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ClockNow ClockNow::Read() {
@@ -52,15 +69,7 @@ ClockNow ClockNow::Read() {
 
 std::optional<Explained> LaterThanNow(uint64_t time, const ClockNow& now) {
   if (time <= now.monotonic + kFutureSlackNs) return std::nullopt;
-  if (Near(time, now.realtime)) {
-    return WrongClock("CLOCK_REALTIME nanoseconds (a wall-clock epoch)", time);
-  }
-  if (Near(time, now.realtime / 1000)) {
-    return WrongClock("CLOCK_REALTIME microseconds (a wall-clock epoch)", time);
-  }
-  if (Near(time, now.realtime / 1000000)) {
-    return WrongClock("CLOCK_REALTIME milliseconds (a wall-clock epoch)", time);
-  }
+  if (auto wall = WallClock(time, now)) return wall;
   if (now.boottime > now.monotonic + kFutureSlackNs && time <= now.boottime + kFutureSlackNs) {
     return WrongClock("CLOCK_BOOTTIME nanoseconds (perf record -k boot)", time);
   }
@@ -94,6 +103,9 @@ Explained ExplainMiss(const MissFacts& f) {
     }
     if (known && !lived) {
       if (t < *first->start_time) {
+        // The wall clock in a coarser unit may be smaller than CLOCK_MONOTONIC now (epoch
+        // milliseconds are 30 minutes of uptime): named here, where it missed anyway.
+        if (auto wall = WallClock(t, f.now)) return *wall;
         // A time in a coarser unit is far too small; scaled, it falls in a lifetime.
         static constexpr struct {
           uint64_t factor;
