@@ -37,7 +37,11 @@ constexpr char kUsage[] =
     "  --text            flat and cumulative samples per function, as pprof --text (default)\n"
     "  --folded          collapsed stacks (outer;...;leaf COUNT) for flame graph tools\n"
     "  --symbolized OUT  write a symbolized profile that google-pprof reads:\n"
-    "                    google-pprof --text OUT\n";
+    "                    google-pprof --text OUT\n"
+    "\n"
+    "Unnamed pcs print in hex; stderr says how many and why (reasons as jitsym lookup's).\n"
+    "Exit status: 0, or 1 on an error, 2 usage, 3 when jitsymd knows no process PID, 4 when\n"
+    "it may not tell about it (the output is written in every case but 1 and 2).\n";
 
 constexpr size_t kBatch = 8192;
 constexpr size_t kMaxProfileBytes = size_t{4} << 30;
@@ -75,7 +79,8 @@ class Resolver {
   explicit Resolver(proto::ClientConnection& connection) : connection_(connection) {}
 
   // Asks `prototype` (pid or image) about `addrs`; for each found answer calls
-  // done(index, result). False when the connection fails.
+  // done(index, result), and counts the others by reason (misses()). False when the
+  // connection fails.
   template <typename Done>
   bool Ask(const proto::LookupRequest& prototype, const std::vector<uint64_t>& addrs, Done done) {
     for (size_t i = 0; i < addrs.size(); i += kBatch) {
@@ -97,6 +102,7 @@ class Resolver {
             !(prototype.image && err->code == proto::kErrNotFound)) {
           ReportErrorResponse(*err);
         }
+        misses_[err->code] += n;
         continue;
       }
       const auto* results = std::get_if<proto::LookupResponse>(&response->body);
@@ -106,16 +112,62 @@ class Resolver {
         return false;
       }
       for (size_t k = 0; k < n; ++k) {
-        if (results->results[k].found) done(i + k, results->results[k]);
+        const proto::LookupResult& r = results->results[k];
+        if (r.found) {
+          done(i + k, r);
+          continue;
+        }
+        misses_[std::string(r.reason == proto::Reason::kNone ? std::string_view("unknown")
+                                                             : proto::ReasonName(r.reason))] += 1;
+        if (prototype.pid && (r.reason == proto::Reason::kUnknownProcess ||
+                              r.reason == proto::Reason::kPermissionDenied)) {
+          process_problem_ = r.reason;
+          if (process_detail_.empty()) process_detail_ = r.detail.empty() ? r.error : r.detail;
+        }
       }
     }
     return true;
   }
 
+  // Pcs not named, by reason (or by the error code of a request that failed).
+  const std::map<std::string, uint64_t>& misses() const { return misses_; }
+  // unknown_process or permission_denied when the pid asked about is one of those.
+  proto::Reason process_problem() const { return process_problem_; }
+  const std::string& process_detail() const { return process_detail_; }
+
  private:
   proto::ClientConnection& connection_;
   std::set<std::string> reported_;
+  std::map<std::string, uint64_t> misses_;
+  proto::Reason process_problem_ = proto::Reason::kNone;
+  std::string process_detail_;
 };
+
+// On stderr: a pid jitsymd knows nothing of (or may not tell about), and how many pcs stayed
+// unnamed and why; the exit status for it (lookup's: 3 unknown process, 4 denied).
+int ReportMisses(const Resolver& resolver, uint64_t pid, size_t named, size_t total) {
+  int status = kExitOk;
+  if (resolver.process_problem() == proto::Reason::kUnknownProcess) {
+    std::fprintf(stderr,
+                 "jitsym: pid %llu is unknown to jitsymd (%s); its JIT code stays unnamed\n",
+                 static_cast<unsigned long long>(pid), resolver.process_detail().c_str());
+    status = kExitUnknownProcess;
+  } else if (resolver.process_problem() == proto::Reason::kPermissionDenied) {
+    std::fprintf(stderr, "jitsym: pid %llu: permission denied; its JIT code stays unnamed\n",
+                 static_cast<unsigned long long>(pid));
+    status = kExitDenied;
+  }
+  if (named < total) {
+    std::string why;
+    for (const auto& [reason, count] : resolver.misses()) {
+      why += why.empty() ? "" : ", ";
+      why += std::to_string(count) + " " + reason;
+    }
+    std::fprintf(stderr, "jitsym: %zu of %zu pcs left unnamed (%s)\n", total - named, total,
+                 why.c_str());
+  }
+  return status;
+}
 
 // A pc's functions, outermost first: the function, then what was inlined into it down to the
 // innermost (an answer's frames are innermost first).
@@ -328,7 +380,7 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     }
     std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
                  names.size(), pcs.size(), symbolized->c_str(), symbolized->c_str());
-    return kExitOk;
+    return ReportMisses(resolver, *pid, names.size(), pcs.size());
   }
   std::vector<std::vector<std::string>> stacks(profile->samples.size());
   std::unordered_map<std::string, std::string> short_names;
@@ -355,7 +407,8 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
   } else {
     PrintText(*profile, stacks, &out);
   }
-  return output.Flush() ? kExitOk : kExitError;
+  if (!output.Flush()) return kExitError;
+  return ReportMisses(resolver, *pid, names.size(), pcs.size());
 }
 
 }  // namespace jitsym::client

@@ -3,7 +3,7 @@
 // they saw about an address they could not answer (LookupBatch::NoteMiss); what a person is
 // told is decided here, from the index view, the process's lifetimes and the time asked.
 //
-// Two steps: before the resolvers, a time that cannot be CLOCK_MONOTONIC (later than now) is
+// Two steps: before the resolvers, a wall-clock time (later than CLOCK_MONOTONIC now) is
 // refused, so that it never picks a definition (a wall-clock epoch is after every definition
 // and would otherwise get the latest name: a wrong answer); after them, every address left gets
 // its reason. Both run only for what they concern: a request without times costs nothing in the
@@ -63,7 +63,8 @@ struct MissFacts {
 
 Explained ExplainMiss(const MissFacts& facts);
 
-// Step one (pid lookups): addresses whose time is later than now miss with wrong_clock.
+// Step one (pid lookups): addresses whose time is a wall-clock time later than CLOCK_MONOTONIC
+// now miss with wrong_clock.
 void RefuseOtherClocks(LookupBatch& batch, const ClockNow& now);
 // Step two (pid lookups): a reason for every address not answered.
 void ExplainMisses(LookupBatch& batch, const ClockNow& now);
