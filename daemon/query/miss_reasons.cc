@@ -136,7 +136,7 @@ Explained ExplainMiss(const MissFacts& f) {
   }
   if (f.hint != nullptr) {
     if (f.hint->reason == Reason::kNoDebugInfo) {
-      return {Reason::kNoDebugInfo, f.hint->where + " has neither symbols nor debug info"};
+      return {Reason::kNoDebugInfo, f.hint->where + " is stripped: no symbol table and no debug info"};
     }
     return {f.hint->reason, "no symbol of " + f.hint->where + " covers this address"};
   }
@@ -252,7 +252,7 @@ void ExplainImageMisses(LookupBatch& batch, std::string_view image) {
     if (const LookupBatch::MissHint* h = batch.hint(i)) {
       r.reason = h->reason;
       r.detail = h->reason == proto::Reason::kNoDebugInfo
-                     ? h->where + " has neither symbols nor debug info"
+                     ? h->where + " is stripped: no symbol table and no debug info"
                      : "no symbol of " + h->where + " covers this address";
       continue;
     }

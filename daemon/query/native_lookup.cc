@@ -46,11 +46,10 @@ Answer FromModule(const native::NativeModule& m, const native::NativeAnswer& a,
   return r;
 }
 
-// Why a module answers nothing for an address: a stripped file (no symbols, no DWARF) says
-// nothing about any address.
+// Why a module answers nothing for an address: a stripped file has only its dynamic symbols
+// (if any), so most of its code has no name to give.
 proto::Reason MissReasonOf(const native::NativeModule& m) {
-  return m.symbol_count() == 0 && !m.has_dwarf() ? proto::Reason::kNoDebugInfo
-                                                 : proto::Reason::kNoSymbol;
+  return m.stripped() ? proto::Reason::kNoDebugInfo : proto::Reason::kNoSymbol;
 }
 
 // A first batch over a large binary reads most of its CUs: on several threads, when there are

@@ -169,7 +169,7 @@ TEST(MissReasons, AnImageMissIsNoSymbolOrNoDebugInfo) {
   f.hint = &hint;
   Explained e = ExplainMiss(f);
   EXPECT_EQ(e.reason, Reason::kNoDebugInfo);
-  EXPECT_EQ(e.detail, "/usr/bin/stripped has neither symbols nor debug info");
+  EXPECT_EQ(e.detail, "/usr/bin/stripped is stripped: no symbol table and no debug info");
   hint.reason = Reason::kNoSymbol;
   EXPECT_EQ(ExplainMiss(f).reason, Reason::kNoSymbol);
 }
