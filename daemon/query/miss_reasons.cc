@@ -80,7 +80,7 @@ std::optional<Explained> LaterThanNow(uint64_t time, const ClockNow& now) {
 
 Explained ExplainMiss(const MissFacts& f) {
   using proto::Reason;
-  if (f.incarnations.empty() && !f.alive) {
+  if (f.incarnations.empty() && !f.alive && !f.answered) {
     // Nothing of the id in it: the same words for every unknown id (a client compares them).
     return {Reason::kUnknownProcess,
             "no process with that pid or thread id is running, and jitsymd has indexed none"};
@@ -136,7 +136,8 @@ Explained ExplainMiss(const MissFacts& f) {
   }
   if (f.hint != nullptr) {
     if (f.hint->reason == Reason::kNoDebugInfo) {
-      return {Reason::kNoDebugInfo, f.hint->where + " is stripped: no symbol table and no debug info"};
+      return {Reason::kNoDebugInfo,
+              f.hint->where + " is stripped: no symbol table and no debug info"};
     }
     return {f.hint->reason, "no symbol of " + f.hint->where + " covers this address"};
   }
@@ -180,19 +181,21 @@ Explained ExplainMiss(const MissFacts& f) {
   }
   if (!ignored.empty()) return {Reason::kFileIgnored, "ignored: " + ignored};
   if (f.process == nullptr) {
-    return {Reason::kNoCode, "process " + std::to_string(f.id) +
-                                 " is running, but no side file of it is indexed and no "
-                                 "executable mapping covers this address"};
+    // The same words while it runs and after (its mappings may still answer).
+    return {Reason::kNoCode, "no side file of process " + std::to_string(f.id) +
+                                 " is indexed, and no executable mapping of it covers this "
+                                 "address"};
   }
   return {Reason::kNoCode, "no code of " + Incarnation(*f.process) + " covers this address"};
 }
 
-void RefuseOtherClocks(LookupBatch& batch, const ClockNow& now) {
+void RefuseOtherClocks(LookupBatch& batch) {
   if (!batch.request().time) {
     bool any = false;
     for (const proto::AddressQuery& q : batch.request().addrs) any = any || q.time.has_value();
     if (!any) return;
   }
+  const ClockNow now = ClockNow::Read();
   for (size_t i : batch.pending()) {
     const std::optional<uint64_t> t = batch.time(i);
     if (!t) continue;
@@ -204,7 +207,7 @@ void RefuseOtherClocks(LookupBatch& batch, const ClockNow& now) {
   batch.Advance();
 }
 
-void ExplainMisses(LookupBatch& batch, const ClockNow& now) {
+void ExplainMisses(LookupBatch& batch) {
   const index::IndexView& view = batch.view();
   const security::PeerAccess& access = batch.access();
   ProcessFinder& finder = batch.processes();
@@ -217,7 +220,7 @@ void ExplainMisses(LookupBatch& batch, const ClockNow& now) {
     if (!base) {
       base.emplace();
       base->id = batch.pid();
-      base->now = now;
+      base->now = ClockNow::Read();
       base->ignored = view.ignored.get();
       if (auto it = view.processes.find(base->id); it != view.processes.end()) {
         for (const auto& p : it->second) {
@@ -226,6 +229,9 @@ void ExplainMisses(LookupBatch& batch, const ClockNow& now) {
       }
       const auto identity = os::ReadProcessIdentity(finder.LivePid());
       base->alive = identity && access.MaySeeProcess(identity->uid);
+      for (size_t k = 0; k < batch.size() && !base->answered; ++k) {
+        base->answered = batch.result(k).found;
+      }
     }
     MissFacts f = *base;
     f.addr = batch.addr(i);
@@ -238,7 +244,10 @@ void ExplainMisses(LookupBatch& batch, const ClockNow& now) {
       }
     }
     f.hint = batch.hint(i);
-    if (r.reason == proto::Reason::kWrongClock && (!f.incarnations.empty() || f.alive)) continue;
+    if (r.reason == proto::Reason::kWrongClock &&
+        (!f.incarnations.empty() || f.alive || f.answered)) {
+      continue;
+    }
     Explained e = ExplainMiss(f);
     r.reason = e.reason;
     r.detail = std::move(e.detail);

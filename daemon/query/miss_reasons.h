@@ -56,6 +56,9 @@ struct MissFacts {
   // The one the lookup asked (ProcessFinder::Find at the time), if the client may see it.
   const index::ProcessView* process = nullptr;
   bool alive = false;  // a process the client may see holds the id now
+  // Other addresses of the request were answered (e.g. from the mappings of an exited process
+  // kept since it ran): the process is known even if the index has no incarnation of it.
+  bool answered = false;
   const LookupBatch::MissHint* hint = nullptr;
   const std::vector<index::IgnoredFile>* ignored = nullptr;  // IndexView::ignored
   ClockNow now;
@@ -65,9 +68,11 @@ Explained ExplainMiss(const MissFacts& facts);
 
 // Step one (pid lookups): addresses whose time is a wall-clock time later than CLOCK_MONOTONIC
 // now miss with wrong_clock.
-void RefuseOtherClocks(LookupBatch& batch, const ClockNow& now);
+// The clocks are read only when some address has a time.
+void RefuseOtherClocks(LookupBatch& batch);
 // Step two (pid lookups): a reason for every address not answered.
-void ExplainMisses(LookupBatch& batch, const ClockNow& now);
+// The clocks and /proc are read only when something missed.
+void ExplainMisses(LookupBatch& batch);
 // Image lookups: what the image did not answer has no symbol there.
 void ExplainImageMisses(LookupBatch& batch, std::string_view image);
 

@@ -89,10 +89,9 @@ std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupReque
     }
     // Misses get their reason once the chain is done; a time that cannot be CLOCK_MONOTONIC
     // never reaches it.
-    const ClockNow now = ClockNow::Read();
-    RefuseOtherClocks(batch, now);
+    RefuseOtherClocks(batch);
     if (auto error = RunChain(pid_chain_, batch)) return error;
-    ExplainMisses(batch, now);
+    ExplainMisses(batch);
     return std::nullopt;
   }
   if (body.pid) {

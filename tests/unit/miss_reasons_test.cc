@@ -63,6 +63,9 @@ TEST(MissReasons, NoIncarnationAndNothingAliveIsAnUnknownProcess) {
   EXPECT_EQ(ExplainMiss(f).reason, Reason::kUnknownProcess);
   f.alive = true;  // running, but nothing indexed and no mapping answered
   EXPECT_EQ(ExplainMiss(f).reason, Reason::kNoCode);
+  f.alive = false;
+  f.answered = true;  // exited, but its mappings answered other addresses
+  EXPECT_EQ(ExplainMiss(f).reason, Reason::kNoCode);
 }
 
 TEST(MissReasons, AnAddressNothingEverCoveredHasNoCode) {
