@@ -259,8 +259,6 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
     if (key == "origin") return d.Enum(key, &r->origin, OriginFromName);
     if (key == "source") return d.StringOrIndex(key, &r->source);
     if (key == "error") return d.String(key, &r->error);
-    if (key == "reason") return d.Enum(key, &r->reason, ReasonFromName);
-    if (key == "detail") return d.String(key, &r->detail);
     if (key == "loaded_at") return d.OptionalUint(key, &r->loaded_at);
     if (key == "incarnation") return d.OptionalUint(key, &r->incarnation);
     if (key == "file") return d.StringOrIndex(key, &r->file);
@@ -271,6 +269,9 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
     if (key == "frames") {
       return d.Array(key, [&] { return DecodeFrame(d, &r->frames.emplace_back()); });
     }
+    // Misses last: they are rare.
+    if (key == "reason") return d.Enum(key, &r->reason, ReasonFromName);
+    if (key == "detail") return d.String(key, &r->detail);
     return d.reader().Skip();
   });
   if (!ok) return false;

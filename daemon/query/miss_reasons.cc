@@ -196,44 +196,43 @@ void RefuseOtherClocks(LookupBatch& batch) {
     if (!any) return;
   }
   const ClockNow now = ClockNow::Read();
+  const uint64_t latest = now.monotonic + kFutureSlackNs;
+  bool refused = false;
   for (size_t i : batch.pending()) {
     const std::optional<uint64_t> t = batch.time(i);
-    if (!t) continue;
+    if (!t || *t <= latest) continue;
     // Only a time that is the wall clock: other times later than now (a test's, another
     // host's) may still be right, and are named by ExplainMisses if they miss.
-    if (*t <= now.monotonic + kFutureSlackNs) continue;
-    if (auto e = WallClock(*t, now)) batch.Miss(i, e->reason, std::move(e->detail));
+    if (auto e = WallClock(*t, now)) {
+      batch.Miss(i, e->reason, std::move(e->detail));
+      refused = true;
+    }
   }
-  batch.Advance();
+  if (refused) batch.Advance();
 }
 
 void ExplainMisses(LookupBatch& batch) {
+  // Only what is left: the addresses no resolver answered or denied, and those refused before
+  // (a pass over every result would cost hits a walk over the whole response).
+  if (batch.pending().empty() && batch.missed().empty()) return;
   const index::IndexView& view = batch.view();
   const security::PeerAccess& access = batch.access();
   ProcessFinder& finder = batch.processes();
-  std::optional<MissFacts> base;  // what every address shares, made at the first miss
-  for (size_t i = 0; i < batch.size(); ++i) {
+  MissFacts base;  // what every address shares
+  base.id = batch.pid();
+  base.now = ClockNow::Read();
+  base.ignored = view.ignored.get();
+  if (auto it = view.processes.find(base.id); it != view.processes.end()) {
+    for (const auto& p : it->second) {
+      if (access.MaySeeProcess(p->uid)) base.incarnations.push_back(p.get());
+    }
+  }
+  const auto identity = os::ReadProcessIdentity(finder.LivePid());
+  base.alive = identity && access.MaySeeProcess(identity->uid);
+  base.answered = batch.answered_any();
+  auto explain = [&](size_t i) {
     proto::LookupResult& r = batch.result(i);
-    if (r.found || batch.is_input_error(i) || r.reason == proto::Reason::kPermissionDenied) {
-      continue;
-    }
-    if (!base) {
-      base.emplace();
-      base->id = batch.pid();
-      base->now = ClockNow::Read();
-      base->ignored = view.ignored.get();
-      if (auto it = view.processes.find(base->id); it != view.processes.end()) {
-        for (const auto& p : it->second) {
-          if (access.MaySeeProcess(p->uid)) base->incarnations.push_back(p.get());
-        }
-      }
-      const auto identity = os::ReadProcessIdentity(finder.LivePid());
-      base->alive = identity && access.MaySeeProcess(identity->uid);
-      for (size_t k = 0; k < batch.size() && !base->answered; ++k) {
-        base->answered = batch.result(k).found;
-      }
-    }
-    MissFacts f = *base;
+    MissFacts f = base;
     f.addr = batch.addr(i);
     f.time = batch.time(i);
     const index::ProcessView* p = finder.Find(f.time);
@@ -244,14 +243,17 @@ void ExplainMisses(LookupBatch& batch) {
       }
     }
     f.hint = batch.hint(i);
+    // Refused for its clock: said so unless the process itself is unknown.
     if (r.reason == proto::Reason::kWrongClock &&
         (!f.incarnations.empty() || f.alive || f.answered)) {
-      continue;
+      return;
     }
     Explained e = ExplainMiss(f);
     r.reason = e.reason;
     r.detail = std::move(e.detail);
-  }
+  };
+  for (size_t i : batch.pending()) explain(i);
+  for (size_t i : batch.missed()) explain(i);
 }
 
 void ExplainImageMisses(LookupBatch& batch, std::string_view image) {

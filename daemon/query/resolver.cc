@@ -64,6 +64,7 @@ LookupBatch::LookupBatch(const proto::LookupRequest& request, const index::Index
 void LookupBatch::Answer(size_t i, const query::Answer& answer) {
   ToWire(answer, request_.addrs[i].addr, request_.fields, &out_->results[i]);
   state_[i] = State::kDone;
+  answered_any_ = true;
 }
 
 void LookupBatch::Deny(size_t i) {
@@ -81,6 +82,7 @@ void LookupBatch::Miss(size_t i, proto::Reason reason, std::string detail) {
   r.reason = reason;
   r.detail = std::move(detail);
   state_[i] = State::kDone;
+  missed_.push_back(i);
 }
 
 void LookupBatch::NoteMiss(size_t i, proto::Reason reason, std::string where) {

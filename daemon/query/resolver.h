@@ -101,6 +101,9 @@ class LookupBatch {
   }
   bool is_input_error(size_t i) const { return state_[i] == State::kInputError; }
   size_t size() const { return state_.size(); }
+  // Addresses given a reason by Miss, in order; and whether any address was answered.
+  const std::vector<size_t>& missed() const { return missed_; }
+  bool answered_any() const { return answered_any_; }
   proto::LookupResult& result(size_t i) { return out_->results[i]; }
   // Address i would be answered by an incarnation the client may not see: it is set aside
   // until the process decision (SettleProcessDenials) denies it or asks the next resolvers.
@@ -128,6 +131,8 @@ class LookupBatch {
   std::vector<size_t> pending_;
   std::vector<size_t> hidden_;
   std::vector<MissHint> hints_;  // sized on the first NoteMiss
+  std::vector<size_t> missed_;
+  bool answered_any_ = false;
   std::vector<std::shared_ptr<const void>> keep_;
 };
 
