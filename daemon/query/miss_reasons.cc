@@ -227,14 +227,20 @@ void ExplainMisses(LookupBatch& batch) {
       if (access.MaySeeProcess(p->uid)) base.incarnations.push_back(p.get());
     }
   }
-  const auto identity = os::ReadProcessIdentity(finder.LivePid());
-  base.alive = identity && access.MaySeeProcess(identity->uid);
   base.answered = batch.answered_any();
+  // /proc only when the index and the answers say nothing of the id.
+  if (base.incarnations.empty() && !base.answered) {
+    const auto identity = os::ReadProcessIdentity(finder.LivePid());
+    base.alive = identity && access.MaySeeProcess(identity->uid);
+  }
+  const size_t own = base.incarnations.size();
   auto explain = [&](size_t i) {
     proto::LookupResult& r = batch.result(i);
-    MissFacts f = base;
+    MissFacts& f = base;  // per address: what follows, and maybe a thread's process
+    f.incarnations.resize(own);
     f.addr = batch.addr(i);
     f.time = batch.time(i);
+    f.process = nullptr;
     const index::ProcessView* p = finder.Find(f.time);
     if (p != nullptr && access.MaySeeProcess(p->uid)) {
       f.process = p;
