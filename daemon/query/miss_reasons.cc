@@ -147,6 +147,11 @@ Explained ExplainMiss(const MissFacts& f) {
     const index::Range* first = nullptr;
     for (const auto& source : f.process->sources) {
       if (!source->code) continue;
+      if (f.origins != nullptr &&
+          !f.origins->AllowsOrigin(
+              proto::OriginFromName(source->origin).value_or(proto::Origin::kUnknown))) {
+        continue;
+      }
       const index::Range* r = source->code->ranges().FirstDefinedAfter(f.addr, *f.time);
       if (r != nullptr && (first == nullptr || r->time < first->time)) {
         first = r;
@@ -228,6 +233,7 @@ void ExplainMisses(LookupBatch& batch) {
     }
   }
   base.answered = batch.answered_any();
+  base.origins = &batch;
   // /proc only when the index and the answers say nothing of the id.
   if (base.incarnations.empty() && !base.answered) {
     const auto identity = os::ReadProcessIdentity(finder.LivePid());

@@ -60,6 +60,8 @@ struct MissFacts {
   // kept since it ran): the process is known even if the index has no incarnation of it.
   bool answered = false;
   const LookupBatch::MissHint* hint = nullptr;
+  // The request's "origin" filter: sources it leaves out explain nothing (null: all).
+  const LookupBatch* origins = nullptr;
   const std::vector<index::IgnoredFile>* ignored = nullptr;  // IndexView::ignored
   ClockNow now;
 };

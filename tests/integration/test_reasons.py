@@ -209,6 +209,12 @@ def before_start_before_code_after_exit_no_code():
                         if x.code_addr <= r.code_addr < x.code_addr + x.code_size)
         check(not a["found"] and a.get("reason") == "before_code" and
               f"known from {first_def} " in a["detail"], f"before the code: {a} ({first_def})")
+    # Only perf maps asked for (--origin): the jitdump's later code explains nothing.
+    r = later[0]
+    res = h.client("lookup", "--pid", pid, "--origin", "perfmap", "--json", "--time", t0,
+                   hexaddr(r.code_addr))
+    a = json.loads(res.stdout)
+    check(res.returncode == 0 and a.get("reason") == "no_code", f"--origin perfmap: {a}")
     # After node exited (the daemon has seen it), where no code was at the end. (Where code
     # was, a time a little after the exit answers with the code of the end, as before.)
     a = lookup_json(pid, [(0x10, time.monotonic_ns())])[0]
