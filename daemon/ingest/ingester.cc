@@ -188,14 +188,13 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   }
   // Which process the name's pid means: containers repeat pid numbers (writer_rule.h).
   std::optional<uint32_t> pid = match->pid;
-  bool ignore_live = false;
-  if (pid && !IdentifyWriter(dir, name, path, *match, st, &pid, &ignore_live)) {
+  if (pid && !IdentifyWriter(dir, name, path, *match, st, &pid)) {
     ::close(fd);
     return;
   }
   bool exited = false;
   std::optional<os::ProcessIdentity> identity;
-  if (!Admit(dir, name, path, pid, st, ignore_live, &exited, &identity)) {
+  if (!Admit(dir, name, path, pid, st, &exited, &identity)) {
     ::close(fd);
     return;
   }
@@ -279,8 +278,7 @@ std::optional<security::ProcessFacts> ProcessFactsOf(
 
 bool Ingester::IdentifyWriter(const std::string& dir, const std::string& name,
                               const std::string& path, const FileMatch& match,
-                              const struct stat& st, std::optional<uint32_t>* pid,
-                              bool* ignore_live) {
+                              const struct stat& st, std::optional<uint32_t>* pid) {
   const FileIdentity id = IdentityOf(st);
   if (admission_.Ignored(path, id.dev, id.ino)) return false;
   const uint64_t now = MonotonicNowNs();
@@ -303,7 +301,6 @@ bool Ingester::IdentifyWriter(const std::string& dir, const std::string& name,
       return true;
     case security::WriterKind::kByName:
       *pid = w.host_pid;
-      *ignore_live = w.ignore_live;
       return true;
     case security::WriterKind::kWait: {
       const Decision d = admission_.Hold(dir, name, path, id, now, w.why);
@@ -365,11 +362,11 @@ void Ingester::LearnNamespaces(Incarnation& inc) {
 }
 
 bool Ingester::Admit(const std::string& dir, const std::string& name, const std::string& path,
-                     std::optional<uint32_t> pid, const struct stat& st, bool ignore_live,
-                     bool* exited, std::optional<os::ProcessIdentity>* identity) {
+                     std::optional<uint32_t> pid, const struct stat& st, bool* exited,
+                     std::optional<os::ProcessIdentity>* identity) {
   const FileIdentity id = IdentityOf(st);
   if (admission_.Ignored(path, id.dev, id.ino)) return false;
-  if (pid && !ignore_live) *identity = os::ReadProcessIdentity(*pid);
+  if (pid) *identity = os::ReadProcessIdentity(*pid);
   const Decision d =
       admission_.Admit(dir, name, path, id, pid, ProcessFactsOf(*identity), MonotonicNowNs());
   counters_.files_untrusted += d.untrusted;
@@ -587,7 +584,7 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
                " in its pid namespace)");
   }
   pid = w.host_pid;
-  const auto identity = w.ignore_live ? std::nullopt : os::ReadProcessIdentity(*pid);
+  const auto identity = os::ReadProcessIdentity(*pid);
   security::FileFacts facts;
   facts.uid = file.uid;
   facts.nlink = file.nlink;

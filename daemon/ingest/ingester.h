@@ -123,16 +123,14 @@ class Ingester {
   // process's facts); sets *exited when it is believed as the side file of an exited process,
   // and *identity to the process holding the pid now (read once, for the admission and the
   // incarnation alike).
-  // `ignore_live`: the live process holding `pid` is known not to be the writer.
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
-             std::optional<uint32_t> pid, const struct stat& st, bool ignore_live, bool* exited,
+             std::optional<uint32_t> pid, const struct stat& st, bool* exited,
              std::optional<os::ProcessIdentity>* identity);
   // Which process wrote the newly opened file named with *pid (security::JudgeWriter): sets
   // *pid to its host pid. False when the file is not followed now: waiting for evidence (asked
   // again by RecheckPending), or left unattached, or refused before.
   bool IdentifyWriter(const std::string& dir, const std::string& name, const std::string& path,
-                      const FileMatch& match, const struct stat& st, std::optional<uint32_t>* pid,
-                      bool* ignore_live);
+                      const FileMatch& match, const struct stat& st, std::optional<uint32_t>* pid);
   // Discovery (discovery.cc): a jitdump some process maps, a container's /tmp, a directory
   // no live process reaches any more, a process gone.
   void OnMarker(uint32_t host_pid, const std::string& open_path, uint64_t dev, uint64_t ino);

@@ -202,10 +202,12 @@ void ProcessScanner::Tick(uint64_t now_ns) {
     return reads < options_.maps_reads_per_tick &&
            MonotonicNowNs() - reading < options_.tick_budget_ns;
   };
-  // New processes first: their files are the ones not yet known at all.
+  // New processes first: their files are the ones not yet known at all. The newest of them
+  // first: a backlog (the daemon's first scan of a big host, a burst of forks) must not delay
+  // the process that just started, the likeliest to be starting its JIT now.
   while (!fresh_.empty() && within_budget()) {
-    const auto [pid, start_ticks] = fresh_.front();
-    fresh_.pop_front();
+    const auto [pid, start_ticks] = fresh_.back();
+    fresh_.pop_back();
     auto it = tracked_.find(pid);
     if (it == tracked_.end() || it->second.start_ticks != start_ticks || it->second.checks > 0) {
       continue;

@@ -41,29 +41,29 @@ WriterJudgement JudgeWriter(const WriterFacts& f, bool waited) {
     }
     if (named.size() == 1) holders = named;
   }
-  if (holders.size() == 1) return {WriterKind::kProcess, holders[0]->host_pid, false, {}};
+  if (holders.size() == 1) return {WriterKind::kProcess, holders[0]->host_pid, {}};
   if (holders.size() > 1) {
-    return {WriterKind::kUnattached, 0, false,
+    return {WriterKind::kUnattached, 0,
             "mapped or held open by several processes (" + PidList(holders) + ")"};
   }
 
   // 2. A container's filesystem: the number is what one of its processes calls itself.
   if (f.container_dir) {
     if (f.in_container.size() == 1) {
-      return {WriterKind::kProcess, f.in_container[0].host_pid, false, {}};
+      return {WriterKind::kProcess, f.in_container[0].host_pid, {}};
     }
     if (f.in_container.size() > 1) {
       std::vector<const WriterCandidate*> list;
       for (const WriterCandidate& c : f.in_container) list.push_back(&c);
       const std::string why = "several processes of the container call themselves " +
                               std::to_string(f.name_pid) + " (" + PidList(list) + ")";
-      return {waited ? WriterKind::kUnattached : WriterKind::kWait, 0, false, why};
+      return {waited ? WriterKind::kUnattached : WriterKind::kWait, 0, why};
     }
     if (waited) {
-      return {WriterKind::kUnattached, 0, false,
+      return {WriterKind::kUnattached, 0,
               "no process of the container calls itself " + std::to_string(f.name_pid)};
     }
-    return {WriterKind::kWait, 0, false,
+    return {WriterKind::kWait, 0,
             "waiting for process " + std::to_string(f.name_pid) + " of the container"};
   }
 
@@ -77,23 +77,18 @@ WriterJudgement JudgeWriter(const WriterFacts& f, bool waited) {
     const std::string why = "pid " + std::to_string(f.name_pid) +
                             " is also the pid inside another pid namespace of host pid " +
                             PidList(others) + ", and no process maps or holds the file";
-    return {waited ? WriterKind::kUnattached : WriterKind::kWait, 0, false, why};
-  }
-  if (f.host && f.host->nspid != f.name_pid) {
-    // The host pid belongs to a process of a container, which calls itself otherwise and
-    // would not name a file so: whoever wrote it has exited.
-    return {WriterKind::kByName, f.name_pid, true, {}};
+    return {waited ? WriterKind::kUnattached : WriterKind::kWait, 0, why};
   }
   if (f.host && f.jitdump && f.found_at_startup && f.host->start_ns != 0 &&
       f.host->start_ns <= f.file_ctime_ns + kStartToleranceNs) {
     // Written while this process ran, yet not mapped by it: a live jitdump writer keeps its
     // file mapped until it exits, so another process wrote it (one of another pid namespace
     // that has gone).
-    return {WriterKind::kUnattached, 0, false,
+    return {WriterKind::kUnattached, 0,
             "pid " + std::to_string(f.name_pid) +
                 " is alive but does not map this jitdump, so did not write it"};
   }
-  return {WriterKind::kByName, f.name_pid, false, {}};
+  return {WriterKind::kByName, f.name_pid, {}};
 }
 
 }  // namespace jitsym::security

@@ -59,10 +59,7 @@ enum class WriterKind {
 struct WriterJudgement {
   WriterKind kind = WriterKind::kUnattached;
   uint32_t host_pid = 0;  // kProcess, kByName: the pid to judge trust for
-  // kByName: the live process holding the pid did not write the file (it is a container's
-  // process that calls itself otherwise): judge as if no process held the pid.
-  bool ignore_live = false;
-  std::string why;  // kUnattached, kWait: for the log and `processes`
+  std::string why;        // kUnattached, kWait: for the log and `processes`
 };
 
 // `waited`: the file has been waiting for evidence as long as it may (kWait becomes

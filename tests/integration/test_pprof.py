@@ -144,13 +144,14 @@ def summary_says_what_stayed_unnamed_and_warns_about_an_unknown_pid():
     print(f"  {m.group(2)} of {m.group(1)} JIT pcs named")
     # A pid jitsymd knows nothing about: the hex stays, and the user is told why.
     res = h.client("pprof", RUN["profile"], "--pid", 999999, timeout=120)
-    check(res.returncode == 0, f"{res.returncode} {res.stderr[-500:]}")
+    check(res.returncode == 3, f"exit {res.returncode}, want 3 (unknown process): "
+          f"{res.stderr[-500:]}")
     check("warning" in res.stderr and "pid 999999" in res.stderr,
           f"no warning about the unknown pid: {res.stderr!r}")
     check(re.search(r"^jitsym pprof: summary: \d+ JIT pcs \(by pid\) to name, 0 named", res.stderr,
                     re.M), f"summary: {res.stderr!r}")
     res = h.client("pprof", RUN["profile"], "--pid", 999999, "--quiet", timeout=120)
-    check(res.returncode == 0 and res.stderr == "", f"--quiet: {res.stderr!r}")
+    check(res.returncode == 3 and res.stderr == "", f"--quiet: {res.returncode} {res.stderr!r}")
 
 
 @h.case

@@ -15,6 +15,7 @@
 #include "daemon/ingest/r2rmap_source.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/native_lookup.h"
+#include "daemon/util/clock.h"
 
 namespace jitsym::query {
 namespace {
@@ -90,8 +91,10 @@ TEST(ProcessSnapshots, OneReadServesImageAndNativeLookups) {
   const security::PeerAccess access = Self();
   proto::LookupResponse out;
   LookupBatch batch(req, view, access, &out);
+  const uint64_t t0 = MonotonicNowNs();
   images.Resolve(batch);
   native.Resolve(batch);
+  const uint64_t took = MonotonicNowNs() - t0;
   ASSERT_TRUE(out.results[0].found);
   EXPECT_EQ(out.results[0].name, "Foo::Bar()");
   EXPECT_EQ(out.results[0].origin, proto::Origin::kR2rmap);
@@ -99,7 +102,13 @@ TEST(ProcessSnapshots, OneReadServesImageAndNativeLookups) {
   EXPECT_EQ(out.results[1].origin, proto::Origin::kElf);
   EXPECT_NE(out.results[1].name.find("SnapshotTestFunction"), std::string_view::npos)
       << out.results[1].name;
-  EXPECT_EQ(readers.maps_reads.load(), 1);
+  // One read, unless the machine was so slow that the snapshot aged past the re-read interval
+  // between the two resolvers (then the image resolver's miss re-reads it, as it should).
+  if (took < ProcessSnapshots::kMinRereadNs) {
+    EXPECT_EQ(readers.maps_reads.load(), 1);
+  } else {
+    EXPECT_LE(readers.maps_reads.load(), 2);
+  }
   EXPECT_EQ(SnapshotTestFunction(1), 4);
 
   ::munmap(base, 0x10000);

@@ -57,7 +57,6 @@ TEST(JudgeWriter, ANamesakeOfAnotherOwnerIsNoCandidateForAUsersFile) {
   const auto w = JudgeWriter(f, false);
   EXPECT_EQ(w.kind, WriterKind::kByName);
   EXPECT_EQ(w.host_pid, 42u);
-  EXPECT_FALSE(w.ignore_live);
 }
 
 TEST(JudgeWriter, AContainersFileNamesThePidItsProcessCallsItself) {
@@ -84,13 +83,14 @@ TEST(JudgeWriter, AContainersFileNamesThePidItsProcessCallsItself) {
   EXPECT_EQ(JudgeWriter(two, false).host_pid, 9100u);
 }
 
-TEST(JudgeWriter, AHostPidOfAContainerProcessIsNotTheWriterOfAFileNamedByIt) {
-  // Host pid 5123 calls itself 1: a file named 5123 in a host directory is not its.
-  WriterFacts f = File(5123, 0, false);
-  f.host = Proc(5123, 1, 0);
+TEST(JudgeWriter, AFileNamedWithTheHostPidOfAContainerProcessIsThatProcesss) {
+  // Host pid 5123 calls itself 1; a file named 5123 in a host directory was named by someone
+  // who knows its host pid (its owner copying its map, an operator): the trust rule decides.
+  WriterFacts f = File(5123, kAlice, false);
+  f.host = Proc(5123, 1, kAlice);
   const auto w = JudgeWriter(f, false);
   EXPECT_EQ(w.kind, WriterKind::kByName);
-  EXPECT_TRUE(w.ignore_live);
+  EXPECT_EQ(w.host_pid, 5123u);
 }
 
 TEST(JudgeWriter, AJitdumpFoundAtStartUpThatTheLiveProcessDoesNotMapIsNotItsOwn) {
