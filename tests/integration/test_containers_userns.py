@@ -55,13 +55,14 @@ def processes_as(user=None):
 
 
 def unattached_paths(docs):
-    """Paths listed as unattached, wherever the client puts the list (a top-level
-    "unattached" member of a document, or one document per file)."""
+    """Paths listed as unattached: `{"unattached":{"path":..,"reason":..}}` lines (or a list
+    there, or a bare {"path","reason"} document)."""
     out = set()
     for d in docs:
         if not isinstance(d, dict):
             continue
-        for u in d.get("unattached", []) or []:
+        listed = d.get("unattached") or []
+        for u in [listed] if isinstance(listed, dict) else listed:
             if isinstance(u, dict) and "path" in u:
                 out.add(u["path"])
         if "pid" not in d and "path" in d and "reason" in d:
