@@ -4,7 +4,8 @@
 rootless podman does. Her jitdump is owned by her host uid (root inside the container) and lies
 where no watch reaches. jsalice may query her node by its host pid and gets its names; jsbob is
 denied; files jsbob plants in the shared /tmp (the daemon's watched directory here) named for her
-container pid (jit-<nspid>.dump, perf-<nspid>.map) or her host pid (perf-<hostpid>.map) never
+container pid (jit-<nspid>.dump, perf-<nspid>.map) or her host pid (perf-<hostpid>.map,
+jit-<hostpid>.dump), even mapped by a process of his as a jitdump writer maps its file, never
 answer for her process, and the ones named for the container pid are listed as unattached
 rather than given to the host process that happens to have that number.
 
@@ -29,6 +30,20 @@ LIVE = os.path.join(HERE, "node", "live_workload.js")
 PREDICTED_NSPID = 3  # sh is 1, mount is 2, node is 3 in PRIVATE_TMP_SCRIPT
 WIDE = (0x7e00_0000_0000, 0x200_0000_0000)  # covers every address V8 places code at on x86-64
 S = {}
+
+# Maps a file as a jitdump writer maps its own (read and execute, at offset 0: the marker perf
+# looks for), then sleeps.
+MARKER_MAPPER = r"""
+import mmap, sys, time
+f = open(sys.argv[1], "rb")
+try:
+    m = mmap.mmap(f.fileno(), 4096, flags=mmap.MAP_PRIVATE,
+                  prot=mmap.PROT_READ | mmap.PROT_EXEC)
+except OSError:
+    m = mmap.mmap(f.fileno(), 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+print("mapped", flush=True)
+time.sleep(600)
+"""
 
 
 def json_lines(text):
@@ -136,7 +151,16 @@ def start_alices_container():
     users.write(users.BOB, S["planted"]["nspid_dump"], planted_dump(nspid, spans))
     users.write(users.BOB, S["planted"]["nspid_map"], wide_map + planted_map(spans))
     users.write(users.BOB, S["planted"]["hostpid_map"], planted_map(spans))
-    time.sleep(1.5)  # the daemon sees each within a second (inotify); let it decide
+    # And one named for her host pid that he maps the way a jitdump writer maps its file
+    # (perf's marker), in a process of his own: that makes his process the writer, never hers.
+    S["planted"]["hostpid_dump"] = os.path.join(h.watch_dir, f"jit-{host_pid}.dump")
+    users.write(users.BOB, S["planted"]["hostpid_dump"], planted_dump(host_pid, spans))
+    mapper = users.spawn(users.BOB, ["python3", "-c", MARKER_MAPPER,
+                                     S["planted"]["hostpid_dump"]], stdout=subprocess.PIPE)
+    h._children.append(mapper)
+    check(harness.read_line(mapper, 20, "jsbob's mapper").startswith("mapped"),
+          "jsbob's mapper did not map its file")
+    time.sleep(1.5)  # the daemon sees each within a second (inotify, /proc scan); let it decide
 
 
 def hot_queries():
