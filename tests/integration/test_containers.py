@@ -13,6 +13,9 @@ namespace pid and pid namespace.
 
 With a shared /tmp (no tmpfs; node is pid 1 in its namespace and writes jit-1.dump into a watched
 host directory): the file belongs to node's host pid, which maps it, never to host pid 1.
+
+A JVM in a private-/tmp container, its perf map snapshot taken from the host with
+`jcmd <host pid> Compiler.perfmap`: found in the container's /tmp, answered by host pid.
 """
 
 import os
@@ -31,6 +34,7 @@ h = Harness(__doc__)
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTAINED = os.path.join(HERE, "node", "contained.js")
 LIVE = os.path.join(HERE, "node", "live_workload.js")
+JVM_HOT = "JitsymHotLoop.jitsymSpin"
 RUNS = {}
 
 
@@ -287,6 +291,51 @@ def shared_tmp_the_file_belongs_to_the_process_that_maps_it_not_to_init():
     init = h.lookup(1, [(r.code_addr, r.eff_ts) for r in hot])
     check(not any(a.get("found") and a.get("origin") == "jitdump" for a in init),
           "host pid 1 answers node's functions after the container exited")
+
+
+@h.case
+def a_jvm_perf_map_snapshot_in_the_containers_tmp_is_found():
+    # `jcmd <host pid> Compiler.perfmap`, run on the host, makes the containerized JVM write
+    # /tmp/perf-<nspid>.map inside the container: found through /proc/<pid>/root/tmp.
+    if not all(shutil.which(t) for t in ("java", "jcmd")):
+        print("  no JVM here (java, jcmd): nothing to check")
+        return
+    out = os.path.join(h.root, "jvm")
+    os.mkdir(out)
+    # Single-file source mode: the class path under the harness directory (in /tmp) would be
+    # hidden by the container's tmpfs.
+    proc = h.spawn(containers.unshare_argv(private_tmp=True) +
+                   [out, "java", os.path.join(HERE, "java", "JitsymHotLoop.java")],
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = harness.read_line(proc, 120, "java in the container")
+    check(line.startswith("ready "), f"unexpected java output {line!r}")
+    nspid = int(line.split()[1])
+    host_pid = containers.find_contained(proc.pid, nspid, comm="java")
+    inside = f"/proc/{host_pid}/root/tmp/perf-{nspid}.map"
+
+    def snapshot():
+        res = subprocess.run(["jcmd", str(host_pid), "Compiler.perfmap"], capture_output=True,
+                             text=True, timeout=60)
+        check(res.returncode == 0, f"jcmd {host_pid} Compiler.perfmap: {res.stdout[-300:]}")
+        lines = perfmap.read(inside)
+        return lines if any(JVM_HOT in l.name for l in lines) else None
+    lines = wait_until(snapshot, 60, f"{JVM_HOT} in {inside}", interval=0.5)
+    hot = [l for l in lines if JVM_HOT in l.name and l.size]
+    print(f"  java: host pid {host_pid}, pid {nspid} in its namespace; {len(lines)} lines in "
+          f"{inside}, {len(hot)} for {JVM_HOT}")
+    want = perfmap.latest(lines, hot[-1].start).name
+    h.wait_resolves(host_pid, hot[-1].start, want, timeout=3)
+    queries = [(l.start, None) for l in hot]
+    for namesake in sorted({nspid, 1}):
+        wrong = [a.get("name") for a in h.lookup(namesake, queries)
+                 if a.get("found") and a.get("origin") == "perfmap"]
+        check(not wrong, f"host pid {namesake} answers the JVM's {wrong[:3]}")
+    proc.stdin.close()
+    check(proc.wait(60) == 0, f"the container exited with {proc.returncode}")
+    answers = h.lookup(host_pid, queries)
+    bad = [f"{hexaddr(l.start)}: {a.get('name')!r}" for l, a in zip(hot, answers)
+           if a.get("name") != perfmap.latest(lines, l.start).name]
+    check(not bad, f"after the container exited: {bad[:5]}")
 
 
 h.main()
