@@ -7,6 +7,7 @@ pid, its namespace pid and namespace inodes, and the comparison of `jitsym annot
 time-correct resolution from the container's own jitdump.
 """
 
+import atexit
 import os
 import subprocess
 import time
@@ -39,7 +40,9 @@ def unshare_argv(private_tmp, user_ns=False):
     argv = ["unshare"]
     if user_ns:
         argv += ["--user", "--map-root-user"]
-    argv += ["--pid", "--fork", "--mount", "--mount-proc"]
+    # --kill-child: when unshare is killed (a test ends early), its namespace goes too, as a
+    # container stops with its runtime.
+    argv += ["--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
     if private_tmp:
         argv += ["sh", "-c", PRIVATE_TMP_SCRIPT, "container"]
     return argv
@@ -174,3 +177,60 @@ def agreement_with_jitdump(frames, dump):
 
 def perf_script_args():
     return ["--ns", "-F", "comm,pid,tid,time,ip,sym,dso"]
+
+
+def cgroup2_mount():
+    """Where the cgroup v2 hierarchy is mounted, or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split()[:1] == ["cgroup2"]:
+                return left.split()[4]
+    return None
+
+
+def own_cgroup():
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            if line.startswith("0::"):
+                return line[3:].strip()
+    return None
+
+
+def make_cgroup(name):
+    """A new cgroup v2 group below ours, as a container runtime makes one per container:
+    (its path as /proc/PID/cgroup shows it, its directory), or None where cgroup v2 is not
+    writable here."""
+    mount, mine = cgroup2_mount(), own_cgroup()
+    if mount is None or mine is None:
+        return None
+    rel = os.path.join(mine, name)
+    directory = mount + rel
+    try:
+        os.mkdir(directory)
+    except OSError:
+        return None
+    # At exit, after the harness has killed what it started; a failing case leaves no group.
+    atexit.register(remove_cgroup, directory, 5.0)
+    return rel, directory
+
+
+def in_cgroup_argv(directory, argv):
+    """argv that moves itself into the cgroup at `directory`, then runs argv."""
+    return ["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', "in-cgroup",
+            directory] + list(argv)
+
+
+def remove_cgroup(directory, timeout=10.0):
+    """Removes the group once its processes are gone (a group with processes cannot be)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.rmdir(directory)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)

@@ -242,11 +242,15 @@ def answers_stay_after_the_container_and_its_tmp_are_gone():
 def shared_tmp_the_file_belongs_to_the_process_that_maps_it_not_to_init():
     # No tmpfs: node runs as pid 1 of its pid namespace in a watched host directory and writes
     # jit-1.dump there. Host pid 1 is init; the file is node's (it maps the file as perf's marker).
+    # It runs in a cgroup of its own, as a container runtime puts each container.
     out = os.path.join(h.watch_dir)
     node = shutil.which("node")
-    proc = h.spawn(containers.unshare_argv(private_tmp=False) +
-                   [node, "--perf-prof", "--interpreted-frames-native-stack", LIVE],
-                   cwd=out, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    argv = (containers.unshare_argv(private_tmp=False) +
+            [node, "--perf-prof", "--interpreted-frames-native-stack", LIVE])
+    group = containers.make_cgroup(f"jitsym-test-{os.getpid()}")
+    if group is not None:
+        argv = containers.in_cgroup_argv(group[1], argv)
+    proc = h.spawn(argv, cwd=out, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE)
     line = harness.read_line(proc, 60, "node in the container")
     check(line.startswith("ready 1 "), f"node should be pid 1 in its namespace: {line!r}")
@@ -283,8 +287,17 @@ def shared_tmp_the_file_belongs_to_the_process_that_maps_it_not_to_init():
     check(mine and any(s.get("path") == path for s in mine[-1].get("sources", [])),
           f"`processes` does not list {path} for node's host pid {host_pid}: {mine}")
     check(mine[-1].get("nspid") == 1, f"nspid of node: {mine[-1].get('nspid')!r}, want 1")
+    if group is not None:
+        check(mine[-1].get("cgroup") == group[0], f"cgroup of node: "
+              f"{mine[-1].get('cgroup')!r}, want {group[0]!r}")
+        res = h.client("processes")
+        row = [l for l in res.stdout.splitlines() if l.split()[:1] == [str(host_pid)]]
+        check(row and group[0] in row[0] and " 1 " in row[0],
+              f"`jitsym processes` shows no NSPID 1 and CGROUP {group[0]} for node: {row}")
     proc.stdin.close()
     check(proc.wait(30) == 0, f"the container exited with {proc.returncode}")
+    if group is not None:
+        containers.remove_cgroup(group[1])
     after = h.lookup(host_pid, [(r.code_addr, r.eff_ts) for r in hot])
     check(all(a.get("name") == b.get("name") for a, b in zip(after, answers)),
           "answers changed after the container exited")
