@@ -5,6 +5,7 @@
 #include "client/command.h"
 #include "client/daemon_call.h"
 #include "client/output.h"
+#include "proto/json_writer.h"
 
 namespace jitsym::client {
 namespace {
@@ -23,7 +24,8 @@ int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& a
                    "\n"
                    "Lists the processes jitsymd has code ranges for, with their sources.\n"
                    "\n"
-                   "  --json   one JSON object per process per line, as on the wire\n");
+                   "  --json   one JSON object per process per line, as on the wire; files\n"
+                   "           left unattached (writer unknown) as {\"unattached\":{...}} lines\n");
   parser.AddFlag("--json", &json);
   std::vector<std::string> positional;
   if (auto status = parser.Parse(args, &positional)) return *status;
@@ -43,14 +45,23 @@ int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& a
       proto::EncodeProcessInfo(p, &out);
       out.push_back('\n');
     }
+    for (const proto::UnattachedInfo& u : processes->unattached) {
+      out.append("{\"unattached\":{\"path\":");
+      proto::json::AppendString(u.path, &out);
+      out.append(",\"uid\":").append(std::to_string(u.uid)).append(",\"reason\":");
+      proto::json::AppendString(u.reason, &out);
+      out.append("}}\n");
+    }
     return output.Flush() ? kExitOk : kExitError;
   }
-  out.append("PID      INCARNATION  STATE   RANGES    SOURCES\n");
+  out.append("PID      NSPID    INCARNATION  STATE   RANGES    CGROUP  SOURCES\n");
   for (const proto::ProcessInfo& p : processes->processes) {
     AppendPadded(std::to_string(p.pid), 9, &out);
+    AppendPadded(p.nspid ? std::to_string(*p.nspid) : "-", 9, &out);
     AppendPadded(std::to_string(p.incarnation), 13, &out);
     AppendPadded(p.alive ? "alive" : "exited", 8, &out);
     AppendPadded(std::to_string(p.ranges), 10, &out);
+    AppendPadded(p.cgroup && !p.cgroup->empty() ? *p.cgroup : "-", 8, &out);
     bool first = true;
     for (const proto::SourceInfo& s : p.sources) {
       if (!first) out.append(", ");
@@ -61,6 +72,10 @@ int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& a
       out.append(")");
     }
     out.push_back('\n');
+  }
+  for (const proto::UnattachedInfo& u : processes->unattached) {
+    out.append("unattached: ").append(u.path).append(" (owner uid ");
+    out.append(std::to_string(u.uid)).append("): ").append(u.reason).push_back('\n');
   }
   return output.Flush() ? kExitOk : kExitError;
 }

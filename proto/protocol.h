@@ -211,10 +211,24 @@ struct ProcessInfo {
   std::optional<uint64_t> last_time;
   uint64_t ranges = 0;
   std::vector<SourceInfo> sources;
+  // Namespaces and container identity (omitted when unknown): the pid inside its own pid
+  // namespace, the pid and mount namespace inodes, the cgroup v2 path.
+  std::optional<uint32_t> nspid;
+  std::optional<uint64_t> pid_ns;
+  std::optional<uint64_t> mnt_ns;
+  std::optional<std::string> cgroup;
+};
+
+// A side file naming a pid whose writer could not be told (pid numbers repeat in containers).
+struct UnattachedInfo {
+  std::string path;
+  uint32_t uid = 0;  // the file's owner
+  std::string reason;
 };
 
 struct ProcessesResponse {
   std::vector<ProcessInfo> processes;
+  std::vector<UnattachedInfo> unattached;
 };
 
 struct StatsResponse {
@@ -228,6 +242,7 @@ struct StatsResponse {
   uint64_t files_untrusted = 0;   // ignored: owned by neither the process's owner nor root
   uint64_t files_pending = 0;     // waiting for their process to appear (now)
   uint64_t files_over_limit = 0;  // refused or stopped by a configured limit
+  uint64_t files_unattached = 0;  // naming a pid whose writer could not be told
   uint64_t denied = 0;            // addresses and requests refused: permission denied
   uint64_t queries = 0;           // requests served
   uint64_t addresses = 0;         // addresses looked up

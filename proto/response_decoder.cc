@@ -297,6 +297,10 @@ bool DecodeProcess(Decoder& d, ProcessInfo* p) {
     if (key == "first_time") return d.OptionalUint(key, &p->first_time);
     if (key == "last_time") return d.OptionalUint(key, &p->last_time);
     if (key == "ranges") return d.Uint(key, &p->ranges);
+    if (key == "nspid") return d.Uint(key, &p->nspid.emplace());
+    if (key == "pid_ns") return d.Uint(key, &p->pid_ns.emplace());
+    if (key == "mnt_ns") return d.Uint(key, &p->mnt_ns.emplace());
+    if (key == "cgroup") return d.String(key, &p->cgroup.emplace());
     if (key == "sources") {
       return d.Array(key, [&] { return DecodeSource(d, &p->sources.emplace_back()); });
     }
@@ -391,6 +395,18 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
     if (key == "processes") {
       body = Body::kProcesses;
       return d.Array(key, [&] { return DecodeProcess(d, &processes.processes.emplace_back()); });
+    }
+    if (key == "unattached") {
+      body = Body::kProcesses;
+      return d.Array(key, [&] {
+        UnattachedInfo& u = processes.unattached.emplace_back();
+        return d.Object(key, [&](std::string_view member) {
+          if (member == "path") return d.String(member, &u.path);
+          if (member == "uid") return d.Uint(member, &u.uid);
+          if (member == "reason") return d.String(member, &u.reason);
+          return d.reader().Skip();
+        });
+      });
     }
     if (key == "symbols") {
       body = Body::kSymbols;

@@ -250,6 +250,22 @@ struct BodyEncoder {
       EncodeProcessInfo(process, out);
     }
     out->push_back(']');
+    if (!processes.unattached.empty()) {
+      out->append(",\"unattached\":[");
+      first = true;
+      for (const UnattachedInfo& u : processes.unattached) {
+        if (!first) out->push_back(',');
+        first = false;
+        out->append("{\"path\":");
+        AppendString(u.path, out);
+        out->append(",\"uid\":");
+        AppendUint(u.uid, out);
+        out->append(",\"reason\":");
+        AppendString(u.reason, out);
+        out->push_back('}');
+      }
+      out->push_back(']');
+    }
   }
   void operator()(const SymbolsResponse& symbols) const {
     out->append(",\"ok\":true,\"pid\":");
@@ -332,6 +348,22 @@ void EncodeProcessInfo(const ProcessInfo& p, std::string* out) {
   if (p.last_time) {
     out->append(",\"last_time\":");
     AppendUint(*p.last_time, out);
+  }
+  if (p.nspid) {
+    out->append(",\"nspid\":");
+    AppendUint(*p.nspid, out);
+  }
+  if (p.pid_ns) {
+    out->append(",\"pid_ns\":");
+    AppendUint(*p.pid_ns, out);
+  }
+  if (p.mnt_ns) {
+    out->append(",\"mnt_ns\":");
+    AppendUint(*p.mnt_ns, out);
+  }
+  if (p.cgroup) {
+    out->append(",\"cgroup\":");
+    AppendString(*p.cgroup, out);
   }
   out->append(",\"ranges\":");
   AppendUint(p.ranges, out);

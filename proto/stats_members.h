@@ -20,6 +20,7 @@ void ForEachStat(Stats& s, F&& f) {
   f("files_untrusted", s.files_untrusted);
   f("files_pending", s.files_pending);
   f("files_over_limit", s.files_over_limit);
+  f("files_unattached", s.files_unattached);
   f("denied", s.denied);
   f("queries", s.queries);
   f("addresses", s.addresses);

@@ -39,6 +39,11 @@ struct ProcessView {
   // (CLOCK_MONOTONIC ns) when known, else its first record's time.
   std::optional<uint64_t> start_time;
   std::optional<uint64_t> exit_time;
+  // Namespaces and container identity, read while it was alive (zero/empty: unknown).
+  uint32_t nspid = 0;   // its pid in its own pid namespace
+  uint64_t pid_ns = 0;  // pid namespace inode
+  uint64_t mnt_ns = 0;  // mount namespace inode
+  std::string cgroup;   // cgroup v2 path: names the container
   // In precedence order: the first source that knows an address answers.
   std::vector<std::shared_ptr<const SourceView>> sources;
 };
@@ -53,10 +58,19 @@ struct IndexCounters {
   uint64_t files_untrusted = 0;   // ignored: owner is neither the process's owner nor root
   uint64_t files_pending = 0;     // waiting for their process to appear (now)
   uint64_t files_over_limit = 0;  // refused or stopped by a limit (daemon/security/limits.h)
+  uint64_t files_unattached = 0;  // naming a pid whose writer could not be told (containers)
   // Lifecycle of exited processes.
   uint64_t processes_exited = 0;  // exited incarnations still indexed (within their retention)
   uint64_t evictions = 0;         // incarnations evicted since start (retention or budget)
   uint64_t memory_budget_bytes = 0;
+};
+
+// A side file kept out of every process because its writer could not be told
+// (daemon/security/writer_rule.h).
+struct UnattachedFile {
+  std::string path;
+  uint32_t uid = 0;  // the file's owner: who (besides root) may see it listed
+  std::string reason;
 };
 
 struct IndexView {
@@ -65,6 +79,8 @@ struct IndexView {
   // Image sources by image name (several files may describe one image name: newest first).
   std::map<std::string, std::vector<std::shared_ptr<const SourceView>>> images;
   IndexCounters counters;
+  // The newest files left unattached, oldest first (bounded).
+  std::shared_ptr<const std::vector<UnattachedFile>> unattached;
 
   // The incarnation of pid that was alive at `time` (nullopt: the latest one).
   const ProcessView* FindProcess(uint32_t pid, std::optional<uint64_t> time) const;

@@ -56,37 +56,18 @@ Decision AdmissionPolicy::Admit(const std::string& dir, const std::string& name,
         pending_.erase(path);
         return refuse(true);
       case security::Admission::kPending: {
-        d.verdict = Verdict::kWaiting;
+        const uint64_t now = now_ns;
         auto it = pending_.find(path);
-        if (it == pending_.end() || it->second.dev != file.dev || it->second.ino != file.ino) {
-          // Bounded per owner too: one user's files for pids that never come must not use up
-          // the room another user's file needs while its process starts.
-          size_t mine = 0;
-          for (const auto& [p, waiting] : pending_) mine += waiting.uid == owner;
-          if (pending_.size() >= ledger_.limits().total_files ||
-              mine >= ledger_.limits().user_files) {
-            JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (",
-                       mine, " of ", security::DescribeUid(owner), ", ", pending_.size(),
-                       " in all)");
-            Ignore(path, file.dev, file.ino);
-            d.verdict = Verdict::kRefused;
-            d.over_limit = true;
-            return d;
-          }
-          const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;
-          pending_[path] = Pending{dir, name, file.dev, file.ino, now_ns + timeout_ns, owner};
-          d.publish = true;
-          JITSYM_LOG(kInfo, path, ": pid ", *pid, " does not exist (yet); waiting up to ",
-                     options_.pending_timeout_ms, " ms for it before following a file owned by ",
-                     security::DescribeUid(owner));
-        } else if (now_ns >= it->second.deadline_ns) {
+        if (it != pending_.end() && it->second.dev == file.dev && it->second.ino == file.ino &&
+            now >= it->second.deadline_ns) {
           JITSYM_LOG(kWarning, path, ": pid ", *pid, " did not appear within ",
                      options_.pending_timeout_ms, " ms; file owned by ",
                      security::DescribeUid(owner), " ignored");
           pending_.erase(it);
           return refuse(true);
         }
-        return d;
+        return Hold(dir, name, path, file, now,
+                    "pid " + std::to_string(*pid) + " does not exist (yet)");
       }
     }
   }
@@ -102,6 +83,41 @@ Decision AdmissionPolicy::Admit(const std::string& dir, const std::string& name,
   }
   if (d.verdict != Verdict::kFollowExited) d.verdict = Verdict::kFollow;
   return d;
+}
+
+Decision AdmissionPolicy::Hold(const std::string& dir, const std::string& name,
+                               const std::string& path, const FileIdentity& file, uint64_t now_ns,
+                               const std::string& why) {
+  Decision d;
+  d.verdict = Verdict::kWaiting;
+  const uint32_t owner = file.facts.uid;
+  auto it = pending_.find(path);
+  if (it != pending_.end() && it->second.dev == file.dev && it->second.ino == file.ino) return d;
+  // Bounded per owner too: one user's files for pids that never come must not use up the room
+  // another user's file needs while its process starts.
+  size_t mine = 0;
+  for (const auto& [p, waiting] : pending_) mine += waiting.uid == owner;
+  if (pending_.size() >= ledger_.limits().total_files || mine >= ledger_.limits().user_files) {
+    JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (", mine,
+               " of ", security::DescribeUid(owner), ", ", pending_.size(), " in all)");
+    Ignore(path, file.dev, file.ino);
+    d.verdict = Verdict::kRefused;
+    d.over_limit = true;
+    return d;
+  }
+  const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;
+  pending_[path] = Pending{dir, name, file.dev, file.ino, now_ns + timeout_ns, owner};
+  d.publish = true;
+  JITSYM_LOG(kInfo, path, ": ", why, "; waiting up to ", options_.pending_timeout_ms,
+             " ms before following a file owned by ", security::DescribeUid(owner));
+  return d;
+}
+
+bool AdmissionPolicy::WaitExpired(const std::string& path, dev_t dev, ino_t ino,
+                                  uint64_t now_ns) const {
+  auto it = pending_.find(path);
+  return it != pending_.end() && it->second.dev == dev && it->second.ino == ino &&
+         now_ns >= it->second.deadline_ns;
 }
 
 void AdmissionPolicy::Ignore(const std::string& path, dev_t dev, ino_t ino) {

@@ -61,6 +61,13 @@ class AdmissionPolicy {
                  const FileIdentity& file, std::optional<uint32_t> pid,
                  const std::optional<security::ProcessFacts>& process, uint64_t now_ns);
 
+  // Makes the file wait (a kWaiting decision) for the reason `why`, bounded per owner like
+  // files waiting for their pid (kRefused and over_limit beyond it); asked again by the
+  // caller's recheck until its deadline.
+  Decision Hold(const std::string& dir, const std::string& name, const std::string& path,
+                const FileIdentity& file, uint64_t now_ns, const std::string& why);
+  // Whether this file has waited until its deadline.
+  bool WaitExpired(const std::string& path, dev_t dev, ino_t ino, uint64_t now_ns) const;
   // Remembers a refused file, so that its further modifications are not logged again.
   void Ignore(const std::string& path, dev_t dev, ino_t ino);
   bool Ignored(const std::string& path, dev_t dev, ino_t ino) const;

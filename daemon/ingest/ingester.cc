@@ -13,8 +13,10 @@
 #include <cstring>
 
 #include "daemon/index/huge_page_allocator.h"
+#include "daemon/ingest/proc_writer_probe.h"
 #include "daemon/os/proc.h"
 #include "daemon/security/file_trust.h"
+#include "daemon/security/writer_rule.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -36,6 +38,21 @@ Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::
       probe_(io, ledger_, [this](Incarnation* inc) { OnExited(inc); }),
       table_(probe_),
       admission_(ledger_, {options_.pending_timeout_ms, NowNs(CLOCK_REALTIME)}),
+      scanner_(io, catalog_,
+               [&] {
+                 ProcessScanner::Options o;
+                 o.period_ns = static_cast<uint64_t>(std::max(options_.discovery_ms, 1)) * 1000000;
+                 return o;
+               }(),
+               {[this](uint32_t pid, const std::string& path, uint64_t dev, uint64_t ino) {
+                  OnMarker(pid, path, dev, ino);
+                },
+                [this](uint32_t pid, uint64_t, uint64_t mnt_ns, const std::string& dir) {
+                  OnForeignDir(pid, mnt_ns, dir);
+                },
+                [this](const std::string& dir) { OnForeignDirGone(dir); },
+                [this](uint32_t pid) { OnProcessGone(pid); }}),
+      writer_probe_(std::make_unique<ProcWriterProbe>(catalog_)),
       maintenance_(io),
       pending_timer_(io),
       retry_timer_(io) {
@@ -53,9 +70,12 @@ void Ingester::Start() {
   // Watch first, then scan: a file created in between is seen twice, which is harmless.
   startup_scan_ = true;
   watcher_.ScanAll();
+  // Then the jitdumps processes map elsewhere, and containers' /tmp.
+  if (options_.discovery_ms > 0) scanner_.Tick(MonotonicNowNs());
   startup_scan_ = false;
   DrainDirty();
   watcher_.Listen();
+  if (options_.discovery_ms > 0) scanner_.Start();
   ScheduleMaintenance();
 }
 
@@ -65,6 +85,7 @@ void Ingester::Stop() {
   pending_timer_.cancel();
   retry_timer_.cancel();
   watcher_.Close();
+  scanner_.Stop();
   probe_.Stop();
   table_.UnwatchAll();
 }
@@ -165,9 +186,16 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
       // here on; what the old one read stays.
     }
   }
+  // Which process the name's pid means: containers repeat pid numbers (writer_rule.h).
+  std::optional<uint32_t> pid = match->pid;
+  bool ignore_live = false;
+  if (pid && !IdentifyWriter(dir, name, path, *match, st, &pid, &ignore_live)) {
+    ::close(fd);
+    return;
+  }
   bool exited = false;
   std::optional<os::ProcessIdentity> identity;
-  if (!Admit(dir, name, path, match->pid, st, &exited, &identity)) {
+  if (!Admit(dir, name, path, pid, st, ignore_live, &exited, &identity)) {
     ::close(fd);
     return;
   }
@@ -195,15 +223,14 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   context.discovered_ns = file->last_data_ns;
   context.initial_size = static_cast<uint64_t>(st.st_size);
   context.allocated_size = static_cast<uint64_t>(st.st_blocks) * 512;
-  if (match->pid) {
-    Incarnation* inc =
-        exited ? table_.Exited(*match->pid, identity, st.st_uid) : table_.Live(*match->pid);
+  if (pid) {
+    Incarnation* inc = exited ? table_.Exited(*pid, identity, st.st_uid) : table_.Live(*pid);
     const bool reused = !exited && identity && inc->start_ticks != identity->start_ticks;
     if (reused || (st.st_uid != 0 && inc->uid && *inc->uid != st.st_uid)) {
       // The pid was reused by another process since Admit looked.
       ++counters_.files_untrusted;
-      JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(st.st_uid), " but pid ",
-                 *match->pid, " is now another process",
+      JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(st.st_uid), " but pid ", *pid,
+                 " is now another process",
                  inc->uid ? log::Cat(", owned by ", security::DescribeUid(*inc->uid)) : "",
                  "; ignored");
       ledger_.ReleaseFile(st.st_uid);
@@ -213,6 +240,7 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
     file->incarnation = inc;
     inc->files.push_back(file.get());
     inc->changed = true;
+    if (inc->alive && !inc->ns) LearnNamespaces(*inc);
     context.process_start_ns = inc->start_time;
   }
   file->source = match->create(path, context);
@@ -247,12 +275,86 @@ std::optional<security::ProcessFacts> ProcessFactsOf(
 
 }  // namespace
 
-bool Ingester::Admit(const std::string& dir, const std::string& name, const std::string& path,
-                     std::optional<uint32_t> pid, const struct stat& st, bool* exited,
-                     std::optional<os::ProcessIdentity>* identity) {
+bool Ingester::IdentifyWriter(const std::string& dir, const std::string& name,
+                              const std::string& path, const FileMatch& match,
+                              const struct stat& st, std::optional<uint32_t>* pid,
+                              bool* ignore_live) {
   const FileIdentity id = IdentityOf(st);
   if (admission_.Ignored(path, id.dev, id.ino)) return false;
-  if (pid) *identity = os::ReadProcessIdentity(*pid);
+  const uint64_t now = MonotonicNowNs();
+  auto where = dir_context_.find(dir);
+  const security::WriterFacts facts =
+      GatherWriterFacts(*writer_probe_, where != dir_context_.end() ? where->second : DirContext{},
+                        **pid, match.origin == "jitdump", id.dev, id.ino, id.facts.uid,
+                        id.facts.ctime_ns, id.facts.found_at_startup);
+  const security::WriterJudgement w =
+      security::JudgeWriter(facts, admission_.WaitExpired(path, id.dev, id.ino, now));
+  JITSYM_LOG(kDebug, path, ": writer of pid ", **pid, (facts.container_dir ? " (container)" : ""),
+             ": ", static_cast<int>(w.kind), " host pid ", w.host_pid, " ", w.why);
+  switch (w.kind) {
+    case security::WriterKind::kProcess:
+      if (w.host_pid != **pid) {
+        JITSYM_LOG(kInfo, path, ": written by host pid ", w.host_pid, " (pid ", **pid,
+                   " in its pid namespace)");
+      }
+      *pid = w.host_pid;
+      return true;
+    case security::WriterKind::kByName:
+      *pid = w.host_pid;
+      *ignore_live = w.ignore_live;
+      return true;
+    case security::WriterKind::kWait: {
+      const Decision d = admission_.Hold(dir, name, path, id, now, w.why);
+      counters_.files_over_limit += d.over_limit;
+      publish_pending_ = publish_pending_ || d.publish;
+      if (d.verdict == Verdict::kWaiting) ArmPendingTimer();
+      return false;
+    }
+    case security::WriterKind::kUnattached:
+      admission_.DropPending(path);
+      admission_.Ignore(path, id.dev, id.ino);
+      Unattach(path, id.facts.uid, w.why);
+      return false;
+  }
+  return false;
+}
+
+void Ingester::Unattach(const std::string& path, uint32_t uid, const std::string& why) {
+  JITSYM_LOG(kWarning, path, ": not attached to any process: ", why);
+  ++counters_.files_unattached;
+  // Bounded: the newest are kept (a user creating endless such files pushes out only older
+  // entries of the list; the counter keeps counting).
+  constexpr size_t kMaxUnattached = 1024;
+  auto list = std::make_shared<std::vector<index::UnattachedFile>>();
+  if (unattached_) *list = *unattached_;
+  list->erase(std::remove_if(list->begin(), list->end(),
+                             [&](const index::UnattachedFile& u) { return u.path == path; }),
+              list->end());
+  if (list->size() >= kMaxUnattached) list->erase(list->begin());
+  list->push_back({path, uid, why});
+  unattached_ = std::move(list);
+  lifecycle_changed_ = true;
+  publish_pending_ = true;
+}
+
+void Ingester::LearnNamespaces(Incarnation& inc) {
+  auto ns = os::ReadNamespaceFacts(inc.pid);
+  // Only while it is the same process (its start time) and a process, not a thread.
+  const auto identity = os::ReadProcessIdentity(inc.pid);
+  if (!ns || ns->tgid != inc.pid || !identity || !inc.start_ticks ||
+      identity->start_ticks != *inc.start_ticks) {
+    return;
+  }
+  inc.ns = std::move(*ns);
+  inc.changed = true;
+}
+
+bool Ingester::Admit(const std::string& dir, const std::string& name, const std::string& path,
+                     std::optional<uint32_t> pid, const struct stat& st, bool ignore_live,
+                     bool* exited, std::optional<os::ProcessIdentity>* identity) {
+  const FileIdentity id = IdentityOf(st);
+  if (admission_.Ignored(path, id.dev, id.ino)) return false;
+  if (pid && !ignore_live) *identity = os::ReadProcessIdentity(*pid);
   const Decision d =
       admission_.Admit(dir, name, path, id, pid, ProcessFactsOf(*identity), MonotonicNowNs());
   counters_.files_untrusted += d.untrusted;
@@ -508,6 +610,7 @@ void Ingester::Publish() {
   counters_.memory_budget_bytes = options_.memory_budget_bytes;
   auto view = BuildView(files_, table_.processes(), counters_, *cell_.Get(), lifecycle_changed_);
   if (!view) return;
+  view->unattached = unattached_;
   lifecycle_changed_ = false;
   cell_.Set(std::move(view));
 }

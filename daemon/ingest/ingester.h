@@ -26,16 +26,20 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/admission_policy.h"
 #include "daemon/ingest/followed_file.h"
+#include "daemon/ingest/process_scanner.h"
 #include "daemon/ingest/process_table.h"
 #include "daemon/ingest/publication.h"
 #include "daemon/ingest/source.h"
 #include "daemon/ingest/watcher.h"
+#include "daemon/ingest/writer_probe.h"
 #include "daemon/os/proc.h"
+#include "daemon/os/process_catalog.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
@@ -57,6 +61,9 @@ struct IngesterOptions {
   // A file that could not be opened for lack of descriptors (EMFILE, ENFILE) or was over its
   // owner's quota of followed files is tried again this often, for up to retry_timeout_ms.
   int retry_ms = 200;
+  // Discovery of jitdumps through the maps of every process and of containers' /tmp
+  // (process_scanner.h): how often /proc is scanned; 0 turns discovery off.
+  int discovery_ms = 1000;
   int retry_timeout_ms = 60000;
   // DrainBacklog reads for at most this long; the rest is read in turns while serving.
   int backlog_ms = 10000;
@@ -114,9 +121,30 @@ class Ingester {
   // process's facts); sets *exited when it is believed as the side file of an exited process,
   // and *identity to the process holding the pid now (read once, for the admission and the
   // incarnation alike).
+  // `ignore_live`: the live process holding `pid` is known not to be the writer.
   bool Admit(const std::string& dir, const std::string& name, const std::string& path,
-             std::optional<uint32_t> pid, const struct stat& st, bool* exited,
+             std::optional<uint32_t> pid, const struct stat& st, bool ignore_live, bool* exited,
              std::optional<os::ProcessIdentity>* identity);
+  // Which process wrote the newly opened file named with *pid (security::JudgeWriter): sets
+  // *pid to its host pid. False when the file is not followed now: waiting for evidence (asked
+  // again by RecheckPending), or left unattached, or refused before.
+  bool IdentifyWriter(const std::string& dir, const std::string& name, const std::string& path,
+                      const FileMatch& match, const struct stat& st, std::optional<uint32_t>* pid,
+                      bool* ignore_live);
+  // Discovery (discovery.cc): a jitdump some process maps, a container's /tmp, a directory
+  // no live process reaches any more, a process gone.
+  void OnMarker(uint32_t host_pid, const std::string& open_path, uint64_t dev, uint64_t ino);
+  void OnForeignDir(uint32_t host_pid, uint64_t mnt_ns, const std::string& dir);
+  void OnForeignDirGone(const std::string& dir);
+  void OnProcessGone(uint32_t host_pid);
+  // Files followed in directory `from` are now reached in `to`.
+  void RepointDir(const std::string& from, const std::string& to);
+  // Whether `host_pid` runs in a pid namespace other than the daemon's.
+  bool InForeignPidNamespace(uint32_t host_pid) const;
+  // Lists a file whose writer cannot be told (published in the view, logged).
+  void Unattach(const std::string& path, uint32_t uid, const std::string& why);
+  // Reads the live incarnation's namespaces and container identity.
+  void LearnNamespaces(Incarnation& inc);
   FileIdentity IdentityOf(const struct stat& st) const;
   void RecheckPending();
   void ArmPendingTimer();
@@ -147,6 +175,17 @@ class Ingester {
   PidfdProbe probe_;
   ProcessTable table_;
   AdmissionPolicy admission_;
+  // Every process on the host and the discovery of side files outside the watch directories
+  // (discovery.cc).
+  os::ProcessCatalog catalog_;
+  ProcessScanner scanner_;
+  std::unique_ptr<WriterProbe> writer_probe_;
+  // Directories watched because a process maps a jitdump in them: the processes that do.
+  std::unordered_map<std::string, std::unordered_set<uint32_t>> marker_dirs_;
+  std::unordered_set<std::string> foreign_dirs_;  // containers' /tmp, by path
+  // Directories found in containers' filesystems (/proc/PID/root/...), by path.
+  std::unordered_map<std::string, DirContext> dir_context_;
+  std::shared_ptr<const std::vector<index::UnattachedFile>> unattached_;
   std::vector<std::unique_ptr<FollowedFile>> files_;        // oldest first
   std::unordered_map<std::string, FollowedFile*> by_path_;  // files currently at that path
   std::vector<FollowedFile*> dirty_;                        // to read, in order

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "daemon/index/index_view.h"
+#include "daemon/os/namespaces.h"
 #include "daemon/os/proc.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
@@ -31,7 +32,8 @@ struct Incarnation {
   std::optional<uint64_t> start_ticks;
   std::optional<uint64_t> start_time;  // CLOCK_MONOTONIC ns
   std::optional<uint64_t> exit_time;
-  std::optional<uint32_t> uid;  // owner, from /proc while the process was seen alive
+  std::optional<uint32_t> uid;           // owner, from /proc while the process was seen alive
+  std::optional<os::NamespaceFacts> ns;  // read while it was seen alive
   bool alive = false;
   bool changed = true;  // its view must be built again
   std::vector<FollowedFile*> files;

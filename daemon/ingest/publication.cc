@@ -53,6 +53,12 @@ std::shared_ptr<const index::ProcessView> ProcessViewOf(const Incarnation& inc) 
   v->uid = inc.uid;
   v->exit_time = inc.exit_time;
   v->start_time = inc.start_time;
+  if (inc.ns) {
+    v->nspid = inc.ns->nspid;
+    v->pid_ns = inc.ns->pid_ns;
+    v->mnt_ns = inc.ns->mnt_ns;
+    v->cgroup = inc.ns->cgroup;
+  }
   // Exact timestamps first (by origin), and within an origin the newer file (a replacement).
   std::vector<FollowedFile*> order(inc.files.rbegin(), inc.files.rend());
   std::stable_sort(order.begin(), order.end(), [](FollowedFile* a, FollowedFile* b) {
@@ -121,7 +127,8 @@ std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<Fo
   if (!any && !force && current.processes.size() == processes.size() &&
       before.files_untrusted == counters.files_untrusted &&
       before.files_pending == counters.files_pending &&
-      before.files_over_limit == counters.files_over_limit) {
+      before.files_over_limit == counters.files_over_limit &&
+      before.files_unattached == counters.files_unattached) {
     return nullptr;
   }
   auto view = std::make_shared<index::IndexView>();
@@ -145,6 +152,7 @@ std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<Fo
   c.files_untrusted = counters.files_untrusted;
   c.files_pending = counters.files_pending;
   c.files_over_limit = counters.files_over_limit;
+  c.files_unattached = counters.files_unattached;
   c.bytes_ingested = counters.bytes_ingested;
   for (const auto& [pid, incs] : processes) {
     for (const auto& inc : incs) c.processes_exited += !inc->alive;

@@ -23,6 +23,7 @@ struct IngestCounters {
   uint64_t files_untrusted = 0;
   uint64_t files_pending = 0;
   uint64_t files_over_limit = 0;
+  uint64_t files_unattached = 0;
   uint64_t bytes_ingested = 0;
   uint64_t evictions = 0;
   uint64_t memory_budget_bytes = 0;

@@ -51,6 +51,39 @@ bool Watcher::AddWatch(const std::string& dir) {
   return dirs_.size() != before;  // false: a directory already watched under another name
 }
 
+std::optional<std::string> Watcher::WatchFound(const std::string& dir, bool scan) {
+  if (closed_ || inotify_fd_ < 0) return std::nullopt;
+  const int wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), kDirMask | IN_DONT_FOLLOW);
+  if (wd < 0) {
+    JITSYM_LOG(kWarning, "cannot watch ", dir, ": ", std::strerror(errno));
+    return std::nullopt;
+  }
+  if (auto it = dirs_.find(wd); it != dirs_.end()) return it->second;
+  dirs_[wd] = dir;
+  found_.insert(wd);
+  JITSYM_LOG(kInfo, "watching ", dir, " (found, not configured)");
+  if (scan) Scan(dir);
+  return dir;
+}
+
+void Watcher::RenameFound(const std::string& from, const std::string& to) {
+  for (auto& [wd, d] : dirs_) {
+    if (d == from && found_.count(wd)) d = to;
+  }
+}
+
+void Watcher::UnwatchFound(const std::string& dir) {
+  for (auto it = dirs_.begin(); it != dirs_.end(); ++it) {
+    if (it->second == dir && found_.count(it->first)) {
+      ::inotify_rm_watch(inotify_fd_, it->first);
+      found_.erase(it->first);
+      dirs_.erase(it);
+      JITSYM_LOG(kInfo, "not watching ", dir, " any more (files already followed stay)");
+      return;
+    }
+  }
+}
+
 void Watcher::ScanAll() {
   for (const auto& [wd, dir] : dirs_) Scan(dir);
 }
@@ -77,7 +110,7 @@ void Watcher::SetDirs(const std::vector<std::string>& dirs) {
     if (!known) added.push_back(dir);
   }
   for (auto it = dirs_.begin(); it != dirs_.end();) {
-    if (std::find(dirs.begin(), dirs.end(), it->second) == dirs.end()) {
+    if (!found_.count(it->first) && std::find(dirs.begin(), dirs.end(), it->second) == dirs.end()) {
       JITSYM_LOG(kInfo, "not watching ", it->second, " any more (files already followed stay)");
       ::inotify_rm_watch(inotify_fd_, it->first);
       it = dirs_.erase(it);
@@ -118,6 +151,7 @@ void Watcher::ReadEvents() {
           if (ev.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
             JITSYM_LOG(kWarning, "watch directory ", dir_it->second,
                        " was removed or moved; not watched any more");
+            found_.erase(dir_it->first);
             dirs_.erase(dir_it);
             continue;
           }

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace jitsym::ingest {
@@ -46,6 +48,18 @@ class Watcher {
   void SetDirs(const std::vector<std::string>& dirs);
   bool open() const { return inotify_fd_ >= 0; }
 
+  // Directories found rather than configured (a JIT process's working directory, a
+  // container's /tmp through /proc/PID/root): SetDirs leaves them alone. Watches `dir`
+  // (without following a symlink in its last component) and scans it if `scan`; returns the
+  // name the directory is watched under: `dir`, or the earlier name of the same directory
+  // (a configured one, say) when it was already watched. nullopt if it cannot be watched.
+  std::optional<std::string> WatchFound(const std::string& dir, bool scan);
+  // The found directory watched as `from` is now reached as `to` (the process it was reached
+  // through exited): later events name `to`.
+  void RenameFound(const std::string& from, const std::string& to);
+  void UnwatchFound(const std::string& dir);
+  size_t found_count() const { return found_.size(); }
+
  private:
   // True if the directory is newly watched (false: cannot be, logged; or already was).
   bool AddWatch(const std::string& dir);
@@ -58,6 +72,7 @@ class Watcher {
   std::unique_ptr<boost::asio::posix::stream_descriptor> inotify_;
   std::vector<char> event_buf_;
   std::unordered_map<int, std::string> dirs_;  // wd -> dir
+  std::unordered_set<int> found_;              // wds of found directories
   bool closed_ = false;
 };
 

@@ -112,6 +112,7 @@ std::optional<NamespaceFacts> ReadNamespaceFacts(uint32_t pid) {
   facts.uid = status->uid;
   // Kernels before 4.1 have no NStgid: the pid is the same in every namespace we can see.
   facts.nspid = !status->nstgid.empty() ? status->nstgid.back() : status->tgid;
+  facts.ns_depth = status->nstgid.empty() ? 1 : static_cast<uint32_t>(status->nstgid.size());
   facts.pid_ns = NamespaceInode(pid, "pid");
   facts.mnt_ns = NamespaceInode(pid, "mnt");
   facts.user_ns = NamespaceInode(pid, "user");

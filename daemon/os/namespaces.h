@@ -35,6 +35,9 @@ struct NamespaceFacts {
   // The pid in the innermost pid namespace (NStgid's last): what the process calls itself,
   // and the number it puts in file names (jit-<n>.dump, perf-<n>.map).
   uint32_t nspid = 0;
+  // How many pid namespaces see it (NStgid's length): more than the daemon's own means it
+  // runs in a pid namespace below the daemon's, even when /proc/PID/ns/pid is not readable.
+  uint32_t ns_depth = 1;
   uint32_t tgid = 0;
   uint32_t uid = 0;
   // The cgroup v2 path ("0::" line of /proc/PID/cgroup), which names the container

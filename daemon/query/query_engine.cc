@@ -39,6 +39,10 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
       info.incarnation = p->incarnation;
       info.alive = p->alive;
       info.uid = p->uid;
+      if (p->nspid) info.nspid = p->nspid;
+      if (p->pid_ns) info.pid_ns = p->pid_ns;
+      if (p->mnt_ns) info.mnt_ns = p->mnt_ns;
+      if (!p->cgroup.empty()) info.cgroup = p->cgroup;
       for (const auto& s : p->sources) {
         proto::SourceInfo si;
         si.origin = proto::OriginFromName(s->origin).value_or(proto::Origin::kUnknown);
@@ -58,6 +62,13 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
         info.sources.push_back(std::move(si));
       }
       out.processes.push_back(std::move(info));
+    }
+  }
+  if (view.unattached) {
+    for (const index::UnattachedFile& u : *view.unattached) {
+      // Listed to its owner (and root, the trusted group): the path is the owner's business.
+      if (access && !access->MaySeeProcess(u.uid)) continue;
+      out.unattached.push_back({u.path, u.uid, u.reason});
     }
   }
   return out;
@@ -141,6 +152,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           s.files_untrusted = view->counters.files_untrusted;
           s.files_pending = view->counters.files_pending;
           s.files_over_limit = view->counters.files_over_limit;
+          s.files_unattached = view->counters.files_unattached;
           s.denied = denied_.load(std::memory_order_relaxed);
           s.processes_exited = view->counters.processes_exited;
           s.evictions = view->counters.evictions;

@@ -117,6 +117,68 @@ def find_dicts(value, key):
     return found
 
 
+# A stand-in for a JIT process: it sleeps, and maps its own jit-<pid>.dump in any of the given
+# directories as soon as the file exists (again if it is replaced), as V8, the JVM's perf agent
+# and .NET map theirs as a marker for perf. The daemon relies on that mapping to tell a
+# jitdump's writer (daemon/security/writer_rule.h). Inline, so that any user can run it.
+STANDIN = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+PROT_READ, PROT_EXEC, MAP_PRIVATE = 1, 4, 2
+mapped = set()
+name = f"jit-{os.getpid()}.dump"
+print("ready", flush=True)
+deadline = time.monotonic() + 600
+while time.monotonic() < deadline:
+    for d in sys.argv[1:]:
+        path = os.path.join(d, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) not in mapped:
+            if libc.mmap(None, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) not in (None, 2**64 - 1):
+                mapped.add((st.st_dev, st.st_ino))
+        os.close(fd)
+    time.sleep(0.005)
+"""
+
+
+def standin_argv(dirs):
+    """The command line of a stand-in JIT process mapping its jitdump in `dirs`."""
+    return [sys.executable, "-c", STANDIN] + [str(d) for d in dirs]
+
+
+_STANDINS = []
+
+
+def register_standin(pid, dirs):
+    """A stand-in started some other way (a fork at a chosen pid): Daemon.start waits for it."""
+    _STANDINS.append((pid, list(dirs)))
+
+
+def wait_standins_mapped(timeout=5.0):
+    """Waits until every live stand-in maps its jitdump where one exists, as a real JIT
+    process has long before a daemon starts."""
+    for pid, dirs in _STANDINS:
+        for d in dirs:
+            path = os.path.join(d, f"jit-{pid}.dump")
+
+            def mapped():
+                if not os.path.exists(path):
+                    return True
+                try:
+                    with open(f"/proc/{pid}/maps") as f:
+                        return path in f.read()
+                except OSError:
+                    return True  # gone: nothing to wait for
+            wait_until(mapped, timeout, f"stand-in {pid} to map {path}", interval=0.005)
+
+
 class Daemon:
     def __init__(self, binary, watch_dirs, socket_path, log_path, extra_args=(), log_level="info"):
         self.binary = binary
@@ -130,6 +192,7 @@ class Daemon:
         self.needed_kill = False
 
     def start(self):
+        wait_standins_mapped()
         args = [self.binary]
         for d in self.watch_dirs:
             args += ["--watch", d]
@@ -221,9 +284,17 @@ class Harness:
         proc.kill()
         proc.wait()
 
-    def sleeper(self):
-        """A real process to own a generated jitdump: its pid exists and is ours."""
-        return self.spawn(["sleep", "600"], stdin=subprocess.DEVNULL).pid
+    def sleeper(self, dirs=None, wrap=None, env=None):
+        """A real process to own a generated jitdump: its pid exists and is ours (or, through
+        `wrap` (users.argv), a user's), and it maps its jit-<pid>.dump once one appears (in the
+        watch directory, or `dirs`), as every real jitdump writer does for perf."""
+        dirs = list(dirs or [self.watch_dir])
+        argv = standin_argv(dirs)
+        proc = self.spawn(wrap(argv) if wrap else argv, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, env=env)
+        read_line(proc, 30, "the stand-in JIT process")
+        register_standin(proc.pid, dirs)
+        return proc.pid
 
     def client(self, *args, input=None, env=None, timeout=60, socket_path=None, use_socket=True):
         cmd = [self.jitsym]

@@ -57,11 +57,10 @@ def jitdump_bytes(pid, addr, name):
 
 
 def sleeper_as(user):
-    proc = h.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
-                   env=users.env(user))
+    pid = h.sleeper(wrap=lambda argv: users.argv(user, argv), env=users.env(user))
     uid = users.ensure(user).pw_uid
-    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
-    return proc.pid
+    wait_until(lambda: os.stat(f"/proc/{pid}").st_uid == uid, 5, f"{user}'s sleeper")
+    return pid
 
 
 def lookup_as(user, pid, addr):

@@ -169,11 +169,10 @@ def alive():
 
 def sleeper(user):
     """A process of `user`'s, killed when the run ends."""
-    proc = h.spawn(users.argv(user, ["sleep", "600"]), env=users.env(user),
-                   stdin=subprocess.DEVNULL)
+    pid = h.sleeper(wrap=lambda argv: users.argv(user, argv), env=users.env(user))
     uid = users.ensure(user).pw_uid
-    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
-    return proc.pid
+    wait_until(lambda: os.stat(f"/proc/{pid}").st_uid == uid, 5, f"{user}'s sleeper")
+    return pid
 
 
 def add_format(fmt, write):

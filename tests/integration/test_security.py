@@ -56,7 +56,7 @@ def stats():
 
 
 def sleeper_as_nobody():
-    return h.spawn(as_nobody(["sleep", "600"]), stdin=subprocess.DEVNULL).pid
+    return h.sleeper(wrap=as_nobody)
 
 
 def jitdump_bytes(pid, addr, name, n=1):
@@ -102,8 +102,8 @@ def after_a_restart_an_exited_users_files_are_kept_as_that_users_process():
     # exists no more, so the owner cannot be checked against it: the file is kept as an exited
     # process of the file's owner (answered to it and to root, to no one else), not held
     # pending and dropped, which would lose symbols a restart must keep.
-    proc = h.spawn(as_nobody(["sleep", "600"]), stdin=subprocess.DEVNULL)
-    pid = proc.pid
+    pid = h.sleeper(wrap=as_nobody)
+    proc = next(p for p in h._children if p.pid == pid)
     wait_until(lambda: os.stat(f"/proc/{pid}").st_uid == NOBODY.pw_uid, 5, "nobody's sleeper")
     write_as_nobody(h.dump_path(pid), jitdump_bytes(pid, 0x6000_0000, "exited_fn"))
     h.wait_resolves(pid, 0x6000_0000, "exited_fn")

@@ -123,7 +123,7 @@ def socket_activation_with_systemd_socket_activate():
         return
     watch = os.path.join(h.root, "activated")
     os.mkdir(watch)
-    pid = h.sleeper()
+    pid = h.sleeper([watch])
     placed = write_dump(watch, pid, time.monotonic_ns(), ["activated_one", "activated_two"])
     config = os.path.join(h.root, "activated.conf")
     with open(config, "w") as f:
@@ -158,7 +158,7 @@ def socket_activation_with_systemd_socket_activate():
 def notify_ready_status_watchdog_reload_stopping():
     watch = os.path.join(h.root, "notified")
     os.mkdir(watch)
-    pid = h.sleeper()
+    pid = h.sleeper([watch])
     # More than one file's turn at start-up (32 MiB of records: long names; code bytes do not
     # count, they are skipped), so READY=1 must wait for several turns.
     names = [f"notified_{i}_" + "n" * 1000 for i in range(40000)]
@@ -252,8 +252,8 @@ def reload_applies_watch_dirs_and_log_level_and_keeps_state():
 def restart_answers_exactly_as_before():
     watch = os.path.join(h.root, "restart")
     os.mkdir(watch)
-    live = h.sleeper()
-    dead = h.sleeper()
+    live = h.sleeper([watch])
+    dead = h.sleeper([watch])
     base = time.monotonic_ns()
     # Two incarnations' worth of history in each file: loads, a reload over the same address.
     w_live, w_dead = jitdump.Writer(live), jitdump.Writer(dead)

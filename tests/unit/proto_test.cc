@@ -620,10 +620,25 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
       {Origin::kJitdump, "/tmp/jit-1234.dump", SourceState::kFollowing, 10, 4096, ""});
   p.sources.push_back(
       {Origin::kPerfmap, "/tmp/perf-1234.map", SourceState::kError, 0, 3, "bad line 3"});
+  p.nspid = 1;
+  p.pid_ns = 4026532845;
+  p.mnt_ns = 4026532843;
+  p.cgroup = "/system.slice/docker-0123abcd.scope";
   processes.processes.push_back(p);
   processes.processes.push_back(ProcessInfo{});
+  processes.unattached.push_back({"/tmp/jit-1.dump", 0, "mapped by \"nobody\""});
   const Response decoded = ResponseRoundTrip({"", processes});
-  const auto& got = std::get<ProcessesResponse>(decoded.body).processes;
+  const auto& all = std::get<ProcessesResponse>(decoded.body);
+  ASSERT_EQ(all.unattached.size(), 1u);
+  EXPECT_EQ(all.unattached[0].path, "/tmp/jit-1.dump");
+  EXPECT_EQ(all.unattached[0].reason, "mapped by \"nobody\"");
+  const auto& got = all.processes;
+  EXPECT_EQ(got[0].nspid, 1u);
+  EXPECT_EQ(got[0].pid_ns, 4026532845u);
+  EXPECT_EQ(got[0].mnt_ns, 4026532843u);
+  EXPECT_EQ(got[0].cgroup, "/system.slice/docker-0123abcd.scope");
+  EXPECT_FALSE(got[1].nspid);
+  EXPECT_FALSE(got[1].cgroup);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].pid, 1234);
   EXPECT_EQ(got[0].first_time, 5u);
@@ -651,6 +666,7 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   stats.files_pending = 13;
   stats.files_over_limit = 14;
   stats.denied = 15;
+  stats.files_unattached = 16;
   const Response decoded = ResponseRoundTrip({"", stats});
   const auto& got = std::get<StatsResponse>(decoded.body);
   EXPECT_EQ(got.uptime_ns, UINT64_MAX);
@@ -658,11 +674,12 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   EXPECT_EQ(got.files_pending, 13u);
   EXPECT_EQ(got.files_over_limit, 14u);
   EXPECT_EQ(got.denied, 15u);
+  EXPECT_EQ(got.files_unattached, 16u);
   const auto j = nlohmann::json::parse(Encoded({"", stats}));
-  EXPECT_EQ(j["stats"].size(), 19u);
+  EXPECT_EQ(j["stats"].size(), 20u);
   EXPECT_EQ(j["stats"]["records_ingested"], 7);
   EXPECT_EQ(j["stats"]["denied"], 15);
-  EXPECT_EQ(StatsMembers(stats).size(), 19u);
+  EXPECT_EQ(StatsMembers(stats).size(), 20u);
 }
 
 TEST(ResponseCodecTest, RepeatedIdKeepsTheLastOne) {
