@@ -253,6 +253,28 @@ def planted_files_named_for_the_container_pid_are_left_unattached():
 
 
 @h.case
+def her_own_perf_map_named_for_her_host_pid_answers():
+    # What users did before containers were handled: copy the container's perf map to the
+    # host's /tmp under the host pid. Owned by her, for her process: believed. (jsbob's file of
+    # that name goes first; he may remove his own file from the sticky directory.)
+    path = S["planted"]["hostpid_map"]
+    res = users.run(users.BOB, ["rm", "-f", path])
+    check(res.returncode == 0 and not os.path.exists(path), f"jsbob could not remove {path}")
+    users.write(users.ALICE, path, "2000 100 alice_copied_by_hand\n")
+    written = time.monotonic()
+
+    def answered():
+        a = lookup_as(users.ALICE, S["pid"], [(0x2010, None)])[0]
+        return a if a.get("name") == "alice_copied_by_hand" else None
+    try:
+        wait_until(answered, 3, f"0x2010 in her node {S['pid']} to answer from {path}")
+    except harness.Failure as e:
+        lines = [l for l in h.daemon.log_lines() if path in l]
+        raise harness.Failure(f"{e}; the log about {path}: {lines[-4:]}")
+    print(f"  answered {time.monotonic() - written:.2f}s after she wrote {path}")
+
+
+@h.case
 def after_her_container_exited_she_still_gets_the_names_and_bob_still_does_not():
     proc = S["proc"]
     proc.stdin.close()
