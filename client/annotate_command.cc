@@ -38,8 +38,9 @@ constexpr char kUsage[] =
     "jit-<pid>.dump) are named by jitsymd as `NAME+0xOFF (ORIGIN:IMAGE)`, asked by pid and\n"
     "sample time. Record with `perf record -k mono` so that sample times are CLOCK_MONOTONIC,\n"
     "the clock of jitdump files; without a time field the latest code at an address answers.\n"
-    "The perf script fields must include pid (or tid) and ip. Lines longer than 64 KiB are\n"
-    "cut.\n"
+    "The perf script fields must include pid or tid (perf's default fields print the thread\n"
+    "id; jitsymd knows which process each thread belonged to, also after it exited) and ip.\n"
+    "Lines longer than 64 KiB are cut.\n"
     "\n"
     "  --folded    print collapsed stacks (comm;outer;...;leaf COUNT) for flame graph tools\n"
     "  --native    also ask jitsymd about frames perf named in files (ELF images), and use\n"
@@ -200,7 +201,10 @@ class AnnotatePipeline {
     rec->sym_len = static_cast<uint32_t>(f.sym.size());
     if (pid_ <= 0) return;  // idle, or no pid field: nobody to ask
     if (NeedsJitName(f)) {
-      Ask(batch, rec, Target{pid_, {}, false}, f.ip, time_);
+      // perf names the process in the dso of an anonymous mapping (/tmp/perf-<pid>.map) even
+      // when the sample line shows a thread id.
+      const int64_t pid = f.has_dso ? PidOfJitDso(f.dso).value_or(pid_) : pid_;
+      Ask(batch, rec, Target{pid, {}, false}, f.ip, time_);
     } else if (options_.native && f.has_dso && !f.dso.empty() && f.dso[0] == '/') {
       // perf prints callchain entries as offsets in their file (dso offsets), and the ip of a
       // sample line as the absolute address.
@@ -223,7 +227,10 @@ class AnnotatePipeline {
     PerfScriptFrame frame;
     rec.kind = ParsePerfScriptLine(stored, &sample, &frame);
     if (rec.kind == PerfScriptLine::kSample) {
-      pid_ = sample.tid < 0 ? ProcessOf(sample.pid) : sample.pid;
+      // The pid, or a lone thread id (perf's default fields): jitsymd tells which process a
+      // thread id belonged to at the sample's time, which /proc here cannot once it exited or
+      // the id was reused.
+      pid_ = sample.pid;
       time_ = sample.time_ns;
       if (!sample.comm.empty()) {
         rec.comm_begin = static_cast<uint32_t>(sample.comm.data() - stored.data());
@@ -233,31 +240,6 @@ class AnnotatePipeline {
     } else if (rec.kind == PerfScriptLine::kFrame) {
       AddFrame(batch, &rec, frame);
     }
-  }
-
-  // A lone number is the pid with -F pid, the thread id with -F tid: a thread of a live process
-  // belongs to its thread group (Tgid in /proc/N/status). Cached; bounded.
-  int64_t ProcessOf(int64_t id) {
-    if (id <= 0) return id;
-    auto it = tgid_.find(id);
-    if (it != tgid_.end()) return it->second;
-    int64_t tgid = id;
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%lld/status", static_cast<long long>(id));
-    if (std::FILE* f = std::fopen(path, "r")) {
-      char line[256];
-      while (std::fgets(line, sizeof(line), f) != nullptr) {
-        long long v = 0;
-        if (std::sscanf(line, "Tgid: %lld", &v) == 1) {
-          if (v > 0) tgid = v;
-          break;
-        }
-      }
-      std::fclose(f);
-    }
-    if (tgid_.size() >= 65536) tgid_.clear();
-    tgid_.emplace(id, tgid);
-    return tgid;
   }
 
   bool Fill(Batch* batch) {
@@ -445,7 +427,6 @@ class AnnotatePipeline {
   // Writer state: the current sample's pid and time (frames follow their sample line).
   int64_t pid_ = -1;
   std::optional<uint64_t> time_;
-  std::unordered_map<int64_t, int64_t> tgid_;  // thread id -> process id
   // Reader state.
   std::set<std::string> reported_;
   bool in_sample_ = false;

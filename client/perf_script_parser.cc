@@ -232,6 +232,20 @@ bool IsJitDso(std::string_view dso) {
   return numbered("perf-", ".map") || numbered("jit-", ".dump");
 }
 
+std::optional<int64_t> PidOfJitDso(std::string_view dso) {
+  const size_t slash = dso.rfind('/');
+  const std::string_view base = slash == std::string_view::npos ? dso : dso.substr(slash + 1);
+  constexpr std::string_view kPrefix = "perf-", kSuffix = ".map";
+  if (base.size() <= kPrefix.size() + kSuffix.size() || !base.starts_with(kPrefix) ||
+      !base.ends_with(kSuffix)) {
+    return std::nullopt;
+  }
+  const auto pid =
+      Decimal(base.substr(kPrefix.size(), base.size() - kPrefix.size() - kSuffix.size()));
+  if (!pid || *pid <= 0) return std::nullopt;
+  return pid;
+}
+
 bool NeedsJitName(const PerfScriptFrame& frame) {
   // A frame in a file perf knows ("/usr/bin/node") is native code, even when unnamed.
   if (frame.has_dso) return IsJitDso(frame.dso);

@@ -58,6 +58,15 @@ std::optional<PerfScriptFrame> ParsePerfScriptFrame(std::string_view line, size_
 // Dsos perf gives to JIT code it cannot name itself: "[unknown]", "//anon", "[anon:...]",
 // "/memfd:...", "/tmp/perf-<pid>.map", "jit-<pid>.dump", "[JIT] tid <n>".
 bool IsJitDso(std::string_view dso);
+// The process a frame's dso names, when perf made the name from the process: perf calls an
+// anonymous executable mapping "/tmp/perf-<pid>.map" (whether or not that file exists) with the
+// pid of the process as perf knows it (tools/perf/util/map.c map__new: nsinfo__pid of the
+// thread's nsinfo, which thread__new makes from the sample's pid, not its tid), so it is the
+// process even when the sample line shows only a thread id. "jit-<n>.dump" and the
+// "jitted-<n>-<k>.so" of `perf inject --jit` carry the pid the runtime wrote (getpid() in its
+// own pid namespace), which is not the host's in a container: not used. nullopt otherwise.
+std::optional<int64_t> PidOfJitDso(std::string_view dso);
+
 // True for frames in a JIT dso (above; named or not: the daemon knows better, because it knows
 // when each function was at the address), and for "[unknown]" or bare-ip frames without a dso.
 // Frames in a file-backed dso are native code: see --native.

@@ -178,6 +178,8 @@ int main(int argc, char** argv) {
 
   ingest::IngesterOptions ingest_options;
   ingest_options.watch_dirs = settings.watch;
+  ingest_options.discovery_ms =
+      static_cast<int>(std::min<uint64_t>(settings.discovery_interval_ms, 3600ull * 1000));
   ingest_options.retention_ms = settings.retention_ms;
   ingest_options.memory_budget_bytes = settings.memory_budget_bytes;
   ingest_options.pending_timeout_ms =

@@ -210,6 +210,8 @@ struct ProcessInfo {
   std::optional<uint64_t> first_time;  // first/last record timestamps (CLOCK_MONOTONIC ns)
   std::optional<uint64_t> last_time;
   uint64_t ranges = 0;
+  // Thread ids remembered for lookups by thread id after the exit; nullopt when none are.
+  std::optional<uint64_t> threads;
   std::vector<SourceInfo> sources;
   // Namespaces and container identity (omitted when unknown): the pid inside its own pid
   // namespace, the pid and mount namespace inodes, the cgroup v2 path.

@@ -301,6 +301,7 @@ bool DecodeProcess(Decoder& d, ProcessInfo* p) {
     if (key == "pid_ns") return d.Uint(key, &p->pid_ns.emplace());
     if (key == "mnt_ns") return d.Uint(key, &p->mnt_ns.emplace());
     if (key == "cgroup") return d.String(key, &p->cgroup.emplace());
+    if (key == "threads") return d.OptionalUint(key, &p->threads);
     if (key == "sources") {
       return d.Array(key, [&] { return DecodeSource(d, &p->sources.emplace_back()); });
     }

@@ -367,6 +367,10 @@ void EncodeProcessInfo(const ProcessInfo& p, std::string* out) {
   }
   out->append(",\"ranges\":");
   AppendUint(p.ranges, out);
+  if (p.threads) {
+    out->append(",\"threads\":");
+    AppendUint(*p.threads, out);
+  }
   out->append(",\"sources\":[");
   bool first = true;
   for (const SourceInfo& source : p.sources) {

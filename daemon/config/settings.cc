@@ -48,6 +48,11 @@ const std::vector<SettingDef>& Table() {
        Int(&Settings::threads, 1, 256)},
       {"log-level", "LEVEL", "debug, info, warning or error (default: info)", Apply::kReload,
        Choice(&Settings::log_level, {"debug", "info", "warning", "error"}, {{"warn", "warning"}})},
+      {"discovery-interval", "DURATION",
+       "how often /proc is scanned for jitdumps processes map outside the\n"
+       "watched directories and for containers' /tmp; 0 turns that off\n"
+       "(default: 1s)",
+       Apply::kRestart, DurationMs(&Settings::discovery_interval_ms)},
       {"retention", "DURATION",
        "how long the symbols of an exited process stay after it exits,\n"
        "e.g. 900, 90s, 15m, 2h; 0 keeps them until the memory budget\n"

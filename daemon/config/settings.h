@@ -29,6 +29,7 @@ struct Settings {
   std::string socket;                    // empty: proto::DefaultSocketPath()
   int threads = 0;                       // 0: number of CPUs, at least 2
   std::string log_level = "info";
+  uint64_t discovery_interval_ms = 1000;      // /proc scans for mapped jitdumps, containers; 0: off
   uint64_t retention_ms = 15 * 60 * 1000;     // exited processes kept this long; 0: until evicted
   uint64_t memory_budget_bytes = 1ull << 30;  // 0: no budget
   // Security (daemon/security/, docs/operations.md "Security model"); the limits' defaults are

@@ -4,6 +4,7 @@
 #ifndef JITSYM_DAEMON_INDEX_INDEX_VIEW_H_
 #define JITSYM_DAEMON_INDEX_INDEX_VIEW_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +29,27 @@ struct SourceView {
   std::shared_ptr<const CodeMapSnapshot> code;
 };
 
+// A sorted set of thread ids, immutable and shared: copying one (into each new ProcessView of a
+// process whose sources changed) copies a pointer, whatever the number of threads.
+class ThreadIds {
+ public:
+  ThreadIds() = default;
+  explicit ThreadIds(std::vector<uint32_t> sorted)
+      : ids_(std::make_shared<const std::vector<uint32_t>>(std::move(sorted))) {}
+  const std::vector<uint32_t>& ids() const { return ids_ ? *ids_ : Empty(); }
+  size_t size() const { return ids().size(); }
+  bool empty() const { return ids().empty(); }
+  bool contains(uint32_t tid) const { return std::binary_search(ids().begin(), ids().end(), tid); }
+  bool operator==(const std::vector<uint32_t>& other) const { return ids() == other; }
+
+ private:
+  static const std::vector<uint32_t>& Empty() {
+    static const std::vector<uint32_t> empty;
+    return empty;
+  }
+  std::shared_ptr<const std::vector<uint32_t>> ids_;
+};
+
 struct ProcessView {
   uint32_t pid = 0;
   uint64_t incarnation = 0;  // unique over the daemon's life, increasing with discovery
@@ -44,6 +66,10 @@ struct ProcessView {
   uint64_t pid_ns = 0;  // pid namespace inode
   uint64_t mnt_ns = 0;  // mount namespace inode
   std::string cgroup;   // cgroup v2 path: names the container
+  // Thread ids seen in the process while it lived (the main thread's is `pid`), sorted: a
+  // lookup by one of them after the exit answers as for this incarnation (ProcessFinder,
+  // daemon/query/process_finder.h). Threads that lived between two looks are missing.
+  ThreadIds threads;
   // In precedence order: the first source that knows an address answers.
   std::vector<std::shared_ptr<const SourceView>> sources;
 };

@@ -408,6 +408,9 @@ void Ingester::ArmPendingTimer() {
 }
 
 void Ingester::OnExited(Incarnation* p) {
+  // The last threads, if the process is still there to list. Usually it is not: a pidfd
+  // signals once every thread has exited, so threads started since the last tick are missed.
+  threads_.Look(*p, table_.processes());
   table_.MarkExited(*p);
   JITSYM_LOG(kInfo, "pid ", p->pid, " incarnation ", p->id, " exited");
   // Read what it wrote last before saying it exited.
@@ -635,6 +638,8 @@ void Ingester::ScheduleMaintenance() {
     PruneEmpty();
     // Exits of live processes that have no pidfd (their owner's descriptor quota was full).
     for (Incarnation* inc : table_.ExitedUnwatched()) OnExited(inc);
+    // Thread ids of live indexed processes, for lookups by thread id after they exit.
+    if (threads_.Tick(table_.processes())) Publish();
     EvictExpired();
     // Freed index arrays are kept for the next run built; unmap those unused for a tick.
     index::TrimLargeCache();

@@ -5,6 +5,7 @@
 //   AdmissionPolicy  (admission_policy.h) which files are believed, as which process;
 //   FollowedFile     (followed_file.h)    the read loop, rewrite and truncation detection;
 //   ProcessTable     (process_table.h)    incarnations, pidfds, exits, eviction;
+//   ThreadTracker    (thread_tracker.h)   thread ids of live indexed processes;
 //   BuildView        (publication.h)      the immutable IndexView.
 // What stays here: which file is at which path, the order files are read in (per-owner turns),
 // descriptors (idle files give theirs back; retries when there are none) and the timers.
@@ -36,6 +37,7 @@
 #include "daemon/ingest/process_table.h"
 #include "daemon/ingest/publication.h"
 #include "daemon/ingest/source.h"
+#include "daemon/ingest/thread_tracker.h"
 #include "daemon/ingest/watcher.h"
 #include "daemon/ingest/writer_probe.h"
 #include "daemon/os/proc.h"
@@ -174,6 +176,7 @@ class Ingester {
   Watcher watcher_;
   PidfdProbe probe_;
   ProcessTable table_;
+  ThreadTracker threads_{probe_};
   AdmissionPolicy admission_;
   // Every process on the host and the discovery of side files outside the watch directories
   // (discovery.cc).

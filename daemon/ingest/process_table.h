@@ -39,6 +39,12 @@ struct Incarnation {
   std::vector<FollowedFile*> files;
   std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;
   std::shared_ptr<const index::ProcessView> view;
+  // Thread ids seen in the process while it lived, sorted (ThreadTracker, thread_tracker.h).
+  index::ThreadIds threads;
+  struct ThreadLooks {
+    uint32_t interval = 1;   // ticks between looks
+    uint64_t next_tick = 0;  // the tracker's tick of the next look
+  } thread_looks;
   // When the daemon created it: the retention of a process that had already exited when its
   // files were found (e.g. after a restart) runs from here.
   uint64_t created_ns = MonotonicNowNs();

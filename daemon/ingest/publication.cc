@@ -59,6 +59,7 @@ std::shared_ptr<const index::ProcessView> ProcessViewOf(const Incarnation& inc) 
     v->mnt_ns = inc.ns->mnt_ns;
     v->cgroup = inc.ns->cgroup;
   }
+  v->threads = inc.threads;
   // Exact timestamps first (by origin), and within an origin the newer file (a replacement).
   std::vector<FollowedFile*> order(inc.files.rbegin(), inc.files.rend());
   std::stable_sort(order.begin(), order.end(), [](FollowedFile* a, FollowedFile* b) {

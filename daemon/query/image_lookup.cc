@@ -221,7 +221,7 @@ std::optional<proto::ErrorResponse> ImageLookup::Resolve(LookupBatch& batch) {
   if (!batch.AllowsOrigin(proto::Origin::kR2rmap)) return std::nullopt;
   const index::IndexView& view = batch.view();
   const security::PeerAccess& access = batch.access();
-  const uint32_t pid = batch.pid();
+  const uint32_t pid = batch.processes().LivePid();  // a thread's process
   std::vector<size_t> todo = batch.pending();
   if (todo.empty()) return std::nullopt;
   bool fresh = false;

@@ -6,9 +6,7 @@
 namespace jitsym::query {
 
 std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
-  const index::IndexView& view = batch.view();
   const std::vector<size_t>& pending = batch.pending();
-  const uint32_t pid = batch.pid();
   std::vector<uint64_t> addrs;
   std::vector<size_t> where;
   std::vector<std::optional<index::Symbol>> found;
@@ -22,7 +20,7 @@ std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
       addrs.push_back(batch.addr(pending[p]));
       where.push_back(pending[p]);
     }
-    const index::ProcessView* process = view.FindProcess(pid, time);
+    const index::ProcessView* process = batch.processes().Find(time);  // the pid may be a thread id
     if (process == nullptr) continue;
     if (!batch.access().MaySeeProcess(process->uid)) {
       for (size_t i : where) batch.Hide(i);

@@ -141,7 +141,7 @@ std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, cons
 std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
   if (!batch.AllowsOrigin(proto::Origin::kElf)) return std::nullopt;
   const security::PeerAccess& access = batch.access();
-  const uint32_t pid = batch.pid();
+  const uint32_t pid = batch.processes().LivePid();  // a thread's process
   std::vector<size_t> todo = batch.pending();
   if (todo.empty()) return std::nullopt;
   bool fresh = false;

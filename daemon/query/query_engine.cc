@@ -43,6 +43,7 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
       if (p->pid_ns) info.pid_ns = p->pid_ns;
       if (p->mnt_ns) info.mnt_ns = p->mnt_ns;
       if (!p->cgroup.empty()) info.cgroup = p->cgroup;
+      if (!p->threads.empty()) info.threads = p->threads.size();
       for (const auto& s : p->sources) {
         proto::SourceInfo si;
         si.origin = proto::OriginFromName(s->origin).value_or(proto::Origin::kUnknown);

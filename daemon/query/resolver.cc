@@ -37,7 +37,11 @@ void ToWire(const Answer& a, uint64_t addr, uint32_t fields, proto::LookupResult
 
 LookupBatch::LookupBatch(const proto::LookupRequest& request, const index::IndexView& view,
                          const security::PeerAccess& access, proto::LookupResponse* out)
-    : request_(request), view_(view), access_(access), out_(out) {
+    : request_(request),
+      view_(view),
+      access_(access),
+      finder_(view, static_cast<uint32_t>(request.pid.value_or(0))),
+      out_(out) {
   if (request.origin) origin_ = proto::OriginFromName(*request.origin);
   const size_t n = request.addrs.size();
   out->results.resize(n);

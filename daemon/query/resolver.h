@@ -19,6 +19,7 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/native/native_module.h"
+#include "daemon/query/process_finder.h"
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
@@ -59,8 +60,11 @@ class LookupBatch {
   const proto::LookupRequest& request() const { return request_; }
   const index::IndexView& view() const { return view_; }
   const security::PeerAccess& access() const { return access_; }
-  // The pid of a pid request.
+  // The pid of a pid request, as asked: it may be a thread id.
   uint32_t pid() const { return static_cast<uint32_t>(request_.pid.value_or(0)); }
+  // Which incarnation the pid names at each time, and which live process (ProcessFinder): the
+  // one rule every resolver follows.
+  ProcessFinder& processes() { return finder_; }
   uint64_t addr(size_t i) const { return request_.addrs[i].addr; }
   // The time address i is asked about: its own, else the batch's.
   std::optional<uint64_t> time(size_t i) const {
@@ -101,6 +105,7 @@ class LookupBatch {
   const proto::LookupRequest& request_;
   const index::IndexView& view_;
   const security::PeerAccess& access_;
+  ProcessFinder finder_;
   proto::LookupResponse* out_;
   std::optional<proto::Origin> origin_;  // request_.origin, when it names a known origin
   std::vector<State> state_;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "daemon/os/proc.h"
+#include "daemon/query/process_finder.h"
 
 namespace jitsym::query {
 namespace {
@@ -63,8 +64,11 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
   // The incarnation listed is the latest one the index knows; a live process the index does
   // not know is listed from its mappings only. Who may list it is decided per incarnation, from
   // the owner recorded while it lived (as for lookups), before /proc or any file is read.
-  const index::ProcessView* process = view.FindProcess(pid, std::nullopt);
-  const auto now = os::ReadProcessIdentity(pid);
+  // `pid` may be a thread id (ProcessFinder): what /proc says is then read for its process
+  // (a thread's start time is not the process's).
+  const index::ProcessView* process = ProcessFinder(view, pid).Find(std::nullopt);
+  const uint32_t process_pid = process != nullptr ? process->pid : pid;
+  const auto now = os::ReadProcessIdentity(process_pid);
   if (process == nullptr && !now) return NotFound(pid);
   const security::ProcessAccess verdict =
       access.ForProcess(process != nullptr ? process->uid : std::optional(now->uid), pid);
@@ -77,7 +81,7 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
   // process: same owner, and started when the incarnation did.
   std::vector<ImageLookup::MappedImage> mapped;
   if (now && (process == nullptr || IsIncarnation(*process, *now))) {
-    if (auto live = images.LiveMappedImages(view, pid);
+    if (auto live = images.LiveMappedImages(view, process_pid);
         live && live->identity.start_ticks == now->start_ticks && live->identity.uid == now->uid) {
       mapped = std::move(live->images);
     }

@@ -24,6 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::abort();
       }
       (void)jitsym::client::NeedsJitName(*f);
+      if (f->has_dso) {
+        const auto pid = jitsym::client::PidOfJitDso(f->dso);
+        if (pid && *pid <= 0) std::abort();  // only positive pids are taken from a dso
+      }
       (void)jitsym::client::StripSymbolOffset(f->sym);
     }
   }

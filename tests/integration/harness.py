@@ -196,7 +196,13 @@ class Daemon:
         args = [self.binary]
         for d in self.watch_dirs:
             args += ["--watch", d]
-        args += ["--socket", self.socket_path, "--log-level", self.log_level] + self.extra_args
+        args += ["--socket", self.socket_path, "--log-level", self.log_level]
+        if not any(str(a).startswith("--discovery-interval") for a in self.extra_args):
+            # Discovery finds every mapped jitdump on the host, other tests' included (ctest
+            # runs two at once): off unless a test is about it, as the watch directory is the
+            # test's own rather than /tmp.
+            args += ["--discovery-interval", "0"]
+        args += list(self.extra_args)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=self._log, start_new_session=True)

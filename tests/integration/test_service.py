@@ -86,6 +86,9 @@ def own_daemon(name, config_text, extra_args=(), env=None):
     --socket on its command line (so the file decides the rest); returns (daemon, config path).
     """
     config = os.path.join(h.root, f"{name}.conf")
+    if "discovery-interval" not in config_text:
+        # As for every test daemon (harness.Daemon): no discovery of other tests' files.
+        config_text += "discovery-interval = 0\n"
     with open(config, "w") as f:
         f.write(config_text)
     d = Daemon(h.jitsymd, [], os.path.join(h.root, f"{name}.sock"),

@@ -133,6 +133,56 @@ TEST(PerfScriptParser, JitDsos) {
   }
 }
 
+// perf 6.1's default fields for a JVM recorded with -g: the header shows the thread id (9568,
+// a thread of process 9566), the frames in anonymous executable memory name the process.
+TEST(PerfScriptParser, DefaultFieldsShowTheThreadIdAndTheDsoTheProcess) {
+  PerfScriptSample s;
+  PerfScriptFrame f;
+  ASSERT_EQ(Parse("java  9568 11117.767898:    1001001 cpu-clock: ", &s, &f),
+            PerfScriptLine::kSample);
+  EXPECT_EQ(s.comm, "java");
+  EXPECT_EQ(s.pid, 9568);  // the lone number: here a thread id
+  EXPECT_EQ(s.tid, -1);
+  ASSERT_EQ(Parse("\t    7fef3c93872f VM_Version stub+0x3af (/tmp/perf-9566.map)", &s, &f),
+            PerfScriptLine::kFrame);
+  EXPECT_EQ(f.sym, "VM_Version stub+0x3af");
+  EXPECT_EQ(f.dso, "/tmp/perf-9566.map");
+  EXPECT_EQ(PidOfJitDso(f.dso), 9566);
+  EXPECT_TRUE(NeedsJitName(f));
+  ASSERT_EQ(Parse("\t    7fef3c938cc9 StubRoutines (1)+0xc9 (/tmp/perf-9566.map)", &s, &f),
+            PerfScriptLine::kFrame);
+  EXPECT_EQ(f.sym, "StubRoutines (1)+0xc9");
+  EXPECT_EQ(PidOfJitDso(f.dso), 9566);
+  ASSERT_EQ(Parse("\t          8282d2 JavaCalls::call_helper+0x302 "
+                  "(/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so)",
+                  &s, &f),
+            PerfScriptLine::kFrame);
+  EXPECT_FALSE(PidOfJitDso(f.dso));
+  // A comm with a space.
+  ASSERT_EQ(Parse("C2 CompilerThre  6668 11388.207797:    1001001 cpu-clock: ", &s, &f),
+            PerfScriptLine::kSample);
+  EXPECT_EQ(s.comm, "C2 CompilerThre");
+  EXPECT_EQ(s.pid, 6668);
+  // A worker thread (3513) of node 3476 (worker_threads, --perf-prof).
+  ASSERT_EQ(Parse("node  3513 11359.025301:    1001001 cpu-clock: ", &s, &f),
+            PerfScriptLine::kSample);
+  EXPECT_EQ(s.pid, 3513);
+  ASSERT_EQ(Parse("\t    7fade800382e [unknown] (/tmp/perf-3476.map)", &s, &f),
+            PerfScriptLine::kFrame);
+  EXPECT_EQ(f.sym, "[unknown]");
+  EXPECT_EQ(PidOfJitDso(f.dso), 3476);
+}
+
+TEST(PerfScriptParser, OnlyPerfMapDsosNameTheProcess) {
+  EXPECT_EQ(PidOfJitDso("perf-77.map"), 77);
+  // The number a runtime wrote itself: its pid in its own namespace, maybe not the host's.
+  for (const char* dso : {"/w/jit-123.dump", "/root/.debug/jit/x/jitted-123-4.so", "[unknown]",
+                          "//anon", "/tmp/perf-.map", "/tmp/perf-0.map", "/tmp/perf-12x.map",
+                          "/tmp/perf-99999999999.map", "/tmp/perfinfo-5.map"}) {
+    EXPECT_FALSE(PidOfJitDso(dso)) << dso;
+  }
+}
+
 TEST(PerfScriptParser, BlankAndOtherLines) {
   PerfScriptSample s;
   PerfScriptFrame f;

@@ -570,7 +570,11 @@ TEST(ProcessScanner, ForeignTmpIsReportedOnceAndAgainThroughASurvivor) {
     scanner.Tick(clock.Next());
   }
   ASSERT_EQ(reports.dirs_gone.size(), 1u);
-  EXPECT_EQ(reports.dirs_gone[0], reports.dirs[0].dir);
+  // Named as last reported: through the survivor, or through the first reporter when both
+  // exits fell between two ticks (the kernel reaps in its own time).
+  EXPECT_TRUE(reports.dirs_gone[0] == reports.dirs[0].dir ||
+              reports.dirs_gone[0] == "/proc/" + std::to_string(reporter) + "/root/tmp")
+      << reports.dirs_gone[0];
 }
 
 TEST(ProcessScanner, AMarkerInAContainersPrivateTmpIsOpenedThroughItsRoot) {

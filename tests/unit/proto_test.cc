@@ -616,6 +616,7 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
   p.uid = 1000;
   p.first_time = 5;
   p.ranges = 10;
+  p.threads = 12;
   p.sources.push_back(
       {Origin::kJitdump, "/tmp/jit-1234.dump", SourceState::kFollowing, 10, 4096, ""});
   p.sources.push_back(
@@ -644,6 +645,8 @@ TEST(ResponseCodecTest, ProcessesRoundTrip) {
   EXPECT_EQ(got[0].first_time, 5u);
   EXPECT_EQ(got[0].uid, 1000u);
   EXPECT_FALSE(got[1].uid);
+  EXPECT_EQ(got[0].threads, 12u);
+  EXPECT_FALSE(got[1].threads);
   EXPECT_FALSE(got[0].last_time);
   EXPECT_EQ(got[0].sources[1].error, "bad line 3");
 }

@@ -135,6 +135,28 @@ TEST(Publication, NothingChangedPublishesNothingAndUnchangedPartsAreShared) {
   EXPECT_EQ(next->processes.at(43)[0]->sources[0]->ranges, 2u);
 }
 
+TEST(Publication, ThreadIdsArePublishedAndSharedWhileUnchanged) {
+  Index ix;
+  Incarnation* inc = ix.Process(42, 1000);
+  FakeSource* src = ix.File("perfmap", "/tmp/perf-42.map", inc);
+  src->Add(0x1000, 1100, "f");
+  inc->threads = index::ThreadIds({42, 43, 57});
+  auto v1 = ix.Build();
+  ASSERT_TRUE(v1);
+  const index::ProcessView& p1 = *v1->processes.at(42)[0];
+  EXPECT_EQ(p1.threads, (std::vector<uint32_t>{42, 43, 57}));
+  EXPECT_TRUE(p1.threads.contains(57));
+  EXPECT_FALSE(p1.threads.contains(44));
+  // The file grows: a new view of the process, with the same ids, not a copy of them.
+  src->Add(0x2000, 1200, "g");
+  ix.files[0]->changed = true;
+  auto v2 = ix.Build();
+  ASSERT_TRUE(v2);
+  const index::ProcessView& p2 = *v2->processes.at(42)[0];
+  EXPECT_NE(&p1, &p2);
+  EXPECT_EQ(&p1.threads.ids(), &p2.threads.ids());
+}
+
 TEST(Publication, FileStatesAsSeenByUsers) {
   Index ix;
   Incarnation* inc = ix.Process(42, 1000);

@@ -295,6 +295,33 @@ TEST_F(QueryEngineTest, ProcessesOfOthersAreTreatedAsUnknown) {
   EXPECT_TRUE(Lookup(LookupOf(kDeadPid, {Query(0x1010)}), 0).results[0].found);
 }
 
+TEST_F(QueryEngineTest, AThreadIdOfAnExitedProcessAnswersAsTheProcessForWhoMaySeeIt) {
+  const uint32_t me = ::getuid();
+  const uint32_t tid = kDeadPid + 3;
+  auto view = std::make_shared<index::IndexView>(*MadeUpView(kDeadPid, me));
+  auto p = std::make_shared<index::ProcessView>(*view->processes[kDeadPid][0]);
+  p->threads = index::ThreadIds({kDeadPid, tid});
+  view->processes[kDeadPid][0] = p;
+  cell_.Set(view);
+  const auto& out = Lookup(LookupOf(tid, {Query(0x1010)}), me);
+  ASSERT_EQ(out.results.size(), 1u);
+  EXPECT_EQ(out.results[0].name, "Jit::a");
+  EXPECT_EQ(out.results[0].incarnation, 7u);
+  // Someone else is told what a thread id never seen gets, as for the pid.
+  const auto& theirs = Lookup(LookupOf(tid, {Query(0x1010)}), me + 1);
+  EXPECT_FALSE(theirs.results[0].found);
+  EXPECT_TRUE(theirs.results[0].error.empty());
+  // A thread id nobody had is unknown.
+  EXPECT_FALSE(Lookup(LookupOf(tid + 1, {Query(0x1010)}), me).results[0].found);
+  // The listing tells how many thread ids are remembered.
+  proto::Request list;
+  list.body = proto::ProcessesRequest{};
+  const proto::Response r = engine_.Handle(list, Peer(me));
+  const auto& processes = std::get<proto::ProcessesResponse>(r.body).processes;
+  ASSERT_EQ(processes.size(), 1u);
+  EXPECT_EQ(processes[0].threads, 2u);
+}
+
 TEST_F(QueryEngineTest, LiveProcessesOfOthersAreDenied) {
   // pid 1 is alive and root's: anyone else may see that it exists, not what it runs.
   cell_.Set(MadeUpView(1, 0));
