@@ -16,6 +16,10 @@ import oracle
 import perfrec
 import users
 
+# Daemon options for these tests: discovery on, at its default interval (test daemons run
+# without it unless told, harness.py).
+DISCOVERY = ["--discovery-interval", "1s"]
+
 # The script a private-/tmp container runs: remember the host directory given as $1 as the
 # working directory (it stays reachable through the cwd after /tmp is covered), mount a tmpfs
 # on /tmp, run the runtime in /tmp (V8 writes its jitdump into its working directory and its

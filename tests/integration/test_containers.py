@@ -92,7 +92,7 @@ def record_containers():
     check(shutil.which("unshare") is not None, "unshare (util-linux) is not on PATH")
     # The harness's own directory stands in for the host's /tmp (the real one holds other
     # runs' files); no watch covers the containers' /tmp.
-    h.start_daemon()
+    h.start_daemon(containers.DISCOVERY)
     RUNS["jitdump"] = record_in_container(
         "prof", ["--perf-prof", "--expose-gc", "--allow-natives-syntax"], [8, 12, 6, 1500])
     RUNS["perfmap"] = record_in_container(

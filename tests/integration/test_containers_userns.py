@@ -114,7 +114,7 @@ def start_alices_container():
     if not works:
         perfrec.skip(why)
     S["client"] = users.share_like_tmp(h)
-    h.start_daemon()
+    h.start_daemon(containers.DISCOVERY)
     # jsbob plants first, before jsalice's container exists: files named for the pid her node
     # will have inside it, covering every address V8 uses.
     wide_map = f"{WIDE[0]:x} {WIDE[1]:x} bob_planted_wide\n"

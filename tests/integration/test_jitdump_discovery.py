@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 
+import containers
 import harness
 import jitdump
 import oracle
@@ -68,7 +69,7 @@ def wait_first_answer(pid, model, loads, since, what):
 
 @h.setup
 def start_daemon():
-    h.start_daemon()  # watches h.watch_dir only
+    h.start_daemon(containers.DISCOVERY)  # watches h.watch_dir only
 
 
 @h.case
@@ -96,7 +97,7 @@ def a_daemon_started_after_node_finds_its_jitdump_at_start_up():
     proc, path = NODE["proc"], NODE["path"]
     check(proc.poll() is None, "node is gone")
     h.daemon.stop()
-    h.start_daemon()
+    h.start_daemon(containers.DISCOVERY)
     started = time.monotonic()
     model, loads = hot(path)
     wait_first_answer(proc.pid, model, loads, started, "a daemon started after node")
