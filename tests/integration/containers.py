@@ -127,16 +127,20 @@ def user_namespaces_work(user):
     return True, ""
 
 
-def jit_frames(plain_text, named_text, pid):
+def jit_frames(plain_text, named_text, pid, ids_text=None):
     """[(time_ns, ip, name or None)] for the frames of host `pid` that perf left unnamed (a JIT
     dso), with the name `jitsym annotate` gave (only answers from a jitdump or perf map count).
-    Both texts come from `perf script --ns -F comm,pid,tid,time,ip,sym,dso`."""
+    The sample lines that say the pid and time are ids_text's (default: plain_text's), which
+    comes from `perf script --ns -F comm,pid,tid,time,ip,sym,dso`; plain_text may be another
+    `perf script` output of the same recording (its default fields, say)."""
     plain, named = perfrec.samples(plain_text), perfrec.samples(named_text)
-    if len(plain) != len(named):
-        raise AssertionError(f"{len(plain)} samples in, {len(named)} out of annotate")
+    ids = perfrec.samples(ids_text) if ids_text is not None else plain
+    if not len(plain) == len(named) == len(ids):
+        raise AssertionError(f"{len(plain)} samples in, {len(named)} out of annotate, "
+                             f"{len(ids)} with pid and tid")
     out = []
-    for (header, pf), (_, nf) in zip(plain, named):
-        fields = header.split()
+    for (header, pf), (_, nf), (id_header, _) in zip(plain, named, ids):
+        fields = id_header.split()
         ids = next((f for f in fields if "/" in f and f.split("/")[0].isdigit()), None)
         if ids is None or int(ids.split("/")[0]) != pid:
             continue

@@ -155,6 +155,24 @@ def private_tmp_perf_map_frames_named_as_the_containers_map_names_them():
           "names them (want >= 99.5%):\n  " + "\n  ".join(misses))
 
 
+@h.case
+def perfs_default_fields_name_every_thread_as_well():
+    # `perf script` with its default fields prints the thread id alone: the frames of node's
+    # threads other than the main one are asked by a thread id of a process in a container.
+    run = RUNS["jitdump"]
+    ids = perfrec.perf_script(RUNS["perf"], run["data"], *containers.perf_script_args())
+    plain = perfrec.perf_script(RUNS["perf"], run["data"], "--ns")
+    frames = containers.jit_frames(plain, annotate(plain), run["pid"], ids_text=ids)
+    agree, total, misses = containers.agreement_with_jitdump(frames, container_dump())
+    threads = {l.split()[1] for l in ids.splitlines() if l.startswith("node ")}
+    print(f"  default fields: {agree} of {total} JIT frames agree "
+          f"({100 * agree / max(total, 1):.2f}%); node's samples came from {len(threads)} "
+          "threads")
+    check(total >= 300, f"only {total} JIT frames the oracle names")
+    check(agree >= 0.995 * total, f"{agree} of {total} with perf's default fields:\n  " +
+          "\n  ".join(misses))
+
+
 def hot_addresses(run, count=40):
     """The most sampled JIT addresses of the run's node, from perf's own output."""
     plain = perfrec.perf_script(RUNS["perf"], run["data"], *containers.perf_script_args())
