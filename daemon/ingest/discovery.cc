@@ -33,13 +33,6 @@ std::string_view AfterProcRoot(std::string_view path) {
 
 }  // namespace
 
-bool Ingester::InForeignPidNamespace(uint32_t host_pid) const {
-  const os::ProcessCatalog::Entry* e = catalog_.Find(host_pid);
-  if (e == nullptr) return false;
-  return e->ns_depth > os::SelfNamespaces().ns_depth ||
-         (e->pid_ns != 0 && e->pid_ns != catalog_.self_pid_ns());
-}
-
 void Ingester::OnMarker(uint32_t host_pid, const std::string& open_path, uint64_t dev,
                         uint64_t ino) {
   const std::string_view inside = AfterProcRoot(open_path);
@@ -78,6 +71,7 @@ void Ingester::OnMarker(uint32_t host_pid, const std::string& open_path, uint64_
     where.via_pid = host_pid;
   }
   const auto watched = watcher_.WatchFound(dir, /*scan=*/false);
+  if (!watched && polled_dirs_.size() < kMaxMarkerDirs) polled_dirs_.insert(dir);
   if (watched && *watched != dir) {
     // Watched already under another name (a configured directory, or the same directory of a
     // container reached through another process): the file is known by that name.
@@ -99,8 +93,14 @@ void Ingester::OnForeignDir(uint32_t host_pid, uint64_t mnt_ns, const std::strin
              dir);
   const auto watched = watcher_.WatchFound(dir, /*scan=*/true);
   if (!watched) {
-    dir_context_.erase(dir);
-    foreign_dirs_.erase(dir);
+    // Read again every maintenance tick instead (PollUnwatched).
+    if (polled_dirs_.size() < kMaxMarkerDirs) {
+      polled_dirs_.insert(dir);
+      watcher_.ScanDir(dir);
+    } else {
+      dir_context_.erase(dir);
+      foreign_dirs_.erase(dir);
+    }
   } else if (*watched != dir) {
     // The same directory, reported again through another process of the container because
     // the one it was reached through exited: follow it under the living path.
@@ -111,6 +111,7 @@ void Ingester::OnForeignDir(uint32_t host_pid, uint64_t mnt_ns, const std::strin
 
 void Ingester::OnForeignDirGone(const std::string& dir) {
   watcher_.UnwatchFound(dir);
+  polled_dirs_.erase(dir);
   foreign_dirs_.erase(dir);
   if (!marker_dirs_.count(dir)) dir_context_.erase(dir);
 }
@@ -125,6 +126,7 @@ void Ingester::OnProcessGone(uint32_t host_pid) {
     // Nobody maps a jitdump there any more: its files were read to their end at the exit.
     if (!foreign_dirs_.count(it->first)) {
       watcher_.UnwatchFound(it->first);
+      polled_dirs_.erase(it->first);
       dir_context_.erase(it->first);
     }
     it = marker_dirs_.erase(it);
@@ -151,6 +153,24 @@ void Ingester::RepointDir(const std::string& from, const std::string& to) {
     marker_dirs_[to] = std::move(it->second);
     marker_dirs_.erase(from);
   }
+}
+
+void Ingester::PollUnwatched() {
+  if (polled_dirs_.empty()) return;
+  std::vector<std::pair<std::string, std::string>> parked;
+  for (auto& f : files_) {
+    if (!polled_dirs_.count(f->dir)) continue;
+    if (f->fd >= 0) MarkDirty(*f);
+    // An idle file gave its descriptor back; no event will reopen it, this does (the same
+    // inode only).
+    if (f->parked) parked.emplace_back(f->dir, f->name);
+  }
+  for (const auto& [dir, name] : parked) Discover(dir, name);
+  // New files of containers' /tmp (marker directories get theirs from the scanner).
+  for (const std::string& dir : polled_dirs_) {
+    if (foreign_dirs_.count(dir)) watcher_.ScanDir(dir);
+  }
+  if (!dirty_.empty() || publish_pending_) PostDrain();
 }
 
 }  // namespace jitsym::ingest

@@ -545,11 +545,28 @@ bool Ingester::Drain(FollowedFile& file) {
 }
 
 void Ingester::AttachToContentPid(FollowedFile& file) {
-  const auto pid = file.source->content_pid();
+  std::optional<uint32_t> pid = file.source->content_pid();
   if (!pid) return;
-  // The same rule as for a pid in the file name, now that the header named it, on the facts of
-  // the file when it was opened.
-  const auto identity = os::ReadProcessIdentity(*pid);
+  // The same rules as for a pid in the file name, now that the header named it, on the facts
+  // of the file when it was opened: first which process that number means (the header has the
+  // pid the writer calls itself, in its own pid namespace), then whether it is believed.
+  auto where = dir_context_.find(file.dir);
+  const security::WriterJudgement w = security::JudgeWriter(
+      GatherWriterFacts(*writer_probe_, where != dir_context_.end() ? where->second : DirContext{},
+                        *pid, /*jitdump=*/false, file.dev, file.ino, file.uid, file.ctime_ns,
+                        file.found_at_startup),
+      /*waited=*/true);  // the writer holds it open while it writes the header
+  if (w.kind == security::WriterKind::kWait || w.kind == security::WriterKind::kUnattached) {
+    Unattach(file.path, file.uid, w.why);
+    Finish(file, "untrusted");
+    return;
+  }
+  if (w.host_pid != *pid) {
+    JITSYM_LOG(kInfo, file.path, ": written by host pid ", w.host_pid, " (pid ", *pid,
+               " in its pid namespace)");
+  }
+  pid = w.host_pid;
+  const auto identity = w.ignore_live ? std::nullopt : os::ReadProcessIdentity(*pid);
   security::FileFacts facts;
   facts.uid = file.uid;
   facts.nlink = file.nlink;
@@ -634,6 +651,7 @@ void Ingester::ScheduleMaintenance() {
       }
     }
     if (compacted) Publish();
+    PollUnwatched();
     ParkIdle();
     PruneEmpty();
     // Exits of live processes that have no pidfd (their owner's descriptor quota was full).

@@ -141,8 +141,10 @@ class Ingester {
   void OnProcessGone(uint32_t host_pid);
   // Files followed in directory `from` are now reached in `to`.
   void RepointDir(const std::string& from, const std::string& to);
-  // Whether `host_pid` runs in a pid namespace other than the daemon's.
-  bool InForeignPidNamespace(uint32_t host_pid) const;
+  // Found directories inotify could not watch (no watches left, or the kernel refuses one
+  // through /proc/PID/root) are read again every maintenance tick instead: their followed
+  // files for growth, and their new files (bounded).
+  void PollUnwatched();
   // Lists a file whose writer cannot be told (published in the view, logged).
   void Unattach(const std::string& path, uint32_t uid, const std::string& why);
   // Reads the live incarnation's namespaces and container identity.
@@ -186,6 +188,7 @@ class Ingester {
   // Directories watched because a process maps a jitdump in them: the processes that do.
   std::unordered_map<std::string, std::unordered_set<uint32_t>> marker_dirs_;
   std::unordered_set<std::string> foreign_dirs_;  // containers' /tmp, by path
+  std::unordered_set<std::string> polled_dirs_;   // found but not watchable: re-checked
   // Directories found in containers' filesystems (/proc/PID/root/...), by path.
   std::unordered_map<std::string, DirContext> dir_context_;
   std::shared_ptr<const std::vector<index::UnattachedFile>> unattached_;

@@ -58,6 +58,8 @@ class Watcher {
   // through exited): later events name `to`.
   void RenameFound(const std::string& from, const std::string& to);
   void UnwatchFound(const std::string& dir);
+  // Reports the recognised files of `dir` through `found`, watched or not.
+  void ScanDir(const std::string& dir) { Scan(dir); }
   size_t found_count() const { return found_.size(); }
 
  private:

@@ -4,18 +4,22 @@
 namespace jitsym::ingest {
 namespace {
 
-security::WriterCandidate Candidate(WriterProbe& probe, const WriterProbe::Process& p, bool jitdump,
-                                    uint64_t dev, uint64_t ino) {
+security::WriterCandidate Candidate(const WriterProbe::Process& p) {
   security::WriterCandidate c;
   c.host_pid = p.host_pid;
   c.uid = p.ns.uid;
   c.nspid = p.ns.nspid;
   c.start_ns = p.start_ns;
-  // A jitdump's writer maps it; perf maps and .mlpd files are held open by theirs (or closed
-  // after one write, as the JVM's Compiler.perfmap does: then nothing tells).
-  c.holds = (jitdump && probe.Holds(p.host_pid, dev, ino, true)) ||
-            probe.Holds(p.host_pid, dev, ino, false);
   return c;
+}
+
+// Which candidates map the file or hold it open. A jitdump's writer maps it; perf maps and .mlpd
+// files are held open by theirs (or closed after one write, as the JVM's Compiler.perfmap
+// does: then nothing tells).
+void CheckHolders(WriterProbe& probe, security::WriterCandidate& c, bool jitdump, uint64_t dev,
+                  uint64_t ino) {
+  c.holds = (jitdump && probe.Holds(c.host_pid, dev, ino, true)) ||
+            probe.Holds(c.host_pid, dev, ino, false);
 }
 
 }  // namespace
@@ -39,15 +43,22 @@ security::WriterFacts GatherWriterFacts(WriterProbe& probe, const DirContext& wh
       // can be told to call itself so.
       if (auto p = probe.Host(where.via_pid); p && p->ns.nspid == name_pid) found.push_back(*p);
     }
-    for (const WriterProbe::Process& p : found) {
-      f.in_container.push_back(Candidate(probe, p, jitdump, dev, ino));
+    for (const WriterProbe::Process& p : found) f.in_container.push_back(Candidate(p));
+  } else {
+    if (auto p = probe.Host(name_pid)) f.host = Candidate(*p);
+    for (const WriterProbe::Process& p : probe.Namesakes(name_pid)) {
+      if (p.host_pid != name_pid) f.namesakes.push_back(Candidate(p));
     }
-    return f;
   }
-  if (auto p = probe.Host(name_pid)) f.host = Candidate(probe, *p, jitdump, dev, ino);
-  for (const WriterProbe::Process& p : probe.Namesakes(name_pid)) {
-    if (p.host_pid == name_pid) continue;
-    f.namesakes.push_back(Candidate(probe, p, jitdump, dev, ino));
+  // Mappings and descriptors decide only between several candidates, and for a jitdump found
+  // at start-up (whose live namesake must map it). Reading them costs a maps file and a
+  // descriptor table per candidate, so only then (a user creating files by the thousand must
+  // not make the daemon read a big process's tables for each).
+  const bool several = f.in_container.size() > 1 || !f.namesakes.empty();
+  if (several || (jitdump && found_at_startup)) {
+    for (auto& c : f.in_container) CheckHolders(probe, c, jitdump, dev, ino);
+    if (f.host) CheckHolders(probe, *f.host, jitdump, dev, ino);
+    for (auto& c : f.namesakes) CheckHolders(probe, c, jitdump, dev, ino);
   }
   return f;
 }
