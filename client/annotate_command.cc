@@ -6,6 +6,11 @@
 // sends one lookup request per pid in it, and queues it; the calling thread reads the answers
 // and writes the batch out. A fixed pool of batches bounds memory whatever the input size.
 // With --folded the output is collapsed stacks instead (comm;outer;...;leaf COUNT).
+//
+// Inputs are checked where they enter: with -i it runs `perf script` itself, after checking the
+// recording's clock as `perf inject --jit` does; it warns once when the samples have no time or
+// no pid/tid, or times that look like another clock; and it ends with a summary of what was
+// named and what was not, and why (on stderr; --quiet silences warnings and summary).
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,10 +25,14 @@
 #include "client/blocking_queue.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
+#include "client/frame_summary.h"
 #include "client/line_reader.h"
 #include "client/output.h"
+#include "client/perf_recording.h"
 #include "client/perf_script_parser.h"
 #include "client/pipeline.h"
+#include "client/subprocess.h"
+#include "client/time_check.h"
 #include "proto/client_connection.h"
 #include "proto/protocol.h"
 
@@ -32,6 +41,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: perf script [OPTIONS] | jitsym annotate [--folded] [--native] [--batch N]\n"
+    "                                              [--quiet]\n"
+    "       jitsym annotate -i perf.data [OPTIONS] [-- PERF-SCRIPT-OPTIONS]\n"
     "\n"
     "Reads `perf script` output on stdin and writes it to stdout unchanged, except that\n"
     "frames perf could not name ([unknown], //anon, /memfd:..., perf-<pid>.map,\n"
@@ -42,6 +53,18 @@ constexpr char kUsage[] =
     "id; jitsymd knows which process each thread belonged to, also after it exited) and ip.\n"
     "Lines longer than 64 KiB are cut.\n"
     "\n"
+    "With -i, runs `perf script -i FILE -F comm,pid,tid,time,ip,sym,dso` itself (callchains\n"
+    "are printed when recorded; PERF-SCRIPT-OPTIONS after `--` are added), after reading the\n"
+    "recording's event attributes (`perf evlist -v`) and warning when it was not recorded\n"
+    "with `perf record -k mono` (perf inject --jit refuses such recordings).\n"
+    "\n"
+    "Warnings (once each, on stderr): input without a time field (frames in reused code\n"
+    "ranges may get wrong names), without pid or tid (nothing can be named), times that\n"
+    "look like microseconds or a wall-clock epoch. At the end, a summary on stderr: frames\n"
+    "named per origin, frames left unknown per reason.\n"
+    "\n"
+    "  -i FILE     read this perf.data through `perf script`\n"
+    "  --quiet     no warnings and no summary (errors are still reported)\n"
     "  --folded    print collapsed stacks (comm;outer;...;leaf COUNT) for flame graph tools\n"
     "  --native    also ask jitsymd about frames perf named in files (ELF images), and use\n"
     "              its names where it has them: callchain entries (which perf prints as\n"
@@ -66,6 +89,7 @@ struct LineRec {
   uint32_t sym_begin = 0, sym_len = 0;
   uint32_t comm_begin = 0, comm_len = 0;
   bool has_frame = false;
+  bool no_pid = false;  // needed a name, but the input gave no pid or tid to ask with
 };
 
 // Who answers a query: a pid, or an image (path) with file offsets or ELF addresses.
@@ -123,16 +147,24 @@ void AppendAnswer(const proto::LookupResult& r, std::string* out) {
   out->push_back(')');
 }
 
+// What follows the clock problem of a recording, in the warning.
+constexpr char kClockAdvice[] =
+    "`perf inject --jit` refuses such a recording, and its sample times are not on the clock of "
+    "jitdump files, so frames in code ranges that were reused may get wrong names. Record with "
+    "`perf record -k mono`.";
+
 struct Options {
   bool folded = false;
   bool native = false;
+  bool quiet = false;
   size_t batch_size = kDefaultBatch;
 };
 
 class AnnotatePipeline {
  public:
-  AnnotatePipeline(proto::ClientConnection& connection, const Options& options)
-      : connection_(connection), options_(options), reader_(STDIN_FILENO) {
+  AnnotatePipeline(proto::ClientConnection& connection, const Options& options, int input_fd)
+      : connection_(connection), options_(options), reader_(input_fd), times_("annotate") {
+    times_.set_quiet(options.quiet);
     for (auto& batch : batches_) {
       batch.text.reserve(kMaxBatchText + LineReader::kMaxLineBytes + 1);
       free_.Push(&batch);
@@ -199,7 +231,25 @@ class AnnotatePipeline {
     const char* line = batch->text.data() + rec->begin;
     rec->sym_begin = f.sym.empty() ? 0 : static_cast<uint32_t>(f.sym.data() - line);
     rec->sym_len = static_cast<uint32_t>(f.sym.size());
-    if (pid_ <= 0) return;  // idle, or no pid field: nobody to ask
+    if (pid_ == 0) return;  // the idle task: kernel code
+    if (pid_ < 0) {
+      // No pid field (or a sample line that could not be read): nobody to ask. Frames perf
+      // could not name stay unnamed; counted, and said once.
+      if (NeedsJitName(f)) {
+        rec->no_pid = true;
+        Warn(&warned_no_pid_,
+             "warning: the input has no pid or tid field: no frame can be named (jitsymd is "
+             "asked by process); add pid or tid to `perf script -F`, or use `jitsym annotate "
+             "-i perf.data`");
+      }
+      return;
+    }
+    if (!time_ && NeedsJitName(f)) {
+      Warn(&warned_no_time_,
+           "warning: the input has no time field: frames are named after the latest code at "
+           "their address, so frames in code ranges that were reused may get wrong names; add "
+           "time to `perf script -F` (and record with `perf record -k mono`)");
+    }
     if (NeedsJitName(f)) {
       // perf names the process in the dso of an anonymous mapping (/tmp/perf-<pid>.map) even
       // when the sample line shows a thread id.
@@ -226,12 +276,38 @@ class AnnotatePipeline {
     PerfScriptSample sample;
     PerfScriptFrame frame;
     rec.kind = ParsePerfScriptLine(stored, &sample, &frame);
+    if (!warned_clock_ && rec.kind == PerfScriptLine::kOther) {
+      // `perf script --header` output: the recording's events, checked as with -i.
+      if (auto event = ParsePerfHeaderEvent(stored)) {
+        if (auto problem = InjectClockProblem({*event})) {
+          warned_clock_ = true;
+          if (!options_.quiet) {
+            std::fprintf(stderr, "jitsym annotate: warning: %s. %s\n", problem->c_str(),
+                         kClockAdvice);
+          }
+        }
+      }
+    }
+    if (rec.kind == PerfScriptLine::kBlank ||
+        (rec.kind == PerfScriptLine::kOther && !line.empty() && line[0] != '\t')) {
+      // The end of a sample, or a sample line this parser could not read (-F without pid and
+      // time, "-F ip" prints an empty one): the frames that follow are not the last sample's.
+      pid_ = -1;
+      time_.reset();
+    }
     if (rec.kind == PerfScriptLine::kSample) {
       // The pid, or a lone thread id (perf's default fields): jitsymd tells which process a
       // thread id belonged to at the sample's time, which /proc here cannot once it exited or
       // the id was reused.
       pid_ = sample.pid;
       time_ = sample.time_ns;
+      if (time_ && pid_ > 0 && times_.WouldWarn(*time_)) {  // formats only then: per sample
+        char shown[48];
+        std::snprintf(shown, sizeof(shown), "%llu.%06llu",
+                      static_cast<unsigned long long>(*time_ / 1000000000ull),
+                      static_cast<unsigned long long>(*time_ % 1000000000ull / 1000));
+        times_.Check(*time_, shown);
+      }
       if (!sample.comm.empty()) {
         rec.comm_begin = static_cast<uint32_t>(sample.comm.data() - stored.data());
         rec.comm_len = static_cast<uint32_t>(sample.comm.size());
@@ -278,16 +354,54 @@ class AnnotatePipeline {
     in_flight_.Close();
   }
 
+  // Says `text` once (the flag) unless --quiet. Writer thread.
+  void Warn(bool* said, const char* text) {
+    if (*said) return;
+    *said = true;
+    if (!options_.quiet) std::fprintf(stderr, "jitsym annotate: %s\n", text);
+  }
+
   // ---- reader side: answers in, lines out ----
 
-  const proto::LookupResult* Answer(const Batch& batch, const LineRec& rec) {
+  // The result for a line's frame, found or not; null when nothing was asked or the request
+  // was refused.
+  const proto::LookupResult* Result(const Batch& batch, const LineRec& rec) {
     if (rec.query < 0) return nullptr;
     const auto [req, idx] = batch.queries[static_cast<size_t>(rec.query)];
     const auto* lookup = std::get_if<proto::LookupResponse>(&batch.responses[req].body);
     if (lookup == nullptr || idx >= lookup->results.size()) return nullptr;
-    const proto::LookupResult& r = lookup->results[idx];
-    return r.found ? &r : nullptr;
+    return &lookup->results[idx];
   }
+
+  const proto::LookupResult* Answer(const Batch& batch, const LineRec& rec) {
+    const proto::LookupResult* r = Result(batch, rec);
+    return r != nullptr && r->found ? r : nullptr;
+  }
+
+  // Counts a batch's frames for the summary: named per origin, unknown per reason.
+  void Tally(const Batch& batch) {
+    for (const LineRec& rec : batch.lines) {
+      if (rec.no_pid) {
+        summary_.Unknown(std::string(kNoPidKey));
+        continue;
+      }
+      if (rec.query < 0) continue;
+      if (const proto::LookupResult* r = Result(batch, rec)) {
+        if (r->found) {
+          summary_.Named(*r);
+        } else {
+          summary_.Unknown(*r);
+        }
+        continue;
+      }
+      // The request was refused as a whole: the error's code is the reason.
+      const auto req = batch.queries[static_cast<size_t>(rec.query)].first;
+      const auto* err = std::get_if<proto::ErrorResponse>(&batch.responses[req].body);
+      summary_.Unknown(err != nullptr ? err->code : std::string("unknown"));
+    }
+  }
+
+  void PrintSummary() const { std::fputs(summary_.Format("annotate", "frames").c_str(), stderr); }
 
   void WriteLines(const Batch& batch, std::string* out) {
     for (const LineRec& rec : batch.lines) {
@@ -388,6 +502,7 @@ class AnnotatePipeline {
           return kExitError;
         }
       }
+      Tally(*batch);
       if (options_.folded) {
         FoldLines(*batch);
       } else {
@@ -414,6 +529,7 @@ class AnnotatePipeline {
       *error = "cannot write output";
       return kExitError;
     }
+    if (!options_.quiet) PrintSummary();
     return kExitOk;
   }
 
@@ -427,28 +543,86 @@ class AnnotatePipeline {
   // Writer state: the current sample's pid and time (frames follow their sample line).
   int64_t pid_ = -1;
   std::optional<uint64_t> time_;
+  TimeChecker times_;
+  bool warned_no_pid_ = false, warned_no_time_ = false, warned_clock_ = false;
   // Reader state.
   std::set<std::string> reported_;
   bool in_sample_ = false;
   std::string stack_comm_;
   std::vector<std::string> stack_;
   std::unordered_map<std::string, uint64_t> folded_;
+  FrameSummary summary_;
 };
+
+// The fields `perf script` is asked for with -i: what the parser needs to name a frame (ip,
+// sym, dso decide which frames need a name; pid and tid whom to ask; time when), and comm for
+// --folded. Callchains come with ip when the recording has them.
+constexpr char kPerfScriptFields[] = "comm,pid,tid,time,ip,sym,dso";
+
+// With -i: reads the recording's event attributes, warns where `perf inject --jit` would refuse
+// its clock, and starts `perf script` on it. False after reporting an error.
+bool StartPerfScript(const std::string& input, const std::vector<std::string>& perf_args,
+                     bool quiet, Child* child) {
+  std::string evlist, error;
+  bool not_found = false;
+  const int status = RunCapture({"perf", "evlist", "-v", "-i", input}, &evlist, &error, &not_found);
+  if (not_found) {
+    std::fprintf(stderr,
+                 "jitsym annotate: perf is not installed or not on PATH; -i needs it to read "
+                 "%s (Debian: apt install linux-perf)\n",
+                 input.c_str());
+    return false;
+  }
+  if (status != 0) {
+    std::fprintf(stderr, "jitsym annotate: `perf evlist -v -i %s` failed (%s)\n", input.c_str(),
+                 status < 0 ? error.c_str() : ("exit status " + std::to_string(status)).c_str());
+    return false;
+  }
+  const std::vector<PerfEventAttrs> events = ParsePerfEvlist(evlist);
+  if (auto problem = InjectClockProblem(events); problem && !quiet) {
+    std::fprintf(stderr, "jitsym annotate: warning: %s: %s. %s\n", input.c_str(), problem->c_str(),
+                 kClockAdvice);
+  }
+  // perf script refuses to print a field the samples do not have.
+  bool all_timed = !events.empty();
+  for (const PerfEventAttrs& e : events) all_timed = all_timed && e.time;
+  std::string fields = kPerfScriptFields;
+  if (!all_timed) fields = "comm,pid,tid,ip,sym,dso";
+  std::vector<std::string> argv = {"perf", "script", "-i", input, "-F", fields};
+  argv.insert(argv.end(), perf_args.begin(), perf_args.end());
+  if (!SpawnPiped(argv, child, &error, &not_found)) {
+    std::fprintf(stderr, "jitsym annotate: cannot run perf script: %s\n", error.c_str());
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
 int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& args) {
   Options options;
-  std::optional<std::string> batch_text;
+  std::optional<std::string> batch_text, input;
   ArgParser parser("annotate", kUsage);
   parser.AddFlag("--folded", &options.folded);
   parser.AddFlag("--native", &options.native);
+  parser.AddFlag("--quiet", &options.quiet);
+  parser.AddValue("-i", &input);
+  parser.AddValue("--input", &input);
   parser.AddValue("--batch", &batch_text);
+  // Everything after `--` is perf script's.
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  const std::vector<std::string> own(args.begin(), dashes);
+  const std::vector<std::string> perf_args(dashes == args.end() ? dashes : dashes + 1, args.end());
   std::vector<std::string> positional;
-  if (auto status = parser.Parse(args, &positional)) return *status;
+  if (auto status = parser.Parse(own, &positional)) return *status;
   if (!positional.empty()) {
-    return parser.UsageError("unexpected argument '" + positional[0] + "' (input is stdin)");
+    return parser.UsageError("unexpected argument '" + positional[0] +
+                             "' (input is stdin, or -i FILE)");
   }
+  if (dashes != args.end() && !input) {
+    return parser.UsageError("options after -- are for perf script, which runs only with -i");
+  }
+  if (input && input->empty()) return parser.UsageError("-i needs a file name");
   if (batch_text) {
     const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);
     if (!n || *n == 0 || *n > proto::kMaxBatch) {
@@ -458,8 +632,24 @@ int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& ar
   }
   auto connection = ConnectOrReport(globals);
   if (!connection) return kExitError;
-  AnnotatePipeline pipeline(*connection, options);
-  return pipeline.Run();
+  if (!input) {
+    AnnotatePipeline pipeline(*connection, options, STDIN_FILENO);
+    return pipeline.Run();
+  }
+  Child perf;
+  if (!StartPerfScript(*input, perf_args, options.quiet, &perf)) return kExitError;
+  int status;
+  {
+    AnnotatePipeline pipeline(*connection, options, perf.stdout_fd);
+    status = pipeline.Run();
+  }
+  close(perf.stdout_fd);  // a perf still writing (we stopped early) gets EPIPE and ends
+  const int perf_status = WaitChild(perf.pid);
+  if (perf_status != 0 && status == kExitOk) {
+    std::fprintf(stderr, "jitsym annotate: perf script failed (exit status %d)\n", perf_status);
+    return kExitError;
+  }
+  return status;
 }
 
 }  // namespace jitsym::client

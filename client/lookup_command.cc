@@ -21,6 +21,7 @@
 #include "client/line_reader.h"
 #include "client/output.h"
 #include "client/pipeline.h"
+#include "client/time_check.h"
 #include "proto/client_connection.h"
 #include "proto/protocol.h"
 
@@ -43,7 +44,9 @@ constexpr char kUsage[] =
     "  --file-offset   ELF lookups: ADDR is a file offset (as perf's dso offsets)\n"
     "  --time T        when the addresses were sampled: CLOCK_MONOTONIC nanoseconds, or\n"
     "                  seconds with a decimal point as perf script prints (219.895069);\n"
-    "                  a TIME on an input line overrides it\n"
+    "                  a TIME on an input line overrides it. A time that looks like\n"
+    "                  microseconds, milliseconds or a wall-clock epoch is warned about\n"
+    "                  once on stderr\n"
     "  --origin O      only answers from this kind of source: jitdump, perfmap, mlpd, r2rmap,\n"
     "                  elf\n"
     "  --inlines       native answers: append the chain of inlined frames, innermost\n"
@@ -120,8 +123,9 @@ std::string_view Trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
-// Adds one input line to the batch; blank lines are skipped.
-void AddLine(std::string_view line, Batch* batch) {
+// Adds one input line to the batch; blank lines are skipped. `times` (null: not checked) warns
+// about the first time that looks like another clock or unit.
+void AddLine(std::string_view line, Batch* batch, TimeChecker* times) {
   line = Trim(line);
   if (line.empty()) return;
   const size_t space = line.find_first_of(" \t");
@@ -131,6 +135,7 @@ void AddLine(std::string_view line, Batch* batch) {
   const std::optional<uint64_t> addr = proto::ParseAddress(addr_text);
   std::optional<uint64_t> time;
   if (!time_text.empty()) time = proto::ParseTime(time_text);
+  if (time && times != nullptr) times->Check(*time, time_text);
   if (!addr || (!time_text.empty() && !time)) {
     proto::LookupResult& bad = batch->bad.emplace_back();
     bad.error = addr ? "invalid time" : "invalid address";
@@ -219,12 +224,14 @@ void AppendText(const proto::LookupResult& r, uint64_t addr, bool inlines, std::
 class LookupPipeline {
  public:
   LookupPipeline(proto::ClientConnection& connection, AddressSource& source,
-                 const proto::LookupRequest& prototype, size_t batch_size, bool json, bool inlines)
+                 const proto::LookupRequest& prototype, size_t batch_size, bool json, bool inlines,
+                 TimeChecker* times)
       : connection_(connection),
         source_(source),
         batch_size_(batch_size),
         json_(json),
-        inlines_(inlines) {
+        inlines_(inlines),
+        times_(times) {
     for (auto& batch : batches_) {
       batch.request.body = prototype;
       batch.lookup().addrs.reserve(batch_size);
@@ -249,7 +256,7 @@ class LookupPipeline {
     while (batch->slots.size() < batch_size_) {
       if (!batch->slots.empty() && !source_.Ready()) return true;  // interactive: send now
       if (!source_.Next(&line)) return false;
-      AddLine(line, batch);
+      AddLine(line, batch, times_);
     }
     return true;
   }
@@ -340,6 +347,7 @@ class LookupPipeline {
   const size_t batch_size_;
   const bool json_;
   const bool inlines_;
+  TimeChecker* const times_;  // the writer thread's
   Batch batches_[kBatchesInFlight];
   BlockingQueue<Batch*> free_;
   BlockingQueue<Batch*> in_flight_;
@@ -396,6 +404,9 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
                                "' (nanoseconds, or seconds with a decimal point)");
     }
   }
+  // Times matter only for a process's code; --image and --build-id answers have none.
+  TimeChecker times("lookup");
+  if (prototype.time && prototype.pid) times.Check(*prototype.time, *time_text);
   prototype.origin = origin;
   if (!json) {
     // Text output prints only these: ask for nothing else.
@@ -422,7 +433,8 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   } else {
     source = std::make_unique<ArgsSource>(addrs);
   }
-  LookupPipeline pipeline(*connection, *source, prototype, batch_size, json, inlines);
+  LookupPipeline pipeline(*connection, *source, prototype, batch_size, json, inlines,
+                          prototype.pid ? &times : nullptr);
   return pipeline.Run();
 }
 

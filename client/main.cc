@@ -19,7 +19,8 @@ constexpr Command kCommands[] = {
     {"stats", "show daemon counters", RunStats},
     {"ping", "check that jitsymd answers, with the round-trip time", RunPing},
     {"version", "show client and daemon versions", RunVersion},
-    {"annotate", "name the JIT frames of `perf script` output (a filter)", RunAnnotate},
+    {"annotate", "name the JIT frames of `perf script` output (a filter, or -i perf.data)",
+     RunAnnotate},
     {"perfmap", "write a perf map of a process's symbols for perf report", RunPerfmap},
     {"pprof", "name the pcs of a gperftools CPU profile", RunPprof},
 };

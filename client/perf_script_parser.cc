@@ -154,6 +154,10 @@ PerfScriptLine ParsePerfScriptLine(std::string_view line, PerfScriptSample* samp
   size_t first = 0;
   while (first < line.size() && IsSpace(line[first])) ++first;
   if (first == line.size()) return PerfScriptLine::kBlank;
+  // perf's header and comments (`perf script --header`: "# event : ... bpf_event = 1" would
+  // otherwise read as a sample of pid 1). perf prints a comm right-aligned in 16 columns or
+  // more, so a sample line starts with "#" only for a 16-character comm that does.
+  if (line.starts_with("# ")) return PerfScriptLine::kOther;
   if (line[0] == '\t') {  // a callchain entry
     auto f = ParsePerfScriptFrame(line, first);
     if (!f) return PerfScriptLine::kOther;
@@ -189,6 +193,16 @@ PerfScriptLine ParsePerfScriptLine(std::string_view line, PerfScriptSample* samp
           if (after < n && IsCpuToken(tok[after].text)) ++after;
           break;
         }
+      }
+    }
+    // No pid either (-F comm,time,...): still a sample line when it has a time, so that its
+    // frames are known to have no pid, and its time is read.
+    for (size_t k = 0; k < n && pid_at == SIZE_MAX; ++k) {
+      if (auto t = ParseTimeToken(tok[k].text)) {
+        time = t;
+        pid = tid = -1;
+        pid_at = k;  // the comm ends before it
+        after = k + 1;
       }
     }
     if (pid_at == SIZE_MAX) return PerfScriptLine::kOther;

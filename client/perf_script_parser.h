@@ -10,6 +10,9 @@
 // COMM may hold spaces and digits; the pid is the numeric token just before the time (or the
 // cpu), or without a time the first PID/TID or numeric token. SYM may hold spaces and
 // parentheses (C++ and JavaScript names); DSO is the last parenthesized group of the line.
+// Without a pid or tid field (-F comm,time,...) a line with a time is still a sample line, with
+// pid -1 (then a comm ending in a number, "V8 Worker 2", is read as a pid: the text cannot tell).
+// Without pid and time ("-F comm,ip", "-F ip" prints an empty line) it is kOther or kBlank.
 // Anything else (srcline lines, --header output, warnings) is kind kOther and passes unchanged.
 #ifndef JITSYM_CLIENT_PERF_SCRIPT_PARSER_H_
 #define JITSYM_CLIENT_PERF_SCRIPT_PARSER_H_

@@ -18,6 +18,7 @@
 #include "client/args.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
+#include "client/frame_summary.h"
 #include "client/gperftools_profile.h"
 #include "client/output.h"
 #include "proto/client_connection.h"
@@ -27,7 +28,7 @@ namespace jitsym::client {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: jitsym pprof PROFILE --pid PID [--text | --folded | --symbolized OUT]\n"
+    "usage: jitsym pprof PROFILE --pid PID [--text | --folded | --symbolized OUT] [--quiet]\n"
     "\n"
     "Resolves the pcs of a gperftools CPU profile (CPUPROFILE=PROFILE with libprofiler.so)\n"
     "through jitsymd: JIT code by PID (the latest code at each address: the format has no\n"
@@ -37,7 +38,11 @@ constexpr char kUsage[] =
     "  --text            flat and cumulative samples per function, as pprof --text (default)\n"
     "  --folded          collapsed stacks (outer;...;leaf COUNT) for flame graph tools\n"
     "  --symbolized OUT  write a symbolized profile that google-pprof reads:\n"
-    "                    google-pprof --text OUT\n";
+    "                    google-pprof --text OUT\n"
+    "  --quiet           no summary on stderr\n"
+    "\n"
+    "Ends with a summary on stderr: pcs named per origin, left unknown per reason, and a\n"
+    "warning when no JIT pc of PID was named (jitsymd may not know the process).\n";
 
 constexpr size_t kBatch = 8192;
 constexpr size_t kMaxProfileBytes = size_t{4} << 30;
@@ -75,9 +80,11 @@ class Resolver {
   explicit Resolver(proto::ClientConnection& connection) : connection_(connection) {}
 
   // Asks `prototype` (pid or image) about `addrs`; for each found answer calls
-  // done(index, result). False when the connection fails.
+  // done(index, result). Every answer, found or not, is counted in *summary. False when the
+  // connection fails.
   template <typename Done>
-  bool Ask(const proto::LookupRequest& prototype, const std::vector<uint64_t>& addrs, Done done) {
+  bool Ask(const proto::LookupRequest& prototype, const std::vector<uint64_t>& addrs, Done done,
+           FrameSummary* summary) {
     for (size_t i = 0; i < addrs.size(); i += kBatch) {
       proto::Request request;
       proto::LookupRequest lookup = prototype;
@@ -97,6 +104,7 @@ class Resolver {
             !(prototype.image && err->code == proto::kErrNotFound)) {
           ReportErrorResponse(*err);
         }
+        for (size_t k = 0; k < n; ++k) summary->Unknown(err->code);
         continue;
       }
       const auto* results = std::get_if<proto::LookupResponse>(&response->body);
@@ -106,7 +114,13 @@ class Resolver {
         return false;
       }
       for (size_t k = 0; k < n; ++k) {
-        if (results->results[k].found) done(i + k, results->results[k]);
+        const proto::LookupResult& r = results->results[k];
+        if (r.found) {
+          done(i + k, r);
+          summary->Named(r);
+        } else {
+          summary->Unknown(r);
+        }
       }
     }
     return true;
@@ -216,8 +230,9 @@ void PrintFolded(const CpuProfile& profile, const std::vector<std::vector<std::s
 
 int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args) {
   std::optional<std::string> pid_text, symbolized;
-  bool text = false, folded = false;
+  bool text = false, folded = false, quiet = false;
   ArgParser parser("pprof", kUsage);
+  parser.AddFlag("--quiet", &quiet);
   parser.AddValue("--pid", &pid_text);
   parser.AddFlag("--text", &text);
   parser.AddFlag("--folded", &folded);
@@ -285,9 +300,11 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
   std::unordered_map<uint64_t, std::vector<std::string>> names;
   proto::LookupRequest by_pid;
   by_pid.pid = static_cast<int64_t>(*pid);
-  if (!resolver.Ask(by_pid, jit, [&](size_t i, const proto::LookupResult& r) {
-        names[jit[i]] = FunctionsOf(r);
-      })) {
+  FrameSummary jit_summary, file_summary;
+  if (!resolver.Ask(
+          by_pid, jit,
+          [&](size_t i, const proto::LookupResult& r) { names[jit[i]] = FunctionsOf(r); },
+          &jit_summary)) {
     return kExitError;
   }
   for (const auto& entry : files) {
@@ -300,10 +317,31 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
       const ProfileMapping* m = mapping_of(pc);
       offsets.push_back(pc - m->start + m->offset);
     }
-    if (!resolver.Ask(by_image, offsets, [&](size_t i, const proto::LookupResult& r) {
-          names[file_pcs[i]] = FunctionsOf(r);
-        })) {
+    if (!resolver.Ask(
+            by_image, offsets,
+            [&](size_t i, const proto::LookupResult& r) { names[file_pcs[i]] = FunctionsOf(r); },
+            &file_summary)) {
       return kExitError;
+    }
+  }
+  if (!quiet) {
+    // The pcs outside the profile's files are the process's JIT code: when none of them is
+    // named, the likeliest cause is a process jitsymd knows nothing about; say so, with the pid.
+    if (jit_summary.unknown(kUnknownProcessKey) > 0) {
+      std::fprintf(stderr,
+                   "jitsym pprof: warning: jitsymd knows nothing about pid %llu: its JIT code "
+                   "stays unnamed (`jitsym processes` lists the processes it knows)\n",
+                   static_cast<unsigned long long>(*pid));
+    } else if (!jit.empty() && jit_summary.named() == 0) {
+      std::fprintf(stderr,
+                   "jitsym pprof: warning: none of the %zu pcs outside the profile's files was "
+                   "named for pid %llu: is it the profiled process, and does jitsymd know it "
+                   "(`jitsym processes`)?\n",
+                   jit.size(), static_cast<unsigned long long>(*pid));
+    }
+    std::fputs(jit_summary.Format("pprof", "JIT pcs (by pid)").c_str(), stderr);
+    if (!files.empty()) {
+      std::fputs(file_summary.Format("pprof", "pcs in files").c_str(), stderr);
     }
   }
 

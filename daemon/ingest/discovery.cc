@@ -4,8 +4,11 @@
 // its files are followed as they grow exactly like a configured directory's; what makes a
 // directory a container's is recorded for the writer rule (writer_rule.h), which reads the
 // pids in its file names as pids of that container.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <string_view>
 
@@ -31,7 +34,40 @@ std::string_view AfterProcRoot(std::string_view path) {
   return rest.substr(kRoot.size() - 1);
 }
 
+void RecordDirIdentity(const std::string& dir, DirContext& where) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    where.dir_dev = static_cast<uint64_t>(st.st_dev);
+    where.dir_ino = static_cast<uint64_t>(st.st_ino);
+  }
+}
+
 }  // namespace
+
+int Ingester::OpenInDir(const std::string& dir, const std::string& name) {
+  constexpr int kFileFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  auto where = dir_context_.find(dir);
+  if (where == dir_context_.end() || where->second.dir_ino == 0) {
+    return ::open((dir + "/" + name).c_str(), kFileFlags);
+  }
+  // The last component must not be a symlink, and the directory reached must be the one found.
+  const int dfd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return -1;
+  struct stat st {};
+  if (::fstat(dfd, &st) != 0 || static_cast<uint64_t>(st.st_dev) != where->second.dir_dev ||
+      static_cast<uint64_t>(st.st_ino) != where->second.dir_ino) {
+    ::close(dfd);
+    JITSYM_LOG(kWarning, dir, ": no longer the directory that was found there; ", name,
+               " not opened");
+    errno = ENOENT;
+    return -1;
+  }
+  const int fd = ::openat(dfd, name.c_str(), kFileFlags);
+  const int saved = errno;
+  ::close(dfd);
+  errno = saved;
+  return fd;
+}
 
 void Ingester::OnMarker(uint32_t host_pid, const std::string& open_path, uint64_t dev,
                         uint64_t ino) {
@@ -63,20 +99,23 @@ void Ingester::OnMarker(uint32_t host_pid, const std::string& open_path, uint64_
     return;
   }
   JITSYM_LOG(kInfo, "pid ", host_pid, " maps the jitdump ", path, " (", dev, ":", ino, ")");
-  if (via_root) {
-    // A directory of the process's own mount namespace: names there are its processes'.
-    const os::ProcessCatalog::Entry* e = catalog_.Find(host_pid);
-    DirContext& where = dir_context_[dir];
-    where.mnt_ns = e != nullptr ? e->mnt_ns : 0;
-    where.via_pid = host_pid;
-  }
   const auto watched = watcher_.WatchFound(dir, /*scan=*/false);
   if (!watched && polled_dirs_.size() < kMaxMarkerDirs) polled_dirs_.insert(dir);
   if (watched && *watched != dir) {
     // Watched already under another name (a configured directory, or the same directory of a
     // container reached through another process): the file is known by that name.
-    dir_context_.erase(dir);
     dir = *watched;
+  } else if (!watched || watcher_.IsFound(dir)) {
+    // A directory of the process's own mount namespace when reached through its root: names
+    // there are its processes'. Either way, files are opened in it only while its path still
+    // leads to it.
+    DirContext& where = dir_context_[dir];
+    if (via_root) {
+      const os::ProcessCatalog::Entry* e = catalog_.Find(host_pid);
+      where.mnt_ns = e != nullptr ? e->mnt_ns : 0;
+      where.via_pid = host_pid;
+    }
+    if (where.dir_ino == 0) RecordDirIdentity(dir, where);
   }
   marker_dirs_[dir].insert(host_pid);
   Discover(dir, name);
@@ -88,6 +127,7 @@ void Ingester::OnForeignDir(uint32_t host_pid, uint64_t mnt_ns, const std::strin
   DirContext& where = dir_context_[dir];
   where.mnt_ns = mnt_ns;
   where.via_pid = host_pid;
+  RecordDirIdentity(dir, where);
   foreign_dirs_.insert(dir);
   JITSYM_LOG(kInfo, "pid ", host_pid, " runs in another mount namespace; watching its /tmp as ",
              dir);

@@ -142,7 +142,7 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   if (!match) return;
   const std::string path = dir + "/" + name;
   // Never follow a symlink planted in a shared directory; only regular files.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  int fd = OpenInDir(dir, name);
   if (fd < 0) {
     if (errno == ELOOP) {
       JITSYM_LOG(kWarning, path, ": is a symbolic link; not followed");

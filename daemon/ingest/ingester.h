@@ -141,6 +141,11 @@ class Ingester {
   void OnProcessGone(uint32_t host_pid);
   // Files followed in directory `from` are now reached in `to`.
   void RepointDir(const std::string& from, const std::string& to);
+  // Opens `name` in `dir` (O_NOFOLLOW; -1 with errno). A found directory reached through
+  // /proc/PID/root is opened first and must still be the directory that was found (its device
+  // and inode): a container's root may turn a component into a symlink, and an absolute
+  // symlink there resolves from the daemon's root, into the host's files.
+  int OpenInDir(const std::string& dir, const std::string& name);
   // Found directories inotify could not watch (no watches left, or the kernel refuses one
   // through /proc/PID/root) are read again every maintenance tick instead: their followed
   // files for growth, and their new files (bounded).

@@ -84,6 +84,13 @@ void Watcher::UnwatchFound(const std::string& dir) {
   }
 }
 
+bool Watcher::IsFound(const std::string& dir) const {
+  for (const auto& [wd, d] : dirs_) {
+    if (d == dir) return found_.count(wd) > 0;
+  }
+  return false;
+}
+
 void Watcher::ScanAll() {
   for (const auto& [wd, dir] : dirs_) Scan(dir);
 }

@@ -61,6 +61,8 @@ class Watcher {
   // Reports the recognised files of `dir` through `found`, watched or not.
   void ScanDir(const std::string& dir) { Scan(dir); }
   size_t found_count() const { return found_.size(); }
+  // Whether `dir` is watched as a found directory (not a configured one).
+  bool IsFound(const std::string& dir) const;
 
  private:
   // True if the directory is newly watched (false: cannot be, logged; or already was).

@@ -39,6 +39,9 @@ struct DirContext {
   // namespace (0: not readable), and the process it was reached through.
   std::optional<uint64_t> mnt_ns;
   uint32_t via_pid = 0;
+  // The directory as it was found (lstat of its path then): files are opened in it only while
+  // its path still leads there.
+  uint64_t dir_dev = 0, dir_ino = 0;
 };
 
 // The facts for JudgeWriter. `jitdump`: the format's writers map their file (checked first,

@@ -39,19 +39,23 @@ def require_perf(workdir):
     return perf
 
 
-def record_node(perf, data, cwd, args, callchains=True, freq=2000, timeout=180):
-    """Runs node --perf-prof under perf record -k mono -e cpu-clock; returns node's pid."""
+def record_node(perf, data, cwd, args, callchains=True, freq=2000, timeout=180, clock="mono"):
+    """Runs node --perf-prof under perf record -k CLOCK -e cpu-clock (clock None: perf's default
+    clock, no -k); returns node's pid. cwd may hold jitdumps of earlier runs."""
     node = shutil.which("node")
     if node is None:
         skip("node is not on PATH")
-    cmd = [perf, "record", "-q", "-k", "mono", "-e", "cpu-clock", "-F", str(freq), "-o", data]
+    before = set(os.listdir(cwd))
+    cmd = [perf, "record", "-q"] + (["-k", clock] if clock else []) + [
+        "-e", "cpu-clock", "-F", str(freq), "-o", data]
     if callchains:
         cmd.append("-g")
     cmd += ["--", node, "--perf-prof", "--expose-gc", "--allow-natives-syntax"] + list(args)
     res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
         raise AssertionError(f"perf record failed ({res.returncode}): {res.stderr[-1500:]}")
-    dumps = [n for n in os.listdir(cwd) if n.startswith("jit-") and n.endswith(".dump")]
+    dumps = [n for n in os.listdir(cwd)
+             if n.startswith("jit-") and n.endswith(".dump") and n not in before]
     pids = [int(n[4:-5]) for n in dumps]
     if len(pids) != 1:
         raise AssertionError(f"expected one jitdump in {cwd}, found {dumps}")

@@ -2,7 +2,8 @@
 """`jitsym pprof` on a real gperftools CPU profile of node --perf-prof (LD_PRELOAD=libprofiler.so
 CPUPROFILE=...): google-pprof --text alone shows hex for the JavaScript frames; jitsym pprof
 names the hot JS functions; google-pprof reading `--symbolized OUT` agrees with jitsym's table;
---folded adds up. Native frames go through the profile's mapping list as ELF image lookups: that
+--folded adds up; a summary on stderr says how many pcs stayed unnamed and warns about a pid
+jitsymd knows nothing about. Native frames go through the profile's mapping list as ELF image lookups: that
 case runs once the daemon answers ELF image lookups and is skipped (said so) before."""
 
 import glob
@@ -129,6 +130,27 @@ def folded_adds_up():
     check(any(l.split(" ")[0].split(";")[-1].startswith("JS:*jitsymHot") or
               ";JS:*jitsymHot" in l or l.startswith("JS:*jitsymHot") for l in text.splitlines()),
           "no stack ends in a workload function")
+
+
+@h.case
+def summary_says_what_stayed_unnamed_and_warns_about_an_unknown_pid():
+    res = h.client("pprof", RUN["profile"], "--pid", RUN["pid"], timeout=120)
+    check(res.returncode == 0, f"{res.returncode} {res.stderr[-500:]}")
+    m = re.search(r"^jitsym pprof: summary: (\d+) JIT pcs \(by pid\) to name, (\d+) named, "
+                  r"(\d+) left unknown$", res.stderr, re.M)
+    check(m is not None and int(m.group(2)) > 0, f"no summary of the JIT pcs: {res.stderr!r}")
+    check("named by jitdump: " in res.stderr and "warning" not in res.stderr,
+          f"summary: {res.stderr!r}")
+    print(f"  {m.group(2)} of {m.group(1)} JIT pcs named")
+    # A pid jitsymd knows nothing about: the hex stays, and the user is told why.
+    res = h.client("pprof", RUN["profile"], "--pid", 999999, timeout=120)
+    check(res.returncode == 0, f"{res.returncode} {res.stderr[-500:]}")
+    check("warning" in res.stderr and "pid 999999" in res.stderr,
+          f"no warning about the unknown pid: {res.stderr!r}")
+    check(re.search(r"^jitsym pprof: summary: \d+ JIT pcs \(by pid\) to name, 0 named", res.stderr,
+                    re.M), f"summary: {res.stderr!r}")
+    res = h.client("pprof", RUN["profile"], "--pid", 999999, "--quiet", timeout=120)
+    check(res.returncode == 0 and res.stderr == "", f"--quiet: {res.stderr!r}")
 
 
 @h.case

@@ -245,3 +245,64 @@ TEST(PerfScriptParser, HostileInputKeepsOffsetsInBounds) {
 
 }  // namespace
 }  // namespace jitsym::client
+
+namespace jitsym::client {
+namespace {
+
+// perf 6.1 lines of `perf script -F ...` without a pid or tid field, from a node recording made
+// with -g: a sample line that has a time is still a sample line (pid -1, so that the frames
+// under it are known to have nobody to ask), one without is not.
+TEST(PerfScriptParser, SampleLinesWithoutPidOrTid) {
+  PerfScriptSample s;
+  PerfScriptFrame f;
+  ASSERT_EQ(Parse("node 13021.598887: ", &s, &f), PerfScriptLine::kSample);  // -F comm,time,ip
+  EXPECT_EQ(s.pid, -1);
+  EXPECT_EQ(s.comm, "node");
+  ASSERT_TRUE(s.time_ns);
+  EXPECT_EQ(*s.time_ns, 13021598887999ull);
+  EXPECT_FALSE(s.frame);
+  ASSERT_EQ(Parse("13021.598887:      7fdb040246ba [unknown] (/tmp/perf-24170.map)", &s, &f),
+            PerfScriptLine::kSample);  // -F time,ip,sym,dso
+  EXPECT_EQ(s.pid, -1);
+  EXPECT_TRUE(s.comm.empty());
+  ASSERT_TRUE(s.frame);
+  EXPECT_EQ(s.frame->ip, 0x7fdb040246baull);
+  EXPECT_EQ(Parse("node ", &s, &f), PerfScriptLine::kOther);  // -F comm,ip,sym,dso
+  EXPECT_EQ(Parse("", &s, &f), PerfScriptLine::kBlank);       // -F ip,sym: an empty line
+}
+
+// `perf script --header` output starts with perf's header, comment lines.
+TEST(PerfScriptParser, HeaderLinesAreNotSamples) {
+  PerfScriptSample s;
+  PerfScriptFrame f;
+  EXPECT_EQ(Parse("# event : name = cpu-clock, , id = { 5794, 5795 }, type = 1, size = 128, "
+                  "mmap2 = 1, comm_exec = 1, ksymbol = 1, bpf_event = 1",
+                  &s, &f),
+            PerfScriptLine::kOther);
+  EXPECT_EQ(Parse("# ========", &s, &f), PerfScriptLine::kOther);
+  EXPECT_EQ(Parse("# nrcpus online : 2", &s, &f), PerfScriptLine::kOther);
+}
+
+// -F comm,pid,tid,time,ip,sym,dso, what `jitsym annotate -i` asks perf script for.
+TEST(PerfScriptParser, FieldsAnnotateAsksFor) {
+  PerfScriptSample s;
+  PerfScriptFrame f;
+  ASSERT_EQ(Parse("node   699/699   13021.598887: ", &s, &f), PerfScriptLine::kSample);
+  EXPECT_EQ(s.pid, 699);
+  EXPECT_EQ(s.tid, 699);
+  EXPECT_EQ(*s.time_ns, 13021598887999ull);
+  ASSERT_EQ(Parse("            true 14168/14168 12960.398776:      7fdd7aff7645 handle_amd "
+                  "(/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)",
+                  &s, &f),
+            PerfScriptLine::kSample);
+  EXPECT_EQ(s.comm, "true");
+  EXPECT_EQ(s.pid, 14168);
+  ASSERT_TRUE(s.frame);
+  EXPECT_EQ(s.frame->sym, "handle_amd");
+  // -F tid,time,ip: a lone tid.
+  ASSERT_EQ(Parse("  699 13021.598887: ", &s, &f), PerfScriptLine::kSample);
+  EXPECT_EQ(s.pid, 699);
+}
+
+}  // namespace
+}  // namespace jitsym::client
