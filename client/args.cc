@@ -57,6 +57,10 @@ std::optional<int> ArgParser::Parse(const std::vector<std::string>& args,
       *option->flag = true;
       continue;
     }
+    // Given twice (or with its alias: -o and --output): which one was meant is a guess.
+    if (option->value->has_value()) {
+      return UsageError(std::string(name) + " given more than once");
+    }
     if (inline_value) {
       *option->value = std::move(*inline_value);
     } else if (i + 1 < args.size()) {

@@ -15,6 +15,8 @@ class ArgParser {
   ArgParser(std::string command, std::string usage);
 
   void AddFlag(std::string name, bool* value);
+  // `value` starts empty; an option given twice (names sharing a value are aliases) is a usage
+  // error.
   void AddValue(std::string name, std::optional<std::string>* value);
 
   // Parses `args`; positional arguments go to *positional. Returns nullopt to go on, or the exit

@@ -35,6 +35,7 @@ int RunVersion(const GlobalOptions& globals, const std::vector<std::string>& arg
 int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunExplain(const GlobalOptions& globals, const std::vector<std::string>& args);
 
 }  // namespace jitsym::client
 

@@ -376,6 +376,14 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   if (json && inlines) {
     return parser.UsageError("--inlines is for text output (--json always has the frames)");
   }
+  // Caught here, before anything is sent: the daemon refuses them too (bad_request).
+  // (--image PATH with --build-id is a check: that file must have that build id.)
+  if (pid_text && (image || build_id)) {
+    return parser.UsageError("--pid excludes --image and --build-id");
+  }
+  if (file_offset && !image && !build_id) {
+    return parser.UsageError("--file-offset is for ELF lookups (--image PATH or --build-id)");
+  }
 
   proto::LookupRequest prototype;
   if (pid_text) {
@@ -390,7 +398,12 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
     // A relative path to an ELF file: the daemon runs elsewhere.
     std::error_code ec;
     const std::filesystem::path absolute = std::filesystem::absolute(*image, ec);
-    if (!ec && std::filesystem::exists(absolute, ec)) prototype.image = absolute.string();
+    if (!ec && std::filesystem::exists(absolute, ec)) {
+      prototype.image = absolute.string();
+    } else {
+      // The daemon takes absolute paths only; this one names nothing here.
+      return parser.UsageError("--image '" + *image + "': no such file");
+    }
   }
   prototype.build_id = build_id;
   prototype.file_offset = file_offset;

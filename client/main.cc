@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/command.h"
@@ -15,6 +16,8 @@ namespace {
 
 constexpr Command kCommands[] = {
     {"lookup", "resolve addresses of a process to symbols", RunLookup},
+    {"explain", "explain the answer for one address: definitions over time, sources, rule",
+     RunExplain},
     {"processes", "list the processes jitsymd knows about", RunProcesses},
     {"stats", "show daemon counters", RunStats},
     {"ping", "check that jitsymd answers, with the round-trip time", RunPing},
@@ -67,9 +70,20 @@ int Main(int argc, char** argv) {
   bool help = false;
   bool options_done = false;
   // --socket may come before or after the subcommand; everything else after the subcommand is
-  // the subcommand's.
+  // the subcommand's. Given twice, which one was meant is a guess: a usage error.
+  auto twice = [](std::string_view name) {
+    std::fprintf(stderr, "jitsym: %.*s given more than once\n", static_cast<int>(name.size()),
+                 name.data());
+    return kExitUsage;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (!options_done && (arg == "--socket" || arg.rfind("--socket=", 0) == 0) && socket_path) {
+      return twice("--socket");
+    }
+    if (!options_done && (arg == "--timeout" || arg.rfind("--timeout=", 0) == 0) && timeout_text) {
+      return twice("--timeout");
+    }
     if (!options_done && arg == "--socket") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "jitsym: --socket needs a value\n");

@@ -2,8 +2,8 @@
 // docs/protocol.md is the specification; this header is its only implementation, shared by the
 // daemon and the client. Nothing else formats or parses protocol JSON.
 //
-//   request  := {"v":1, "id":ANY?, "op":"lookup"|"symbols"|"processes"|"stats"|"ping"|"version",
-//                ...}
+//   request  := {"v":1, "id":ANY?, "op":"lookup"|"explain"|"symbols"|"processes"|"stats"|"ping"|
+//                "version", ...}
 //   response := {"v":1, "id":ANY?, "ok":true, ...} | {"v":1, "id":ANY?, "ok":false,
 //                "error":{"code":STRING, "message":STRING}}
 //
@@ -117,13 +117,22 @@ struct SymbolsRequest {
   int64_t pid = 0;
 };
 
+// Why one address answers what it does: {"op":"explain","pid":N,"addr":A,"time":T} or with
+// "image" instead of "pid".
+struct ExplainRequest {
+  std::optional<int64_t> pid;
+  std::optional<std::string> image;
+  uint64_t addr = 0;
+  std::optional<uint64_t> time;  // absent = now / last known
+};
+
 struct ProcessesRequest {};
 struct StatsRequest {};
 struct PingRequest {};
 struct VersionRequest {};
 
 using RequestBody = std::variant<LookupRequest, ProcessesRequest, StatsRequest, PingRequest,
-                                 VersionRequest, SymbolsRequest>;
+                                 VersionRequest, SymbolsRequest, ExplainRequest>;
 
 struct Request {
   std::string id_json;  // the request's "id" re-serialized as JSON, echoed verbatim; empty if none
@@ -256,6 +265,67 @@ struct StatsResponse {
   uint64_t memory_budget_bytes = 0;  // 0: no budget
 };
 
+// ---- explain: the report behind one answer ----
+
+// A source file of an incarnation, with what the daemon made of it.
+struct ExplainSource {
+  Origin origin = Origin::kUnknown;
+  std::string path;
+  std::optional<uint32_t> owner;  // the file's owner
+  // Why it was believed: "root" (owned by root) or "process owner" (by the process's owner).
+  std::string trust;
+  SourceState state = SourceState::kUnknown;
+  uint64_t ranges = 0;
+  uint64_t bytes_read = 0;
+  std::optional<uint64_t> records;  // records parsed
+  std::string error;                // why it stopped, if it did ("offset N: ...")
+};
+
+struct ExplainIncarnation {
+  uint64_t incarnation = 0;
+  bool alive = false;
+  std::optional<uint32_t> uid;
+  std::optional<uint64_t> start_time;  // CLOCK_MONOTONIC ns
+  std::optional<uint64_t> exit_time;
+  std::optional<uint32_t> nspid;
+  std::optional<std::string> cgroup;
+  std::vector<ExplainSource> sources;  // in precedence order
+};
+
+// One definition that covered the address, and when it answered lookups: [from, to).
+struct ExplainDefinition {
+  std::optional<uint64_t> incarnation;  // pid explains: whose source
+  Origin origin = Origin::kUnknown;
+  std::string source;    // the file (or image) it was read from
+  std::string name;      // empty when removed
+  bool removed = false;  // the code moved away or was unloaded: nothing is there
+  uint64_t start = 0;
+  uint64_t size = 0;
+  std::optional<uint64_t> from;  // absent: as long as the image is mapped
+  std::optional<uint64_t> to;    // absent: still
+  bool picked = false;           // this one gave the answer
+};
+
+// A file naming the process that answers nothing: refused or left unattached.
+struct ExplainIgnored {
+  std::string path;
+  std::string reason;
+};
+
+struct ExplainResponse {
+  std::optional<int64_t> pid;
+  std::optional<std::string> image;
+  uint64_t addr = 0;
+  std::optional<uint64_t> time;
+  std::vector<ExplainIncarnation> incarnations;  // oldest first
+  std::vector<ExplainDefinition> definitions;    // per source, in the order they were made
+  uint64_t definitions_omitted = 0;              // older definitions left out (bounded list)
+  std::vector<ExplainIgnored> ignored;
+  // What `lookup` answers for the same (pid or image, addr, time): one result.
+  LookupResponse answer;
+  std::string rule;  // the rule that picked it, for people
+};
+
 struct PingResponse {};
 struct VersionResponse {
   std::string daemon_version;
@@ -268,7 +338,7 @@ struct ErrorResponse {
 };
 
 using ResponseBody = std::variant<LookupResponse, ProcessesResponse, StatsResponse, PingResponse,
-                                  VersionResponse, ErrorResponse, SymbolsResponse>;
+                                  VersionResponse, ErrorResponse, SymbolsResponse, ExplainResponse>;
 
 struct Response {
   std::string id_json;  // echoed from the request
@@ -298,6 +368,7 @@ Status DecodeResponseInto(std::string_view line, Response* response);
 // One member object exactly as it appears on the wire (no newline): `jitsym --json` prints these.
 void EncodeLookupResult(const LookupResult& result, std::string* out, uint32_t fields = kAllFields);
 void EncodeProcessInfo(const ProcessInfo& process, std::string* out);
+void EncodeExplain(const ExplainResponse& explain, std::string* out);
 void EncodeStats(const StatsResponse& stats, std::string* out);
 // A plain lookup answer in pieces, for answers produced slice by slice: Begin, the results
 // (EncodeLookupResult, ',' between them), then End give exactly the bytes EncodeResponse gives

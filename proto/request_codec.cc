@@ -113,6 +113,9 @@ struct RequestFields {
   bool have_addrs = false;
   bool too_many_addrs = false;
   std::string lookup_error;  // first problem with a lookup member
+  // "addr" (explain): one address.
+  AddressQuery addr;
+  bool have_addr = false;
 };
 
 void SetOnce(std::string* slot, std::string message) {
@@ -249,6 +252,11 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     return r.ReadBool(&f->lookup.strings);
   }
   if (key == "addrs") return ReadAddrs(r, line, f);
+  if (key == "addr") {
+    f->have_addr = true;
+    f->addr = AddressQuery{};
+    return ReadAddressValue(r, &f->addr);
+  }
   if (key == "fields") {
     if (r.Peek() == Kind::kNull) return r.ReadNull();
     if (r.Peek() != Kind::kArray) {
@@ -339,6 +347,22 @@ DecodeRequestResult DecodeRequest(std::string_view line) {
                    f.lookup_error.empty() ? "symbols needs member 'pid'" : f.lookup_error);
     }
     request.body = SymbolsRequest{*f.lookup.pid};
+  } else if (f.op == "explain") {
+    std::string problem = f.lookup_error;
+    if (problem.empty() && !f.lookup.pid && !f.lookup.image) {
+      problem = "explain needs member 'pid' or 'image'";
+    } else if (problem.empty() && f.lookup.pid && f.lookup.image) {
+      problem = "explain takes 'pid' or 'image', not both";
+    } else if (problem.empty() && !f.have_addr) {
+      problem = "explain needs member 'addr'";
+    } else if (problem.empty() && !f.addr.error.empty()) {
+      problem = "member 'addr' must be a hex string";
+    }
+    if (!problem.empty()) {
+      result.request.reset();
+      return Error(f, kErrBadRequest, std::move(problem));
+    }
+    request.body = ExplainRequest{f.lookup.pid, f.lookup.image, f.addr.addr, f.lookup.time};
   } else if (f.op == "processes") {
     request.body = ProcessesRequest{};
   } else if (f.op == "stats") {
@@ -421,6 +445,23 @@ void EncodeRequest(const Request& request, std::string* out) {
     void operator()(const SymbolsRequest& symbols) const {
       out->append("\"symbols\",\"pid\":");
       json::AppendInt(symbols.pid, out);
+    }
+    void operator()(const ExplainRequest& explain) const {
+      out->append("\"explain\"");
+      if (explain.pid) {
+        out->append(",\"pid\":");
+        json::AppendInt(*explain.pid, out);
+      }
+      if (explain.image) {
+        out->append(",\"image\":");
+        json::AppendString(*explain.image, out);
+      }
+      out->append(",\"addr\":");
+      json::AppendHexString(explain.addr, out);
+      if (explain.time) {
+        out->append(",\"time\":");
+        json::AppendUint(*explain.time, out);
+      }
     }
     void operator()(const ProcessesRequest&) const { out->append("\"processes\""); }
     void operator()(const StatsRequest&) const { out->append("\"stats\""); }

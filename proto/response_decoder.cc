@@ -19,9 +19,10 @@ using Kind = JsonReader::Kind;
 // a bug somewhere, so it fails whole (unknown members are still skipped).
 class Decoder {
  public:
-  explicit Decoder(std::string_view line) : r_(line), line_size_(line.size()) {}
+  explicit Decoder(std::string_view line) : r_(line), line_(line), line_size_(line.size()) {}
 
   JsonReader& reader() { return r_; }
+  std::string_view line() const { return line_; }
   bool ok() const { return r_.ok() && error_.empty(); }
   std::string error() const { return error_.empty() ? r_.error() : error_; }
 
@@ -180,6 +181,7 @@ class Decoder {
 
  private:
   JsonReader r_;
+  std::string_view line_;
   size_t line_size_;
   std::string error_;
   std::string* text_ = nullptr;          // where string members are copied (UseText)
@@ -320,6 +322,91 @@ bool DecodeSymbol(Decoder& d, SymbolEntry* s) {
   });
 }
 
+bool DecodeExplain(Decoder& d, ExplainResponse* e) {
+  return d.Object("explain", [&](std::string_view key) {
+    if (key == "pid") return d.Int(key, &e->pid.emplace());
+    if (key == "image") return d.String(key, &e->image.emplace());
+    if (key == "addr") return d.Address(key, &e->addr);
+    if (key == "time") return d.OptionalUint(key, &e->time);
+    if (key == "rule") return d.String(key, &e->rule);
+    if (key == "definitions_omitted") return d.Uint(key, &e->definitions_omitted);
+    if (key == "answer") {
+      // Decoded on its own, so that its strings live in the explain body's own text whatever
+      // else the line holds (another body's strings go to that body's text).
+      const size_t start = d.reader().position();
+      if (!d.reader().Skip()) return false;
+      Decoder sub(d.line().substr(start, d.reader().position() - start));
+      sub.UseText(&e->answer.text);
+      e->answer.results.resize(1);
+      if (!DecodeLookupResult(sub, &e->answer.results[0]) || !sub.ok()) {
+        return d.Fail("answer", "is not a lookup result (" + sub.error() + ")");
+      }
+      return true;
+    }
+    if (key == "incarnations") {
+      return d.Array(key, [&] {
+        ExplainIncarnation& inc = e->incarnations.emplace_back();
+        return d.Object(key, [&](std::string_view k) {
+          if (k == "incarnation") return d.Uint(k, &inc.incarnation);
+          if (k == "alive") return d.Bool(k, &inc.alive);
+          if (k == "uid") return d.Uint(k, &inc.uid.emplace());
+          if (k == "start_time") return d.OptionalUint(k, &inc.start_time);
+          if (k == "exit_time") return d.OptionalUint(k, &inc.exit_time);
+          if (k == "nspid") return d.Uint(k, &inc.nspid.emplace());
+          if (k == "cgroup") return d.String(k, &inc.cgroup.emplace());
+          if (k == "sources") {
+            return d.Array(k, [&] {
+              ExplainSource& s = inc.sources.emplace_back();
+              return d.Object(k, [&](std::string_view m) {
+                if (m == "origin") return d.Enum(m, &s.origin, OriginFromName);
+                if (m == "path") return d.String(m, &s.path);
+                if (m == "owner") return d.Uint(m, &s.owner.emplace());
+                if (m == "trust") return d.String(m, &s.trust);
+                if (m == "state") return d.Enum(m, &s.state, SourceStateFromName);
+                if (m == "ranges") return d.Uint(m, &s.ranges);
+                if (m == "bytes_read") return d.Uint(m, &s.bytes_read);
+                if (m == "records") return d.OptionalUint(m, &s.records);
+                if (m == "error") return d.String(m, &s.error);
+                return d.reader().Skip();
+              });
+            });
+          }
+          return d.reader().Skip();
+        });
+      });
+    }
+    if (key == "definitions") {
+      return d.Array(key, [&] {
+        ExplainDefinition& def = e->definitions.emplace_back();
+        return d.Object(key, [&](std::string_view k) {
+          if (k == "incarnation") return d.OptionalUint(k, &def.incarnation);
+          if (k == "origin") return d.Enum(k, &def.origin, OriginFromName);
+          if (k == "source") return d.String(k, &def.source);
+          if (k == "name") return d.String(k, &def.name);
+          if (k == "removed") return d.Bool(k, &def.removed);
+          if (k == "start") return d.Address(k, &def.start);
+          if (k == "size") return d.Uint(k, &def.size);
+          if (k == "from") return d.OptionalUint(k, &def.from);
+          if (k == "to") return d.OptionalUint(k, &def.to);
+          if (k == "picked") return d.Bool(k, &def.picked);
+          return d.reader().Skip();
+        });
+      });
+    }
+    if (key == "ignored") {
+      return d.Array(key, [&] {
+        ExplainIgnored& i = e->ignored.emplace_back();
+        return d.Object(key, [&](std::string_view k) {
+          if (k == "path") return d.String(k, &i.path);
+          if (k == "reason") return d.String(k, &i.reason);
+          return d.reader().Skip();
+        });
+      });
+    }
+    return d.reader().Skip();
+  });
+}
+
 bool DecodeStats(Decoder& d, StatsResponse* s) {
   return d.Object("stats", [&](std::string_view key) {
     bool matched = false;
@@ -355,9 +442,11 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
     kStats,
     kPing,
     kVersion,
-    kSymbols
+    kSymbols,
+    kExplain
   } body = Body::kNone;
   SymbolsResponse symbols;
+  ExplainResponse explain;
   LookupResponse* lookup = std::get_if<LookupResponse>(&response->body);
   size_t n_results = 0;
   ProcessesResponse processes;
@@ -412,6 +501,10 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
     if (key == "symbols") {
       body = Body::kSymbols;
       return d.Array(key, [&] { return DecodeSymbol(d, &symbols.symbols.emplace_back()); });
+    }
+    if (key == "explain") {
+      body = Body::kExplain;
+      return DecodeExplain(d, &explain);
     }
     if (key == "pid") return d.Int(key, &symbols.pid);
     if (key == "incarnation") return d.Uint(key, &symbols.incarnation);
@@ -473,6 +566,9 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
       return OkStatus();
     case Body::kSymbols:
       response->body = std::move(symbols);
+      return OkStatus();
+    case Body::kExplain:
+      response->body = std::move(explain);
       return OkStatus();
     case Body::kPing:
       response->body = PingResponse{};

@@ -214,6 +214,13 @@ void EncodeSource(const SourceInfo& source, std::string* out) {
   out->push_back('}');
 }
 
+void AppendOptionalUint(std::string_view member, const std::optional<uint64_t>& v,
+                        std::string* out) {
+  if (!v) return;
+  out->append(member);
+  AppendUint(*v, out);
+}
+
 struct BodyEncoder {
   std::string* out;
   void operator()(const LookupResponse& lookup) const {
@@ -288,6 +295,10 @@ struct BodyEncoder {
     }
     out->push_back(']');
   }
+  void operator()(const ExplainResponse& explain) const {
+    out->append(",\"ok\":true,\"explain\":");
+    EncodeExplain(explain, out);
+  }
   void operator()(const StatsResponse& stats) const {
     out->append(",\"ok\":true,\"stats\":");
     EncodeStats(stats, out);
@@ -328,6 +339,100 @@ size_t LookupResultStringBytes(const LookupResult& r) {
              r.raw.size();
   for (const Frame& f : r.frames) n += f.name.size() + f.file.size();
   return n;
+}
+
+void EncodeExplain(const ExplainResponse& e, std::string* out) {
+  out->push_back('{');
+  if (e.pid) {
+    out->append("\"pid\":");
+    json::AppendInt(*e.pid, out);
+  } else {
+    AppendMember("\"image\":", e.image.value_or(""), out);
+  }
+  out->append(",\"addr\":");
+  AppendHexString(e.addr, out);
+  AppendOptionalUint(",\"time\":", e.time, out);
+  out->append(",\"incarnations\":[");
+  bool first = true;
+  for (const ExplainIncarnation& inc : e.incarnations) {
+    if (!first) out->push_back(',');
+    first = false;
+    out->append("{\"incarnation\":");
+    AppendUint(inc.incarnation, out);
+    out->append(",\"alive\":");
+    json::AppendBool(inc.alive, out);
+    if (inc.uid) AppendOptionalUint(",\"uid\":", uint64_t{*inc.uid}, out);
+    AppendOptionalUint(",\"start_time\":", inc.start_time, out);
+    AppendOptionalUint(",\"exit_time\":", inc.exit_time, out);
+    if (inc.nspid) AppendOptionalUint(",\"nspid\":", uint64_t{*inc.nspid}, out);
+    if (inc.cgroup) AppendMember(",\"cgroup\":", *inc.cgroup, out);
+    out->append(",\"sources\":[");
+    bool first_source = true;
+    for (const ExplainSource& s : inc.sources) {
+      if (!first_source) out->push_back(',');
+      first_source = false;
+      AppendMember("{\"origin\":", OriginName(s.origin), out);
+      AppendMember(",\"path\":", s.path, out);
+      if (s.owner) AppendOptionalUint(",\"owner\":", uint64_t{*s.owner}, out);
+      if (!s.trust.empty()) AppendMember(",\"trust\":", s.trust, out);
+      AppendMember(",\"state\":", SourceStateName(s.state), out);
+      out->append(",\"ranges\":");
+      AppendUint(s.ranges, out);
+      out->append(",\"bytes_read\":");
+      AppendUint(s.bytes_read, out);
+      AppendOptionalUint(",\"records\":", s.records, out);
+      if (!s.error.empty()) AppendMember(",\"error\":", s.error, out);
+      out->push_back('}');
+    }
+    out->append("]}");
+  }
+  out->append("],\"definitions\":[");
+  first = true;
+  for (const ExplainDefinition& d : e.definitions) {
+    if (!first) out->push_back(',');
+    first = false;
+    out->push_back('{');
+    if (d.incarnation) {
+      AppendOptionalUint("\"incarnation\":", d.incarnation, out);
+      out->push_back(',');
+    }
+    AppendMember("\"origin\":", OriginName(d.origin), out);
+    AppendMember(",\"source\":", d.source, out);
+    if (d.removed) {
+      out->append(",\"removed\":true");
+    } else {
+      AppendMember(",\"name\":", d.name, out);
+    }
+    out->append(",\"start\":");
+    AppendHexString(d.start, out);
+    out->append(",\"size\":");
+    AppendUint(d.size, out);
+    AppendOptionalUint(",\"from\":", d.from, out);
+    AppendOptionalUint(",\"to\":", d.to, out);
+    if (d.picked) out->append(",\"picked\":true");
+    out->push_back('}');
+  }
+  out->push_back(']');
+  if (e.definitions_omitted != 0) {
+    out->append(",\"definitions_omitted\":");
+    AppendUint(e.definitions_omitted, out);
+  }
+  out->append(",\"ignored\":[");
+  first = true;
+  for (const ExplainIgnored& i : e.ignored) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendMember("{\"path\":", i.path, out);
+    AppendMember(",\"reason\":", i.reason, out);
+    out->push_back('}');
+  }
+  out->push_back(']');
+  if (!e.answer.results.empty()) {
+    out->append(",\"answer\":");
+    EncodeLookupResult(e.answer.results.front(), out);
+  }
+  AppendMember(",\"rule\":", e.rule, out);
+  out->push_back('}');
 }
 
 void EncodeProcessInfo(const ProcessInfo& p, std::string* out) {

@@ -37,6 +37,20 @@ void CodeMapSnapshot::FindBatch(const uint64_t* addrs, size_t n, std::optional<u
   }
 }
 
+std::vector<Definition> CodeMapSnapshot::History(uint64_t addr) const {
+  std::vector<Definition> out;
+  for (const Validity& v : ranges_->History(addr)) {
+    Definition& d = out.emplace_back();
+    d.removed = v.range->payload == kTombstone;
+    if (!d.removed) d.name = storage_->names.Get(v.range->payload);
+    d.start = v.range->start;
+    d.size = v.range->size;
+    d.from = v.from;
+    d.to = v.to;
+  }
+  return out;
+}
+
 Symbol CodeMapSnapshot::MakeSymbol(const Found& found, uint64_t addr) const {
   const Range& r = *found.range;
   const uint32_t index = found.seq;
@@ -102,6 +116,10 @@ uint32_t CodeMap::AddBackdated(uint64_t start, uint64_t size, uint64_t time, uin
 
 uint32_t CodeMap::Remove(uint64_t start, uint64_t size, uint64_t time) {
   return ranges_.Add(start, size, time, kTombstone);
+}
+
+uint32_t CodeMap::RemoveBackdated(uint64_t start, uint64_t size, uint64_t time) {
+  return ranges_.AddBackdated(start, size, time, kTombstone);
 }
 
 std::shared_ptr<const CodeMapSnapshot> CodeMap::Publish() {

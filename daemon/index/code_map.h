@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "daemon/index/append_store.h"
 #include "daemon/index/name_table.h"
@@ -35,6 +36,16 @@ struct Symbol {
   uint32_t column = 0;
 };
 
+// One definition of an address in a CodeMap over time (CodeMapSnapshot::History).
+struct Definition {
+  std::string_view name;  // empty for a removal
+  bool removed = false;   // the code was moved away or unloaded: nothing is there
+  uint64_t start = 0;
+  uint64_t size = 0;
+  uint64_t from = 0;           // answers lookups at times in [from, to)
+  std::optional<uint64_t> to;  // nullopt: still
+};
+
 namespace internal {
 struct DebugRef {
   uint32_t range;
@@ -58,6 +69,9 @@ class CodeMapSnapshot {
   // Find for many addresses at one time; entries of out that hold a value are left alone.
   void FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time,
                  std::optional<Symbol>* out) const;
+  // Every definition that ever covered addr, in the order the source made them, with the
+  // times each one answered (RangeSetSnapshot::History).
+  std::vector<Definition> History(uint64_t addr) const;
   const RangeSetSnapshot& ranges() const { return *ranges_; }
   // The name of a range of this map (a LatestPiece's range, for instance).
   std::string_view name(const Range& range) const { return storage_->names.Get(range.payload); }
@@ -95,6 +109,9 @@ class CodeMap {
   uint32_t AddBackdated(uint64_t start, uint64_t size, uint64_t time, uint32_t name);
   // Marks [start, start + size) as holding nothing from `time` on.
   uint32_t Remove(uint64_t start, uint64_t size, uint64_t time);
+  // As Remove, but `time` may be earlier than earlier ranges' (to withdraw a range added with
+  // AddBackdated at that time).
+  uint32_t RemoveBackdated(uint64_t start, uint64_t size, uint64_t time);
 
   std::shared_ptr<const CodeMapSnapshot> Publish();
   std::shared_ptr<const CodeMapSnapshot> CompactAll();

@@ -26,6 +26,8 @@ struct SourceView {
   std::string error;
   uint64_t ranges = 0;
   uint64_t bytes_read = 0;
+  std::optional<uint32_t> owner;    // the file's owner, for followed files
+  std::optional<uint64_t> records;  // records parsed, for followed files
   std::shared_ptr<const CodeMapSnapshot> code;
 };
 
@@ -99,6 +101,15 @@ struct UnattachedFile {
   std::string reason;
 };
 
+// A side file naming a pid that was refused (untrusted owner, waited too long for its process,
+// too many waiting): kept so that `explain` can say why the process's file answers nothing.
+struct RefusedFile {
+  std::string path;
+  uint32_t uid = 0;  // the file's owner: who (besides root) may see it listed
+  uint32_t pid = 0;  // the pid its name (or header) named
+  std::string reason;
+};
+
 struct IndexView {
   // Incarnations of each pid, oldest first.
   std::map<uint32_t, std::vector<std::shared_ptr<const ProcessView>>> processes;
@@ -107,6 +118,8 @@ struct IndexView {
   IndexCounters counters;
   // The newest files left unattached, oldest first (bounded).
   std::shared_ptr<const std::vector<UnattachedFile>> unattached;
+  // The newest files refused for a pid, oldest first (bounded).
+  std::shared_ptr<const std::vector<RefusedFile>> refused;
 
   // The incarnation of pid that was alive at `time` (nullopt: the latest one).
   const ProcessView* FindProcess(uint32_t pid, std::optional<uint64_t> time) const;

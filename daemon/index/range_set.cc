@@ -396,6 +396,54 @@ Found Run::FindAt(uint64_t addr, uint64_t time) const {
   return At(best);
 }
 
+void Run::Covering(uint64_t addr, std::vector<const Range*>* out) const {
+  const size_t n = ranges_.size();
+  if (n == 0) return;
+  // The walk of FindAt, keeping every candidate instead of the best one.
+  struct Frame {
+    size_t x;
+    int k;
+  };
+  Frame stack[72];
+  int top = 0;
+  stack[top++] = {(size_t{1} << tree_levels_) - 1, tree_levels_};
+  while (top > 0) {
+    const Frame f = stack[--top];
+    const size_t span = (size_t{1} << f.k) - 1;
+    const size_t lo = f.x - span;
+    if (lo >= n) continue;
+    if (f.k <= 2) {
+      const size_t hi = std::min(f.x + span + 1, n);
+      for (size_t i = lo; i < hi && ranges_[i].start <= addr; ++i) {
+        if (addr < ranges_[i].end()) out->push_back(&ranges_[i]);
+      }
+      continue;
+    }
+    if (SubtreeMax(f.x, f.k) <= addr) continue;
+    const size_t half = size_t{1} << (f.k - 1);
+    if (f.x < n && ranges_[f.x].start <= addr) {
+      if (addr < ranges_[f.x].end()) out->push_back(&ranges_[f.x]);
+      stack[top++] = {f.x + half, f.k - 1};
+    }
+    stack[top++] = {f.x - half, f.k - 1};
+  }
+}
+
+std::vector<Validity> ValidityIntervals(const std::vector<const Range*>& covering) {
+  std::vector<Validity> out(covering.size());
+  // Walking back from the newest, `later` is the earliest time of the ranges appended after.
+  std::optional<uint64_t> later;
+  for (size_t i = covering.size(); i-- > 0;) {
+    const Range* r = covering[i];
+    Validity& v = out[i];
+    v.range = r;
+    v.from = r->time;
+    if (later) v.to = std::max(*later, r->time);  // never before it starts: empty, not negative
+    later = later ? std::min(*later, r->time) : r->time;
+  }
+  return out;
+}
+
 bool Run::CheckInvariants() const {
   for (size_t i = 1; i < keys_.size(); ++i) {
     if (keys_[i - 1].key >= keys_[i].key) return false;
@@ -484,6 +532,14 @@ std::vector<LatestPiece> RangeSetSnapshot::Latest() const {
   std::erase_if(
       acc, [](const LatestPiece& p) { return p.range->payload == kTombstone || p.start >= p.end; });
   return acc;
+}
+
+std::vector<Validity> RangeSetSnapshot::History(uint64_t addr) const {
+  std::vector<const Range*> covering;
+  for (const auto& run : runs_) run->Covering(addr, &covering);
+  std::sort(covering.begin(), covering.end(),
+            [](const Range* a, const Range* b) { return a->seq < b->seq; });
+  return ValidityIntervals(covering);
 }
 
 std::optional<uint64_t> RangeSetSnapshot::first_time() const {

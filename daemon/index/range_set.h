@@ -66,6 +66,21 @@ struct Found {
   explicit operator bool() const { return range != nullptr; }
 };
 
+// One definition of an address over time (RangeSetSnapshot::History): the range answers
+// lookups of the address at every time in [from, to) (to: nullopt = still). from == to when a
+// later definition took over at once (it never answered).
+struct Validity {
+  const Range* range = nullptr;  // a tombstone says: nothing is there in [from, to)
+  uint64_t from = 0;
+  std::optional<uint64_t> to;
+};
+
+// The validity intervals of the ranges covering one address, given in append order (seq
+// increasing). A lookup at T answers the range appended last among those stamped at or before
+// T, so range i answers exactly in [time_i, min over later ranges j of time_j). Pure; the
+// reference the history query is tested against.
+std::vector<Validity> ValidityIntervals(const std::vector<const Range*>& covering);
+
 // Ranges appended together, frozen: owns them, sorted by start.
 class Run {
  public:
@@ -93,6 +108,9 @@ class Run {
   // The flattened map as of the run's last range: disjoint pieces sorted by start (tombstones
   // included).
   std::vector<LatestPiece> LatestPieces() const;
+
+  // Every range of this run covering addr (tombstones too), in no particular order.
+  void Covering(uint64_t addr, std::vector<const Range*>* out) const;
 
   // Checks the structure's invariants; for tests.
   bool CheckInvariants() const;
@@ -155,6 +173,10 @@ class RangeSetSnapshot {
   // address space and the range answering each, sorted by start. Tombstones are left out. A
   // range partly covered by later ones appears as the pieces still its own.
   std::vector<LatestPiece> Latest() const;
+  // Every range that ever covered addr (tombstones included), in append order, with the times
+  // it answered lookups of addr (ValidityIntervals): `jitsym explain`'s list of definitions.
+  // Costs one interval-tree walk per run.
+  std::vector<Validity> History(uint64_t addr) const;
   uint32_t size() const { return size_; }
   size_t runs() const { return runs_.size(); }
   std::optional<uint64_t> first_time() const;

@@ -14,8 +14,9 @@ Decision AdmissionPolicy::Admit(const std::string& dir, const std::string& name,
   if (Ignored(path, file.dev, file.ino)) return d;
   const uint32_t owner = file.facts.uid;
   // Refuses the file for good (until another file is at the path).
-  auto refuse = [&](bool untrusted) {
+  auto refuse = [&](bool untrusted, std::string why) {
     d.verdict = Verdict::kRefused;
+    d.why = std::move(why);
     d.untrusted = untrusted;
     d.publish = true;
     Ignore(path, file.dev, file.ino);
@@ -43,18 +44,22 @@ Decision AdmissionPolicy::Admit(const std::string& dir, const std::string& name,
                    ", last changed before pid ", *pid,
                    " started, so not written by it, and not found at start-up; ignored");
         pending_.erase(path);
-        return refuse(true);
+        return refuse(true, "untrusted: owned by " + security::DescribeUid(owner) +
+                                ", last changed before the process started");
       case security::Admission::kRootLink:
         // Root's file under a second name: possibly a hard link a user made to a file it cannot
         // read, to have it parsed and answered as its own process's symbols.
         JITSYM_LOG(kWarning, path, ": owned by root with ", file.facts.nlink,
                    " hard links, for a process that is not root's; ignored");
-        return refuse(true);
+        return refuse(true,
+                      "untrusted: owned by root with several hard links, for a process "
+                      "that is not root's");
       case security::Admission::kUntrusted:
         JITSYM_LOG(kWarning, path, ": owned by ", security::DescribeUid(owner), " but pid ", *pid,
                    " is owned by ", security::DescribeUid(process->uid), "; ignored");
         pending_.erase(path);
-        return refuse(true);
+        return refuse(true, "untrusted: owned by " + security::DescribeUid(owner) +
+                                ", neither root nor the process's owner");
       case security::Admission::kPending: {
         const uint64_t now = now_ns;
         auto it = pending_.find(path);
@@ -64,7 +69,8 @@ Decision AdmissionPolicy::Admit(const std::string& dir, const std::string& name,
                      options_.pending_timeout_ms, " ms; file owned by ",
                      security::DescribeUid(owner), " ignored");
           pending_.erase(it);
-          return refuse(true);
+          return refuse(true, "the process did not appear within " +
+                                  std::to_string(options_.pending_timeout_ms) + " ms");
         }
         return Hold(dir, name, path, file, now,
                     "pid " + std::to_string(*pid) + " does not exist (yet)");
@@ -103,6 +109,7 @@ Decision AdmissionPolicy::Hold(const std::string& dir, const std::string& name,
     Ignore(path, file.dev, file.ino);
     d.verdict = Verdict::kRefused;
     d.over_limit = true;
+    d.why = "over a limit: too many files waiting for their process";
     return d;
   }
   const uint64_t timeout_ns = static_cast<uint64_t>(options_.pending_timeout_ms) * 1000000;

@@ -43,6 +43,7 @@ struct Decision {
   bool over_limit = false;  // counts in files_over_limit
   bool publish = false;     // the published counters (pending, untrusted, ...) changed
   std::string no_room;      // kNoRoom: which quota
+  std::string why;          // kRefused: why, for people (explain)
 };
 
 class AdmissionPolicy {

@@ -61,6 +61,10 @@ struct FollowedFile {
   bool dirty = false;                // queued to be read
   bool changed = true;               // its view must be built again
   uint64_t last_data_ns = 0;
+  // When the last bytes were read: a file that has not grown for a while has its source settled
+  // (Source::Settle: a last line without its newline is indexed).
+  uint64_t last_growth_ns = 0;
+  bool settled = false;  // settled since it last grew: nothing to do until it grows again
   std::shared_ptr<const index::SourceView> view;
 };
 

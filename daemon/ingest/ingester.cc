@@ -233,6 +233,8 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
                  " is now another process",
                  inc->uid ? log::Cat(", owned by ", security::DescribeUid(*inc->uid)) : "",
                  "; ignored");
+      Refuse(path, st.st_uid, *pid,
+             "untrusted: pid " + std::to_string(*pid) + " is now another process");
       ledger_.ReleaseFile(st.st_uid);
       ::close(fd);
       return;
@@ -337,6 +339,19 @@ void Ingester::Unattach(const std::string& path, uint32_t uid, const std::string
   publish_pending_ = true;
 }
 
+void Ingester::Refuse(const std::string& path, uint32_t uid, uint32_t pid, const std::string& why) {
+  // Bounded as the unattached list is: the newest are kept.
+  constexpr size_t kMaxRefused = 1024;
+  auto list = std::make_shared<std::vector<index::RefusedFile>>();
+  if (refused_) *list = *refused_;
+  std::erase_if(*list, [&](const index::RefusedFile& r) { return r.path == path; });
+  if (list->size() >= kMaxRefused) list->erase(list->begin());
+  list->push_back({path, uid, pid, why});
+  refused_ = std::move(list);
+  lifecycle_changed_ = true;
+  publish_pending_ = true;
+}
+
 void Ingester::LearnNamespaces(Incarnation& inc) {
   auto ns = os::ReadNamespaceFacts(inc.pid);
   // Only while it is the same process (its start time) and a process, not a thread.
@@ -373,6 +388,7 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
       Retry(dir, name, d.no_room.c_str());
       return false;
     case Verdict::kRefused:
+      if (pid && !d.why.empty()) Refuse(path, id.facts.uid, *pid, d.why);
       return false;
   }
   return false;
@@ -510,6 +526,7 @@ void Ingester::DrainDirty() {
 bool Ingester::Drain(FollowedFile& file) {
   if (file.fd < 0) return false;
   const uint64_t records_before = file.source->records();
+  const uint64_t offset_before = file.offset;
   ReadTurn turn{ledger_, read_buf_, options_.drain_budget, &counters_.bytes_ingested};
   uint64_t size = 0;
   const ReadStop stop = ReadNew(file, turn, &size);
@@ -534,6 +551,10 @@ bool Ingester::Drain(FollowedFile& file) {
     case ReadStop::kCaughtUp:
     case ReadStop::kBudget:
       break;
+  }
+  if (file.offset != offset_before) {
+    file.last_growth_ns = MonotonicNowNs();
+    file.settled = false;
   }
   if (!file.incarnation && !file.image) AttachToContentPid(file);
   if (file.source->records() != records_before || file.changed) {
@@ -588,6 +609,9 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
                                    security::DescribeUid(identity->uid))
                         : log::Cat(" but names pid ", *pid, ", which does not exist"),
                "; ignored (", security::AdmissionName(verdict), ")");
+    Refuse(file.path, file.uid, *pid,
+           "untrusted: its header names pid " + std::to_string(*pid) + " (" +
+               std::string(security::AdmissionName(verdict)) + ")");
     Finish(file, "untrusted");
     return;
   }
@@ -605,6 +629,11 @@ void Ingester::Finish(FollowedFile& file, const std::string& state) {
   }
   file.state = state;
   file.parked = false;
+  // Nothing more will be read: a last line without its newline counts when the file ended
+  // normally (its process exited, it was deleted or replaced after it was read); not when it
+  // was rewritten (what was read is no longer its content), stopped at a limit (nothing more
+  // is indexed) or refused.
+  if (state == "closed" || state == "deleted" || state == "replaced") file.source->Settle();
   file.source->Release();
   publish_pending_ = true;
   file.changed = true;
@@ -631,6 +660,7 @@ void Ingester::Publish() {
   auto view = BuildView(files_, table_.processes(), counters_, *cell_.Get(), lifecycle_changed_);
   if (!view) return;
   view->unattached = unattached_;
+  view->refused = refused_;
   lifecycle_changed_ = false;
   cell_.Set(std::move(view));
 }
@@ -647,6 +677,19 @@ void Ingester::ScheduleMaintenance() {
       if (f->source->code().ranges().run_count() > 1 && now - f->last_data_ns >= idle_ns) {
         f->source->code().CompactAll();
         f->changed = true;
+        compacted = true;
+      }
+    }
+    // A file that has stopped growing for as long: its last line, if it lacks its newline, is
+    // indexed as it stands (Source::Settle; a later append that completes it replaces it).
+    for (auto& f : files_) {
+      if (f->settled || f->last_growth_ns == 0 || now - f->last_growth_ns < idle_ns) continue;
+      if (f->fd < 0 && !f->parked) continue;  // finished: settled then
+      f->settled = true;
+      if (f->source->Settle()) {
+        f->changed = true;
+        f->last_data_ns = now;
+        if (f->incarnation) f->incarnation->changed = true;
         compacted = true;
       }
     }

@@ -152,6 +152,8 @@ class Ingester {
   void PollUnwatched();
   // Lists a file whose writer cannot be told (published in the view, logged).
   void Unattach(const std::string& path, uint32_t uid, const std::string& why);
+  // Lists a file refused for `pid` (published in the view, bounded; the log says it already).
+  void Refuse(const std::string& path, uint32_t uid, uint32_t pid, const std::string& why);
   // Reads the live incarnation's namespaces and container identity.
   void LearnNamespaces(Incarnation& inc);
   FileIdentity IdentityOf(const struct stat& st) const;
@@ -197,6 +199,7 @@ class Ingester {
   // Directories found in containers' filesystems (/proc/PID/root/...), by path.
   std::unordered_map<std::string, DirContext> dir_context_;
   std::shared_ptr<const std::vector<index::UnattachedFile>> unattached_;
+  std::shared_ptr<const std::vector<index::RefusedFile>> refused_;
   std::vector<std::unique_ptr<FollowedFile>> files_;        // oldest first
   std::unordered_map<std::string, FollowedFile*> by_path_;  // files currently at that path
   std::vector<FollowedFile*> dirty_;                        // to read, in order

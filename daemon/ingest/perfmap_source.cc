@@ -43,9 +43,37 @@ void PerfmapSource::Feed(std::span<const uint8_t> data) {
   feeding_ = {};
 }
 
+bool PerfmapSource::Settle() {
+  if (failed()) return false;
+  const uint32_t ranges = code_.ranges().size();
+  const uint64_t records = records_;
+  feed_time_known_ = false;
+  feeding_ = {};
+  try {
+    parser_.Settle(*this);
+    FlushQueue();
+  } catch (const std::length_error& e) {
+    SetError(parser_.offset(), e.what());
+  }
+  return code_.ranges().size() != ranges || records_ != records;
+}
+
+void PerfmapSource::OnWithdrawn(const perfmap::Entry& provisional) {
+  FlushQueue();  // indexed in file order
+  --records_;
+  if (provisional_ && provisional_->start == provisional.start &&
+      provisional_->size == provisional.size) {
+    code_.RemoveBackdated(provisional_->start, provisional_->size, provisional_->time);
+  }
+  provisional_.reset();
+}
+
 void PerfmapSource::OnEntry(const perfmap::Entry& entry) {
-  ++records_;
-  if (entry.size == 0) return;  // defines nothing
+  if (!entry.replaces) ++records_;  // a replacement is the same record, completed
+  if (entry.size == 0) {            // defines nothing
+    if (entry.provisional) provisional_.reset();
+    return;
+  }
   if (queue_size_ == kQueue) {
     // Popped before it is indexed (its slot is not reused until then), so that an exception
     // leaves the queue consistent.
@@ -86,14 +114,26 @@ void PerfmapSource::Index(const perfmap::Entry& entry, uint32_t hash) {
   // the moment it was seen. One for fresh addresses contradicts nothing, and its code may be
   // much older than the line (the JVM writes its whole map at once, on request): it is valid
   // from the earliest plausible time.
-  if (entry.offset >= initial_size_ && Covered(entry.start, end)) {
+  // A line that completes a provisional one to another meaning takes its place: same addresses
+  // (the name is the only field a line can still grow), same validity, appended after it.
+  uint64_t time = initial_time_;
+  if (entry.replaces && provisional_) {
+    time = provisional_->time;
+    code_.AddBackdated(entry.start, entry.size, time, name);
+  } else if (entry.offset >= initial_size_ && Covered(entry.start, end)) {
     if (!feed_time_known_) {
       feed_time_ = clock_();
       feed_time_known_ = true;
     }
+    time = std::max(feed_time_, code_.ranges().last_time());  // what Add makes of it
     code_.Add(entry.start, entry.size, feed_time_, name);
   } else {
-    code_.AddBackdated(entry.start, entry.size, initial_time_, name);
+    code_.AddBackdated(entry.start, entry.size, time, name);
+  }
+  if (entry.provisional) {
+    provisional_ = Provisional{entry.start, entry.size, time};
+  } else {
+    provisional_.reset();
   }
   Cover(entry.start, end);
 }

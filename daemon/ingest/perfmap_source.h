@@ -4,7 +4,9 @@
 // afterwards that reuses addresses of earlier lines is valid from the CLOCK_MONOTONIC time the
 // daemon read it, so it supersedes the older one from then on; one appended afterwards for
 // fresh addresses is valid from the process's start like the first ones (see docs/formats.md,
-// "perf maps").
+// "perf maps"). A last line without its newline is indexed once the file stops growing
+// (Settle); if later bytes complete it to another line, that one takes its place, with the
+// same validity.
 #ifndef JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
 #define JITSYM_DAEMON_INGEST_PERFMAP_SOURCE_H_
 
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "daemon/formats/perfmap/perfmap_parser.h"
@@ -31,6 +34,7 @@ class PerfmapSource : public Source, private perfmap::Sink {
 
   std::string_view origin() const override { return kOrigin; }
   void Feed(std::span<const uint8_t> data) override;
+  bool Settle() override;
   uint64_t malformed() const { return parser_.malformed(); }
 
  private:
@@ -50,6 +54,7 @@ class PerfmapSource : public Source, private perfmap::Sink {
   size_t queue_head_ = 0;  // oldest
   size_t queue_size_ = 0;
   void OnMalformed(uint64_t offset, perfmap::LineError error) override;
+  void OnWithdrawn(const perfmap::Entry& provisional) override;
   bool Covered(uint64_t start, uint64_t end) const;  // overlaps anything defined so far?
   void Cover(uint64_t start, uint64_t end);
 
@@ -60,6 +65,14 @@ class PerfmapSource : public Source, private perfmap::Sink {
   uint64_t feed_time_ = 0;  // time of the lines of the current Feed, read once per Feed
   bool feed_time_known_ = false;
   std::map<uint64_t, uint64_t> covered_;  // start -> end of what lines have defined, coalesced
+  // How the provisional entry (a last line without its newline) was indexed: its completion,
+  // if it says something else, is indexed in its place with the same validity.
+  struct Provisional {
+    uint64_t start = 0;
+    uint64_t size = 0;
+    uint64_t time = 0;  // valid from (as indexed, backdated)
+  };
+  std::optional<Provisional> provisional_;
 };
 
 }  // namespace jitsym::ingest

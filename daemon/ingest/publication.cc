@@ -36,6 +36,8 @@ std::shared_ptr<const index::SourceView> SourceViewOf(const FollowedFile& f) {
                  ? log::Cat("offset ", f.source->error_offset(), ": ", f.source->error())
                  : "";
   v->bytes_read = f.bytes_read;
+  v->owner = f.uid;
+  v->records = f.source->records();
   if (f.image) {
     v->image = *f.image;
     v->image_signature = f.source->image_signature();

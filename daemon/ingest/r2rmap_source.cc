@@ -62,6 +62,25 @@ void R2rmapSource::Feed(std::span<const uint8_t> data) {
     records_ = parser_.records() - 1;  // the parser counted the record that did not fit
     return;
   }
+  AfterParse();
+}
+
+bool R2rmapSource::Settle() {
+  if (failed()) return false;
+  const uint32_t ranges = code_.ranges().size();
+  const uint64_t records = records_;
+  try {
+    parser_.Settle(*this);
+  } catch (const std::length_error& e) {
+    SetError(parser_.offset(), e.what());
+    records_ = parser_.records() - 1;
+    return true;
+  }
+  AfterParse();
+  return code_.ranges().size() != ranges || records_ != records || failed();
+}
+
+void R2rmapSource::AfterParse() {
   records_ = parser_.records();
   if (parser_.failed()) {
     // A wrong header rejects the whole file, even the records a late error follows.
@@ -76,6 +95,11 @@ void R2rmapSource::Feed(std::span<const uint8_t> data) {
     JITSYM_LOG(kWarning, path_, ": offset ", parser_.first_malformed_offset(),
                ": line is not \"RVA LENGTH NAME\"; skipped (later ones are skipped silently)");
   }
+}
+
+void R2rmapSource::OnWithdrawn(const r2rmap::Record& r) {
+  // The completed line is malformed: its addresses hold nothing known.
+  code_.Remove(r.rva, r.length, 0);
 }
 
 void R2rmapSource::OnHeader(const r2rmap::Header& h) {

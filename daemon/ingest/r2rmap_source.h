@@ -1,6 +1,8 @@
 // Reads one ReadyToRun perf map (`<image>.ni.r2rmap`, or crossgen1's `<image>.ni.{MVID}.map`):
 // an image source. Its ranges are at RVAs and valid from time 0, since an image's layout never
-// changes; lookups add the image's base in a process (daemon/query/image_lookup.h).
+// changes; lookups add the image's base in a process (daemon/query/image_lookup.h). A last
+// record without its newline counts once the file stops growing (Settle); if later bytes
+// complete it to another record, that one takes its place.
 #ifndef JITSYM_DAEMON_INGEST_R2RMAP_SOURCE_H_
 #define JITSYM_DAEMON_INGEST_R2RMAP_SOURCE_H_
 
@@ -20,12 +22,15 @@ class R2rmapSource : public Source, private r2rmap::Sink {
 
   std::string_view origin() const override { return kOrigin; }
   void Feed(std::span<const uint8_t> data) override;
+  bool Settle() override;
   std::string image_signature() const override;
   const r2rmap::Header& header() const { return parser_.header(); }
 
  private:
   void OnHeader(const r2rmap::Header& header) override;
   void OnRecord(const r2rmap::Record& record) override;
+  void OnWithdrawn(const r2rmap::Record& provisional) override;
+  void AfterParse();  // records, errors and warnings after the parser was given bytes
 
   r2rmap::Parser parser_;
   std::string legacy_signature_;

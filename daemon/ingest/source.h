@@ -36,6 +36,11 @@ class Source {
   // charge these as well as the bytes read, so that a small file that inflates to gigabytes
   // counts for what it makes the daemon parse.
   virtual uint64_t decoded_bytes() const { return 0; }
+  // The file has stopped growing, for a while or for good: a last line still waiting for its
+  // end is indexed as it stands, and bytes fed later that complete it replace it (never index
+  // it twice). True when that changed what is indexed. Text formats only; called by the loader
+  // once a file has not grown for a short while, and before Release.
+  virtual bool Settle() { return false; }
   // The file is finished (closed, replaced, deleted, stopped): nothing more will be fed. Frees
   // what only reading needed; what was indexed stays.
   virtual void Release() {}

@@ -29,10 +29,13 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
       // by the name in the path, which need not exist here.
       return std::nullopt;
     case security::FileAccess::kDenied:
+      // One answer for both: a file behind a directory the client cannot search may or may not
+      // exist, and the answer must not tell.
       break;
   }
   return proto::ErrorResponse{std::string(proto::kErrPermission),
-                              "the image file is not readable by you"};
+                              "the image file is not readable by you, or a directory on its "
+                              "path is not searchable by you"};
 }
 
 std::optional<proto::ErrorResponse> ProcessDenials::Resolve(LookupBatch& batch) {

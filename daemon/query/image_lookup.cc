@@ -108,6 +108,7 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
     if (!bytes) continue;
     ingest::R2rmapSource src(path);
     src.Feed({reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()});
+    src.Settle();  // read whole: a last line without its newline counts
     if (src.failed() && src.records() == 0) {
       JITSYM_LOG(kWarning, path, ": offset ", src.error_offset(), ": ", src.error());
       continue;

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "daemon/query/access_checks.h"
+#include "daemon/query/explain.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
@@ -75,9 +76,35 @@ proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
   return out;
 }
 
+namespace {
+
+// Why an image lookup found nothing, for the caller. Only about a path the caller could
+// examine itself: one it may not (a directory on the way it cannot search, a file it cannot
+// read) was refused before, with the same permission_denied whether the file exists or not.
+std::string DescribeImageMiss(const proto::LookupRequest& body, const security::WalkedPath* path) {
+  const std::string& image = *body.image;
+  if (body.build_id) return "no ELF file with build id " + *body.build_id + " is known";
+  const std::string no_map = "no ReadyToRun map (r2rmap) is known for it either";
+  if (image.find('/') == std::string::npos) {
+    return "no ReadyToRun map (r2rmap) known for image '" + image +
+           "' (an ELF file is named by its absolute path)";
+  }
+  if (path == nullptr) return "no such file '" + image + "'; " + no_map;
+  if (path->directory) return "'" + image + "' is a directory, not an ELF file; " + no_map;
+  if (!path->regular) return "'" + image + "' is not a regular file; " + no_map;
+  return "'" + image + "' is not an ELF file; " + no_map;
+}
+
+}  // namespace
+
 std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupRequest& body,
                                                         const security::PeerAccess& access,
                                                         LookupBatch& batch) {
+  // Contradictions are refused whole (the client reports them as usage errors first).
+  if (body.file_offset && !body.image && !body.build_id) {
+    return proto::ErrorResponse{std::string(proto::kErrBadRequest),
+                                "\"file_offset\" is for \"image\" or \"build_id\" lookups"};
+  }
   if (!body.image && !body.build_id) {
     if (!body.pid) {
       return proto::ErrorResponse{std::string(proto::kErrBadRequest), "lookup needs \"pid\""};
@@ -106,8 +133,7 @@ std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupReque
   // The trusted group reads as root; others as themselves.
   const uint32_t as_uid = access.trusted() ? 0 : access.uid();
   if (!images_.LookupImage(batch, as_uid)) {
-    return proto::ErrorResponse{std::string(proto::kErrNotFound),
-                                "no r2rmap known for image '" + *body.image + "'"};
+    return proto::ErrorResponse{std::string(proto::kErrNotFound), DescribeImageMiss(body, path)};
   }
   return std::nullopt;
 }
@@ -137,6 +163,21 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           lookup.strings = body.strings;
           CountDenied(lookup);
           response.body = std::move(lookup);
+        } else if constexpr (std::is_same_v<T, proto::ExplainRequest>) {
+          // The answer comes from the lookup path itself (same chain, same access rule, same
+          // errors), so explain and lookup cannot disagree.
+          const proto::LookupRequest as_lookup = ExplainLookup(body);
+          proto::LookupResponse lookup;
+          LookupBatch batch(as_lookup, *view, access, &lookup);
+          if (auto error = Lookup(as_lookup, access, batch)) {
+            return Error(error->code, std::move(error->message));
+          }
+          const index::ProcessView* process =
+              body.pid ? batch.processes().Find(body.time) : nullptr;
+          const uint32_t process_pid = process != nullptr ? process->pid : batch.pid();
+          lookup.keepalive = batch.TakeKeepalive(view);
+          CountDenied(lookup);
+          response.body = BuildExplain(*view, body, access, process_pid, std::move(lookup));
         } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {
           return ListSymbols(*view, body, access, images_);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {

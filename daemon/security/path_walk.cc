@@ -123,6 +123,7 @@ bool WalkPath(const std::string& path, WalkedPath* out) {
     out->dev = st.st_dev;
     out->ino = st.st_ino;
     out->regular = S_ISREG(st.st_mode);
+    out->directory = S_ISDIR(st.st_mode);
     out->resolved = Join(stack);
     out->resolved.push_back('/');
     out->resolved += name;

@@ -20,6 +20,7 @@ struct WalkedPath {
   dev_t dev = 0;         // of the file reached, to check that what is opened later is it
   ino_t ino = 0;
   bool regular = false;
+  bool directory = false;  // the path names a directory (for saying so)
 };
 
 // False for a path that is not absolute, too long, or loops through symlinks (an error, not an

@@ -93,7 +93,11 @@ inline void FeedInChunks(ingest::Source& source, const uint8_t* data, size_t siz
     size -= n;
     // The ingester publishes after every read; here every so often, so that runs are merged.
     if ((state & 0x300) == 0) (void)source.code().Publish();
+    // The file stops growing now and then, mid-line: the unfinished line is indexed, to be
+    // replaced or withdrawn by the bytes that complete it.
+    if ((state & 0xc00) == 0) (void)source.Settle();
   }
+  (void)source.Settle();  // finished: as the ingester does before Release
   // What the ingester does with a source after feeding: publish, compact, look up.
   auto snapshot = source.code().Publish();
   LookUpEverything(*snapshot);

@@ -72,6 +72,39 @@ def usage_errors_exit_2():
 
 
 @h.case
+def conflicting_options_are_usage_errors_before_anything_is_sent():
+    # With no daemon at that socket: exit 2 (not 1) shows the client stopped before connecting.
+    missing = os.path.join(h.root, "no-such-daemon.sock")
+    for args, words in (
+            (("lookup", "--pid", "1", "--image", "Foo", "0x10"), "--pid excludes"),
+            (("lookup", "--pid", "1", "--build-id", "ab" * 20, "0x10"), "--pid excludes"),
+            (("lookup", "--image", "rel/no/such", "0x10"), "no such file"),
+            (("lookup", "--pid", "1", "--file-offset", "0x10"), "--file-offset"),
+            (("lookup", "--pid", "1", "--pid", "2", "0x10"), "more than once"),
+            (("lookup", "--pid", "1", "--time", "5", "--time=6", "0x10"), "more than once"),
+            (("perfmap", "--pid", "1", "-o", "/tmp/a", "--output", "/tmp/b"), "more than once"),
+            (("pprof", "--pid", "1", "--text", "--folded", "p.prof"), "exclude each other"),
+            (("annotate", "--batch", "5", "--batch", "6"), "more than once"),
+            (("--timeout", "5", "ping", "--timeout=6"), "more than once"),
+            (("ping", "--socket", "/elsewhere"), "more than once")):
+        res = h.client(*args, socket_path=missing)
+        check(res.returncode == 2, f"jitsym {' '.join(args)}: exit {res.returncode}, want 2 "
+              f"({res.stderr.strip()!r})")
+        check(words in res.stderr, f"jitsym {' '.join(args)}: {res.stderr.strip()!r}")
+    # The daemon refuses the same requests sent by hand.
+    conn = h.raw_connection()
+    try:
+        for req in ({"op": "lookup", "pid": FIX["pid"], "image": "Foo", "addrs": ["0x10"]},
+                    {"op": "lookup", "pid": FIX["pid"], "build_id": "ab" * 20, "addrs": ["0x10"]},
+                    {"op": "lookup", "pid": FIX["pid"], "file_offset": True, "addrs": ["0x10"]}):
+            ans = conn.request(req)
+            check(ans.get("ok") is False and ans.get("error", {}).get("code") == "bad_request",
+                  f"{req}: {ans}")
+    finally:
+        conn.close()
+
+
+@h.case
 def text_output_format():
     i = 10  # has debug info
     a = func_addr(i)

@@ -62,6 +62,8 @@ TEST(AdmissionPolicy, AnotherUsersFileIsRefusedOnceAndThenIgnoredSilently) {
   EXPECT_EQ(d.verdict, Verdict::kRefused);
   EXPECT_TRUE(d.untrusted);
   EXPECT_TRUE(d.publish);
+  // Why, for explain's list of ignored files.
+  EXPECT_NE(d.why.find("untrusted"), std::string::npos) << d.why;
   EXPECT_TRUE(p.policy.Ignored("/tmp/jit-42.dump", 1, 7));
   // Written again: the same inode is not judged (nor counted) again.
   d = p.Admit("jit-42.dump", File(kBob, 7), 42, Process(kAlice));
@@ -103,6 +105,7 @@ TEST(AdmissionPolicy, PidThatNeverComesIsGivenUpAtTheDeadline) {
   const Decision d = p.Admit("jit-42.dump", File(kAlice, 1), 42, std::nullopt, 5 * kSec);
   EXPECT_EQ(d.verdict, Verdict::kRefused);
   EXPECT_TRUE(d.untrusted);
+  EXPECT_NE(d.why.find("did not appear"), std::string::npos) << d.why;
   EXPECT_TRUE(p.policy.pending().empty());
   EXPECT_TRUE(p.policy.Ignored("/tmp/jit-42.dump", 1, 1));
 }

@@ -108,6 +108,10 @@ std::optional<Entry> ParseLine(std::string_view line, std::optional<LineError>* 
 }
 
 void Parser::Line(std::string_view line, uint64_t offset, Sink& sink) {
+  if (provisional_) [[unlikely]] {
+    CompleteProvisional(line, offset, sink);
+    return;
+  }
   std::optional<LineError> error;
   std::optional<Entry> e = ParseLine(line, &error);
   if (e) {
@@ -120,6 +124,59 @@ void Parser::Line(std::string_view line, uint64_t offset, Sink& sink) {
   }
 }
 
+void Parser::CompleteProvisional(std::string_view line, uint64_t offset, Sink& sink) {
+  std::optional<LineError> error;
+  std::optional<Entry> e = ParseLine(line, &error);
+  if (e) {
+    // Nothing new if it says what the provisional entry said.
+    const bool same = e->start == provisional_->start && e->size == provisional_->size &&
+                      e->name == provisional_->name;
+    provisional_.reset();
+    if (same) return;
+    e->offset = offset;
+    e->replaces = true;
+    sink.OnEntry(*e);
+    return;
+  }
+  Withdraw(offset, sink);
+  if (error) {
+    ++malformed_;
+    sink.OnMalformed(offset, *error);
+  }
+}
+
+void Parser::Withdraw(uint64_t offset, Sink& sink) {
+  if (!provisional_) return;
+  const Provisional p = std::move(*provisional_);
+  provisional_.reset();
+  --entries_;
+  sink.OnWithdrawn(p.AsEntry(offset));
+}
+
+void Parser::Settle(Sink& sink) {
+  if (dropping_ || buf_.empty()) return;
+  std::optional<LineError> error;
+  std::optional<Entry> e = ParseLine(buf_, &error);
+  if (!e) {
+    // Malformed as it stands (a name not begun yet): the line is judged once complete.
+    Withdraw(offset_, sink);
+    return;
+  }
+  e->offset = offset_;
+  e->provisional = true;
+  if (provisional_) {
+    if (e->start == provisional_->start && e->size == provisional_->size &&
+        e->name == provisional_->name) {
+      return;  // already emitted as it stands
+    }
+    e->replaces = true;
+  } else {
+    ++entries_;
+  }
+  provisional_ = Provisional{e->start, e->size, std::string(e->name)};
+  sink.OnEntry(*e);
+}
+
 void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
   const char* p = reinterpret_cast<const char*>(data.data());
   const char* const end = p + data.size();
@@ -130,6 +187,7 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
       const size_t n = static_cast<size_t>(end - p);
       if (!dropping_) {
         if (pending_ + n > kMaxLine) {
+          Withdraw(offset_, sink);
           dropping_ = true;
           std::string().swap(buf_);
         } else {
@@ -141,6 +199,7 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
     }
     const size_t n = static_cast<size_t>(nl - p);
     if (dropping_ || pending_ + n > kMaxLine) {
+      Withdraw(offset_, sink);
       ++malformed_;
       sink.OnMalformed(offset_, LineError::kTooLong);
     } else if (buf_.empty()) {

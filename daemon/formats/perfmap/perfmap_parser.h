@@ -14,8 +14,13 @@
 // The parser is pure (bytes in, entries out) and incremental: it is fed the file's bytes in order,
 // in chunks of any size, and emits a line only once its "\n" has arrived, since a writer may be
 // in the middle of a line. A malformed line is reported and skipped; parsing goes on with the
-// next line. A line longer than kMaxLine is never buffered whole: its bytes are dropped up to the
-// next "\n" and it is reported as too long. Blank lines (only spaces, tabs, "\r") are ignored.
+// next line. Settle() is told when the file has stopped growing (for a while, or for good): the
+// line still waiting for its "\n" is then emitted as it stands, marked provisional; when later
+// bytes complete it, the completed line is emitted only if it says something else (marked as
+// replacing the provisional one), or the provisional one is withdrawn if the completed line is
+// malformed. A line is thus never emitted twice with the same meaning. A line longer than kMaxLine
+// is never buffered whole: its bytes are dropped up to the next "\n" and it is reported as too
+// long. Blank lines (only spaces, tabs, "\r") are ignored.
 #ifndef JITSYM_DAEMON_FORMATS_PERFMAP_PERFMAP_PARSER_H_
 #define JITSYM_DAEMON_FORMATS_PERFMAP_PERFMAP_PARSER_H_
 
@@ -36,6 +41,10 @@ struct Entry {
   uint64_t start = 0;
   uint64_t size = 0;  // 0: defines nothing (the caller decides)
   std::string_view name;
+  // The line has no "\n" yet (Parser::Settle): later bytes may complete it.
+  bool provisional = false;
+  // A provisional entry at this offset was emitted before; this one takes its place.
+  bool replaces = false;
 };
 
 enum class LineError {
@@ -54,6 +63,9 @@ class Sink {
   virtual ~Sink() = default;
   virtual void OnEntry(const Entry& entry) = 0;
   virtual void OnMalformed(uint64_t offset, LineError error) {}
+  // The provisional entry emitted for a line no longer stands: the completed line is malformed
+  // (or blank). `provisional` is the entry as it was emitted.
+  virtual void OnWithdrawn(const Entry& provisional) {}
 };
 
 // Parses one line (without its "\n"; a final "\r" is allowed). nullopt and `error` set: a
@@ -64,6 +76,10 @@ class Parser {
  public:
   // Feeds the next bytes of the file.
   void Feed(std::span<const uint8_t> data, Sink& sink);
+  // The file has stopped growing: emits the line waiting for its "\n", if it parses, as a
+  // provisional entry (once per content: calling again without new bytes emits nothing). A
+  // malformed unfinished line is neither emitted nor counted.
+  void Settle(Sink& sink);
 
   // Bytes of the file consumed so far (complete lines and dropped bytes; excludes the pending
   // partial line).
@@ -75,6 +91,20 @@ class Parser {
 
  private:
   void Line(std::string_view line, uint64_t offset, Sink& sink);
+  // Line, for the line a provisional entry was emitted for: replaces or withdraws it.
+  void CompleteProvisional(std::string_view line, uint64_t offset, Sink& sink);
+  // Withdraws the provisional entry, if one was emitted for the line at `offset`.
+  void Withdraw(uint64_t offset, Sink& sink);
+
+  // The provisional entry emitted for the pending line (its offset is offset_), if any.
+  struct Provisional {
+    uint64_t start = 0;
+    uint64_t size = 0;
+    std::string name;
+    Entry AsEntry(uint64_t offset) const {
+      return {.offset = offset, .start = start, .size = size, .name = name, .provisional = true};
+    }
+  };
 
   uint64_t offset_ = 0;
   uint64_t entries_ = 0;
@@ -82,6 +112,7 @@ class Parser {
   std::string buf_;        // the start of a line whose "\n" has not arrived yet
   uint64_t pending_ = 0;   // bytes of that line fed so far (buffered or dropped)
   bool dropping_ = false;  // inside a line longer than kMaxLine: drop up to the next "\n"
+  std::optional<Provisional> provisional_;
 };
 
 }  // namespace jitsym::perfmap

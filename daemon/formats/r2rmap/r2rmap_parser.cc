@@ -107,6 +107,7 @@ void Parser::Feed(std::span<const uint8_t> data, Sink& sink) {
       // A record line this long (a hostile name) costs that line, not the file: its bytes are
       // dropped up to its end, never buffered, and it counts as malformed.
       if (!dropping_) {
+        Withdraw(offset_, sink);
         dropping_ = true;
         dropped_ = partial_.size();
         std::vector<char>().swap(partial_);
@@ -161,6 +162,7 @@ void Parser::Line(std::string_view line, uint64_t offset, Sink& sink) {
     return;
   }
   if (!f || f->rest.empty()) {
+    Withdraw(offset, sink);
     if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank line
     if (malformed_++ == 0) first_malformed_offset_ = offset;
     return;
@@ -254,8 +256,61 @@ void Parser::RecordLine(uint32_t rva, uint32_t length, std::string_view name, ui
          log::Cat("r2rmap header: entry ", EntryText(index), " repeated after the ", "header"));
     return;
   }
+  if (provisional_) {
+    // Completes a line emitted provisionally: nothing new if it says the same.
+    const bool same =
+        provisional_->rva == rva && provisional_->length == length && provisional_->name == name;
+    provisional_.reset();
+    if (!same) sink.OnRecord({offset, rva, length, name, false, true});
+    return;
+  }
   ++records_;
   sink.OnRecord({offset, rva, length, name});
+}
+
+void Parser::Withdraw(uint64_t offset, Sink& sink) {
+  if (!provisional_) return;
+  const Provisional p = std::move(*provisional_);
+  provisional_.reset();
+  --records_;
+  sink.OnWithdrawn({offset, p.rva, p.length, p.name, true, false});
+}
+
+void Parser::Settle(Sink& sink) {
+  if ((state_ != State::kHeader && state_ != State::kRecords) || dropping_ || partial_.empty()) {
+    return;
+  }
+  std::string_view line(partial_.data(), partial_.size());
+  if (line.back() == '\r') line.remove_suffix(1);
+  const std::optional<Fields> f = Split(line);
+  // Only a record: an RVA below the header's tokens, a name begun. Anything else waits for its
+  // end (a header entry, a line that does not parse yet).
+  if (!f || f->rest.empty() || f->rva >= kTokenAbi) {
+    Withdraw(offset_, sink);
+    return;
+  }
+  if (state_ == State::kHeader) {
+    // A record where the header may end (after the version; a headerless file's first line)
+    // ends it whatever the rest of the line turns out to be. Elsewhere the line fails the file
+    // once complete.
+    const bool may_end = next_entry_ >= 2 || (next_entry_ == 0 && options_.allow_headerless);
+    if (!may_end) return;
+    if (next_entry_ == 0) header_.legacy = true;
+    EndHeader(sink, offset_);
+    if (state_ != State::kRecords) return;
+  }
+  if (provisional_) {
+    if (provisional_->rva == f->rva && provisional_->length == f->length &&
+        provisional_->name == f->rest) {
+      return;  // already emitted as it stands
+    }
+    provisional_ = Provisional{f->rva, f->length, std::string(f->rest)};
+    sink.OnRecord({offset_, f->rva, f->length, provisional_->name, true, true});
+    return;
+  }
+  ++records_;
+  provisional_ = Provisional{f->rva, f->length, std::string(f->rest)};
+  sink.OnRecord({offset_, f->rva, f->length, provisional_->name, true, false});
 }
 
 void Parser::Fail(uint64_t offset, std::string message) {

@@ -21,7 +21,12 @@
 // Options::allow_headerless a file whose first line is a record is read as such.
 //
 // Pure and incremental: fed the file's bytes in order in chunks of any size, it parses complete
-// lines only, so a line still being written is never misparsed.
+// lines only, so a line still being written is never misparsed. Settle() is told when the file
+// has stopped growing (for a while, or for good): a record line still waiting for its "\n" is
+// then emitted as it stands, marked provisional; when later bytes complete it, the completed
+// record is emitted only if it says something else (marked as replacing the provisional one),
+// or the provisional one is withdrawn if the completed line is malformed. An unfinished header
+// line is left alone.
 #ifndef JITSYM_DAEMON_FORMATS_R2RMAP_R2RMAP_PARSER_H_
 #define JITSYM_DAEMON_FORMATS_R2RMAP_R2RMAP_PARSER_H_
 
@@ -62,6 +67,8 @@ struct Record {
   uint32_t rva = 0;
   uint32_t length = 0;
   std::string_view name;
+  bool provisional = false;  // the line has no "\n" yet (Parser::Settle)
+  bool replaces = false;     // takes the place of the provisional record at this offset
 };
 
 // Receives entries in file order; references are valid only during the call.
@@ -71,6 +78,9 @@ class Sink {
   // Once, when the header is complete (all five entries, or cut short after the version).
   virtual void OnHeader(const Header& header) {}
   virtual void OnRecord(const Record& record) {}
+  // The provisional record emitted for a line no longer stands (the completed line is
+  // malformed); `provisional` is the record as it was emitted.
+  virtual void OnWithdrawn(const Record& provisional) {}
 };
 
 struct Options {
@@ -86,6 +96,9 @@ class Parser {
   explicit Parser(Options options = {}) : options_(options) {}
 
   void Feed(std::span<const uint8_t> data, Sink& sink);
+  // The file has stopped growing: emits the record line waiting for its "\n", if it parses, as a
+  // provisional record (once per content). Counted in records() until withdrawn.
+  void Settle(Sink& sink);
 
   State state() const { return state_; }
   bool failed() const { return state_ == State::kFailed; }
@@ -109,6 +122,15 @@ class Parser {
                   Sink& sink);
   void EndHeader(Sink& sink, uint64_t offset);
   void Fail(uint64_t offset, std::string message);
+  void Withdraw(uint64_t offset, Sink& sink);
+
+  // The provisional record emitted for the pending line (at offset_), if any.
+  struct Provisional {
+    uint32_t rva = 0;
+    uint32_t length = 0;
+    std::string name;
+  };
+  std::optional<Provisional> provisional_;
 
   Options options_;
   State state_ = State::kHeader;
