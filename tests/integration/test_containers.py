@@ -250,8 +250,9 @@ def answers_stay_after_the_container_and_its_tmp_are_gone():
              if "jitsymHot" in l.name]
     check(lines, "no workload function in the container's perf map")
     answers = h.lookup(basic["pid"], [(l.start, None) for l in lines])
-    bad = [f"{hexaddr(l.start)}: got {a.get('name')!r}, want {perfmap.latest(lines, l.start).name!r}"
-           for l, a in zip(lines, answers) if a.get("name") != perfmap.latest(lines, l.start).name]
+    want = [perfmap.latest(lines, l.start).name for l in lines]
+    bad = [f"{hexaddr(l.start)}: got {a.get('name')!r}, want {w!r}"
+           for l, a, w in zip(lines, answers, want) if a.get("name") != w]
     check(not bad, f"{len(bad)} of {len(lines)} perf map lines of the exited container answer "
           "wrong:\n  " + "\n  ".join(bad[:10]))
 
