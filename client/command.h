@@ -14,6 +14,10 @@ inline constexpr int kExitOk = 0;
 // answer within --timeout.
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;  // bad option or argument
+// jitsym lookup: the daemon knows no process by that pid (unknown_process), or the caller may
+// not see it (permission_denied). Unknown addresses of a known process are answers (0).
+inline constexpr int kExitUnknownProcess = 3;
+inline constexpr int kExitDenied = 4;
 
 struct GlobalOptions {
   std::string socket_path;  // --socket, else $JITSYM_SOCKET, else proto::DefaultSocketPath()

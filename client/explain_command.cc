@@ -137,8 +137,14 @@ void Print(const proto::ExplainResponse& e, std::string* out) {
     }
     out->append("\n");
   } else {
+    // As jitsym lookup prints a miss: the reason code, then its sentence.
     out->append("??");
-    if (!a->error.empty()) out->append(" (").append(a->error).append(")");
+    if (a->reason != proto::Reason::kNone) {
+      out->append(" ").append(proto::ReasonName(a->reason));
+      if (!a->detail.empty()) out->append(": ").append(a->detail);
+    } else if (!a->error.empty()) {
+      out->append(" (").append(a->error).append(")");
+    }
     out->append("\n");
   }
   out->append("rule: ").append(e.rule).append("\n");

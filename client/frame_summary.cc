@@ -4,7 +4,8 @@
 namespace jitsym::client {
 
 std::string UnknownKey(const proto::LookupResult& r) {
-  // The integrator's switch: return the name of r.reason when it is set.
+  // The daemon's reason (proto::Reason); an older daemon's per-address error otherwise.
+  if (r.reason != proto::Reason::kNone) return std::string(proto::ReasonName(r.reason));
   if (!r.error.empty()) return r.error;
   return "unknown";
 }

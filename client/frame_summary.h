@@ -13,10 +13,8 @@
 
 namespace jitsym::client {
 
-// The key a miss is counted under. The daemon's results carry no reason code yet: every miss
-// is "unknown", except a per-address error ("permission denied"). Once proto::LookupResult has
-// its `reason` (proto::Reason, docs/protocol.md), this returns the reason's name
-// ("unknown_process", "no_code", ...), and the summaries count misses per reason.
+// The key a miss is counted under: the daemon's reason code ("unknown_process", "no_code",
+// ...: proto::Reason, docs/protocol.md), or an older daemon's per-address error.
 std::string UnknownKey(const proto::LookupResult& r);
 
 // The key the daemon gives to a process it knows nothing about (see UnknownKey).

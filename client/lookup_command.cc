@@ -34,7 +34,8 @@ constexpr char kUsage[] =
     "\n"
     "Resolves code addresses to symbols. Without ADDR arguments, reads stdin: one\n"
     "`ADDR [TIME]` per line. Prints one line per address, in input order:\n"
-    "  ADDR<TAB>NAME+0xOFF<TAB>ORIGIN[<TAB>FILE:LINE[:COL]]   or   ADDR<TAB>??\n"
+    "  ADDR<TAB>NAME+0xOFF<TAB>ORIGIN[<TAB>FILE:LINE[:COL]]\n"
+    "  or, not found:  ADDR<TAB>??<TAB>REASON[: DETAIL]\n"
     "\n"
     "  --pid PID       process the addresses belong to\n"
     "  --image IMAGE   look up RVAs in an image (r2rmap): its name (with or without .dll),\n"
@@ -57,7 +58,11 @@ constexpr char kUsage[] =
     "  --batch N       addresses per request (default 8192)\n"
     "\n"
     "ADDR is hex with or without 0x. Unknown addresses are normal (exit status 0); a malformed\n"
-    "line prints `LINE<TAB>?\?<TAB>error: ...` and the rest goes on.\n";
+    "line prints `LINE<TAB>?\?<TAB>error: ...` and the rest goes on. REASON is one of\n"
+    "unknown_process, permission_denied, no_code, before_code, before_start, after_exit,\n"
+    "wrong_clock, file_ignored, no_symbol, no_debug_info, image_unknown.\n"
+    "Exit status: 0 answered, 1 daemon error, 2 usage, 3 process unknown to jitsymd,\n"
+    "4 permission denied for the process.\n";
 
 constexpr size_t kDefaultBatch = 8192;
 constexpr size_t kBatchesInFlight = 4;
@@ -187,7 +192,14 @@ void AppendText(const proto::LookupResult& r, uint64_t addr, bool inlines, std::
   }
   if (!r.found) {
     out->append("\t??");
-    if (!r.error.empty()) {
+    if (r.reason != proto::Reason::kNone) {  // the third column: why, then what a person reads
+      out->push_back('\t');
+      out->append(proto::ReasonName(r.reason));
+      if (!r.detail.empty()) {
+        out->append(": ");
+        AppendClean(r.detail, out);
+      }
+    } else if (!r.error.empty()) {
       out->append("\terror: ");
       AppendClean(r.error, out);
     }
@@ -328,6 +340,8 @@ class LookupPipeline {
         } else {
           AppendText(r, slot >= 0 ? addrs[static_cast<size_t>(slot)].addr : 0, inlines_, &out);
         }
+        if (r.reason == proto::Reason::kUnknownProcess) unknown_process_ = true;
+        if (r.reason == proto::Reason::kPermissionDenied) denied_ = true;
         // Per answer, not per batch: the buffer then stays at its reserved size (a batch of
         // answers with inlined frames is megabytes) and in cache.
         output.MaybeFlush();
@@ -339,6 +353,8 @@ class LookupPipeline {
       *error = "cannot write output";
       return kExitError;
     }
+    if (unknown_process_) return kExitUnknownProcess;
+    if (denied_) return kExitDenied;
     return kExitOk;
   }
 
@@ -352,6 +368,8 @@ class LookupPipeline {
   BlockingQueue<Batch*> free_;
   BlockingQueue<Batch*> in_flight_;
   std::string writer_error_;  // the writer's; read after join
+  bool unknown_process_ = false;
+  bool denied_ = false;
 };
 
 }  // namespace

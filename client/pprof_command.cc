@@ -42,7 +42,9 @@ constexpr char kUsage[] =
     "  --quiet           no summary on stderr\n"
     "\n"
     "Ends with a summary on stderr: pcs named per origin, left unknown per reason, and a\n"
-    "warning when no JIT pc of PID was named (jitsymd may not know the process).\n";
+    "warning when no JIT pc of PID was named (jitsymd may not know the process).\n"
+    "Exit status: 0, or 1 on an error, 2 usage, 3 when jitsymd knows no process PID, 4 when\n"
+    "it may not tell about it (the output is written in every case but 1 and 2).\n";
 
 constexpr size_t kBatch = 8192;
 constexpr size_t kMaxProfileBytes = size_t{4} << 30;
@@ -120,16 +122,37 @@ class Resolver {
           summary->Named(r);
         } else {
           summary->Unknown(r);
+          if (prototype.pid && (r.reason == proto::Reason::kUnknownProcess ||
+                                r.reason == proto::Reason::kPermissionDenied)) {
+            process_problem_ = r.reason;
+          }
         }
       }
     }
     return true;
   }
 
+  // unknown_process or permission_denied when the pid asked about is one of those.
+  proto::Reason process_problem() const { return process_problem_; }
+
  private:
   proto::ClientConnection& connection_;
   std::set<std::string> reported_;
+  proto::Reason process_problem_ = proto::Reason::kNone;
 };
+
+// The exit status for the pid asked about (lookup's: 3 unknown process, 4 denied); the summary
+// on stderr has said why.
+int ExitStatusFor(const Resolver& resolver) {
+  switch (resolver.process_problem()) {
+    case proto::Reason::kUnknownProcess:
+      return kExitUnknownProcess;
+    case proto::Reason::kPermissionDenied:
+      return kExitDenied;
+    default:
+      return kExitOk;
+  }
+}
 
 // A pc's functions, outermost first: the function, then what was inlined into it down to the
 // innermost (an answer's frames are innermost first).
@@ -332,6 +355,11 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
                    "jitsym pprof: warning: jitsymd knows nothing about pid %llu: its JIT code "
                    "stays unnamed (`jitsym processes` lists the processes it knows)\n",
                    static_cast<unsigned long long>(*pid));
+    } else if (jit_summary.unknown("permission_denied") > 0) {
+      std::fprintf(stderr,
+                   "jitsym pprof: warning: pid %llu: permission denied; its JIT code stays "
+                   "unnamed\n",
+                   static_cast<unsigned long long>(*pid));
     } else if (!jit.empty() && jit_summary.named() == 0) {
       std::fprintf(stderr,
                    "jitsym pprof: warning: none of the %zu pcs outside the profile's files was "
@@ -366,7 +394,7 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     }
     std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
                  names.size(), pcs.size(), symbolized->c_str(), symbolized->c_str());
-    return kExitOk;
+    return ExitStatusFor(resolver);
   }
   std::vector<std::vector<std::string>> stacks(profile->samples.size());
   std::unordered_map<std::string, std::string> short_names;
@@ -393,7 +421,8 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
   } else {
     PrintText(*profile, stacks, &out);
   }
-  return output.Flush() ? kExitOk : kExitError;
+  if (!output.Flush()) return kExitError;
+  return ExitStatusFor(resolver);
 }
 
 }  // namespace jitsym::client

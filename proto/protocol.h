@@ -155,8 +155,11 @@ struct Frame {  // one inlined frame (native code), innermost first
 struct LookupResult {
   uint64_t addr = 0;
   bool found = false;
-  std::string error;  // per-address error (bad input, permission); found is false
-  std::string raw;    // with error: the unparsable input, sent as "addr" instead of the value
+  // When not found: why (kNone for an input error), and a sentence for a person (may be empty).
+  Reason reason = Reason::kNone;  // next to `found`: in its padding
+  std::string error;              // per-address error (bad input, permission); found is false
+  std::string raw;  // with error: the unparsable input, sent as "addr" instead of the value
+  std::string detail;
   // When found:
   std::string_view name;
   uint64_t offset = 0;  // addr - start

@@ -194,6 +194,8 @@ void ResetResult(LookupResult* r) {
   r->found = false;
   r->error.clear();
   r->raw.clear();
+  r->reason = Reason::kNone;
+  r->detail.clear();
   r->name = {};
   r->offset = r->start = r->size = 0;
   r->origin = Origin::kUnknown;
@@ -269,6 +271,9 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
     if (key == "frames") {
       return d.Array(key, [&] { return DecodeFrame(d, &r->frames.emplace_back()); });
     }
+    // Misses last: they are rare.
+    if (key == "reason") return d.Enum(key, &r->reason, ReasonFromName);
+    if (key == "detail") return d.String(key, &r->detail);
     return d.reader().Skip();
   });
   if (!ok) return false;

@@ -141,6 +141,9 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
   }
   if (!r.found) {
     out->append(",\"found\":false");
+    // Plain strings in the compact form too: misses are rare and their texts their own.
+    if (r.reason != Reason::kNone) AppendMember(",\"reason\":", ReasonName(r.reason), out);
+    if (!r.detail.empty()) AppendMember(",\"detail\":", r.detail, out);
     if (!r.error.empty()) AppendMember(",\"error\":", r.error, out);
     out->push_back('}');
     return;
@@ -336,7 +339,8 @@ void EncodeLookupResponseEnd(std::string* out) { out->append("]}\n"); }
 size_t LookupResultStringBytes(const LookupResult& r) {
   size_t n = r.name.size() + (r.origin == Origin::kUnknown ? 0 : OriginName(r.origin).size()) +
              r.source.size() + r.file.size() + r.image.size() + r.build_id.size() + r.error.size() +
-             r.raw.size();
+             r.raw.size() + r.detail.size() +
+             (r.reason == Reason::kNone ? 0 : ReasonName(r.reason).size());
   for (const Frame& f : r.frames) n += f.name.size() + f.file.size();
   return n;
 }

@@ -1,7 +1,7 @@
-// The closed sets of names the daemon sends: the kind of source an answer came from ("origin")
-// and the state of a followed file ("state"). Each is an enum with one table of wire names, so
-// that the encoder, the decoder, the daemon and docs/protocol.md (which lists the tables) cannot
-// drift apart.
+// The closed sets of names the daemon sends: the kind of source an answer came from ("origin"),
+// the state of a followed file ("state") and why an address was not found ("reason"). Each is an
+// enum with one table of wire names, so that the encoder, the decoder, the daemon and
+// docs/protocol.md (which lists the tables) cannot drift apart.
 #ifndef JITSYM_PROTO_WIRE_ENUMS_H_
 #define JITSYM_PROTO_WIRE_ENUMS_H_
 
@@ -36,6 +36,23 @@ enum class SourceState : uint8_t {
   kLoaded,     // read once from an operator's directory (--r2rmap-dir)
 };
 
+// Why an address was not found (a lookup result's "reason"; docs/protocol.md has the table).
+enum class Reason : uint8_t {
+  kNone,              // found, or a per-address input error; never sent
+  kUnknown,           // a name this build does not know (a newer daemon); never sent
+  kUnknownProcess,    // no incarnation of the pid (or thread id) is known and none is alive
+  kPermissionDenied,  // the client may not see the process or image
+  kNoCode,            // the process is known; nothing covers the address
+  kBeforeCode,        // code covers the address, but only from a time later than asked
+  kBeforeStart,       // the time is before the process started
+  kAfterExit,         // the time is after the process exited
+  kWrongClock,        // the time looks like another clock or unit
+  kFileIgnored,       // side files of the process that could have answered were ignored
+  kNoSymbol,          // in a mapped image, but no symbol covers the address
+  kNoDebugInfo,       // in a mapped image that has neither symbols nor debug info
+  kImageUnknown,      // an image lookup: nothing known for that image
+};
+
 inline constexpr std::pair<Origin, std::string_view> kOriginNames[] = {
     {Origin::kJitdump, "jitdump"}, {Origin::kPerfmap, "perfmap"}, {Origin::kMlpd, "mlpd"},
     {Origin::kR2rmap, "r2rmap"},   {Origin::kElf, "elf"},
@@ -49,10 +66,30 @@ inline constexpr std::pair<SourceState, std::string_view> kSourceStateNames[] = 
     {SourceState::kLoaded, "loaded"},
 };
 
-// The wire name; "unknown" for kUnknown.
+inline constexpr std::pair<Reason, std::string_view> kReasonNames[] = {
+    {Reason::kUnknownProcess, "unknown_process"},
+    {Reason::kPermissionDenied, "permission_denied"},
+    {Reason::kNoCode, "no_code"},
+    {Reason::kBeforeCode, "before_code"},
+    {Reason::kBeforeStart, "before_start"},
+    {Reason::kAfterExit, "after_exit"},
+    {Reason::kWrongClock, "wrong_clock"},
+    {Reason::kFileIgnored, "file_ignored"},
+    {Reason::kNoSymbol, "no_symbol"},
+    {Reason::kNoDebugInfo, "no_debug_info"},
+    {Reason::kImageUnknown, "image_unknown"},
+};
+
+// The wire name; "unknown" for kUnknown (and kNone).
 constexpr std::string_view OriginName(Origin origin) {
   for (const auto& [value, name] : kOriginNames) {
     if (value == origin) return name;
+  }
+  return "unknown";
+}
+constexpr std::string_view ReasonName(Reason reason) {
+  for (const auto& [value, name] : kReasonNames) {
+    if (value == reason) return name;
   }
   return "unknown";
 }
@@ -66,6 +103,12 @@ constexpr std::string_view SourceStateName(SourceState state) {
 // The value of a wire name; nullopt for a name not in the table.
 constexpr std::optional<Origin> OriginFromName(std::string_view name) {
   for (const auto& [value, n] : kOriginNames) {
+    if (n == name) return value;
+  }
+  return std::nullopt;
+}
+constexpr std::optional<Reason> ReasonFromName(std::string_view name) {
+  for (const auto& [value, n] : kReasonNames) {
     if (n == name) return value;
   }
   return std::nullopt;

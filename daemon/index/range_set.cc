@@ -355,18 +355,12 @@ void Run::FindLatestBatch(const uint64_t* addrs, size_t n, Found* out) const {
   }
 }
 
-Found Run::FindAt(uint64_t addr, uint64_t time) const {
+// Calls consider(i) for every range of the run that starts at or before addr and may cover it
+// (the caller checks addr < end): a walk of the implicit interval tree.
+template <typename F>
+void Run::VisitCovering(uint64_t addr, F&& consider) const {
   const size_t n = ranges_.size();
-  if (n == 0) return {};
-  // Times do not decrease in append order, so the latest appended among the candidates stamped
-  // at or before `time` is the answer.
-  uint32_t best = kNoRange;
-  auto consider = [&](size_t i) {
-    const Range& r = ranges_[i];
-    if (r.time <= time && addr < r.end() && (best == kNoRange || r.seq > ranges_[best].seq)) {
-      best = static_cast<uint32_t>(i);
-    }
-  };
+  if (n == 0) return;
   struct Frame {
     size_t x;
     int k;
@@ -392,6 +386,18 @@ Found Run::FindAt(uint64_t addr, uint64_t time) const {
     }
     stack[top++] = {f.x - half, f.k - 1};
   }
+}
+
+Found Run::FindAt(uint64_t addr, uint64_t time) const {
+  // Times do not decrease in append order, so the latest appended among the candidates stamped
+  // at or before `time` is the answer.
+  uint32_t best = kNoRange;
+  VisitCovering(addr, [&](size_t i) {
+    const Range& r = ranges_[i];
+    if (r.time <= time && addr < r.end() && (best == kNoRange || r.seq > ranges_[best].seq)) {
+      best = static_cast<uint32_t>(i);
+    }
+  });
   if (best == kNoRange) return {};
   return At(best);
 }
@@ -444,6 +450,18 @@ std::vector<Validity> ValidityIntervals(const std::vector<const Range*>& coverin
   return out;
 }
 
+const Range* Run::FirstDefinedAfter(uint64_t addr, uint64_t time) const {
+  const Range* best = nullptr;
+  VisitCovering(addr, [&](size_t i) {
+    const Range& r = ranges_[i];
+    if (r.time > time && addr < r.end() && r.payload != kTombstone &&
+        (best == nullptr || r.time < best->time || (r.time == best->time && r.seq < best->seq))) {
+      best = &r;
+    }
+  });
+  return best;
+}
+
 bool Run::CheckInvariants() const {
   for (size_t i = 1; i < keys_.size(); ++i) {
     if (keys_[i - 1].key >= keys_[i].key) return false;
@@ -484,6 +502,16 @@ Found RangeSetSnapshot::Find(uint64_t addr, std::optional<uint64_t> time) const 
     if (f) return f;
   }
   return {};
+}
+
+const Range* RangeSetSnapshot::FirstDefinedAfter(uint64_t addr, uint64_t time) const {
+  const Range* best = nullptr;
+  for (const auto& run : runs_) {
+    if (run->max_time() <= time) continue;
+    const Range* r = run->FirstDefinedAfter(addr, time);
+    if (r != nullptr && (best == nullptr || r->time < best->time)) best = r;
+  }
+  return best;
 }
 
 void RangeSetSnapshot::FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time,

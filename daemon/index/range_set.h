@@ -100,6 +100,9 @@ class Run {
   Found FindLatest(uint64_t addr) const;
   // The range covering addr appended last among this run's ranges stamped at or before time.
   Found FindAt(uint64_t addr, uint64_t time) const;
+  // The earliest range (not a tombstone) of this run covering addr stamped after `time`; null if
+  // none. For explaining a miss, not for answering.
+  const Range* FirstDefinedAfter(uint64_t addr, uint64_t time) const;
   // FindLatest for every addrs[i] whose out[i] is still empty, overlapping the memory accesses
   // of up to kBatchGroup lookups.
   void FindLatestBatch(const uint64_t* addrs, size_t n, Found* out) const;
@@ -124,6 +127,8 @@ class Run {
   static constexpr uint32_t kGap = kNoRange;
   static constexpr int kFenceStride = 16;
   size_t LocatePiece(uint64_t addr) const;  // index into keys_, or SIZE_MAX
+  template <typename F>
+  void VisitCovering(uint64_t addr, F&& consider) const;
 
   Found At(uint32_t pos) const { return {ranges_[pos].seq, &ranges_[pos]}; }
   void SetPieces(const LargeVector<Interval>& intervals);
@@ -167,6 +172,10 @@ class RangeSetSnapshot {
   // The range answering addr at `time` (nullopt: now, i.e. after every range). A tombstone
   // answer is returned as such; the caller treats it as unknown.
   Found Find(uint64_t addr, std::optional<uint64_t> time) const;
+  // The earliest definition (not a tombstone) covering addr stamped after `time`, whichever
+  // later ones hide it; null if none. Searches every range covering addr: for explaining a miss
+  // ("before_code"), not for answering.
+  const Range* FirstDefinedAfter(uint64_t addr, uint64_t time) const;
   // Find for every addrs[i] whose out[i] is still empty (non-empty entries are left alone).
   void FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time, Found* out) const;
   // What a lookup without a time answers, for every address at once: the disjoint pieces of the

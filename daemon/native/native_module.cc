@@ -57,7 +57,8 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
     }
   }
   m->build_id_ = HexBuildId(ReadBuildId(m->elf_));
-  if (!m->symbols_.Load(m->elf_, false)) {
+  m->full_symbols_ = m->symbols_.Load(m->elf_, false);
+  if (!m->full_symbols_) {
     // No .symtab: the dynamic symbols, and MiniDebugInfo's symbols where there is one.
     m->symbols_.Load(m->elf_, true);
     m->LoadMiniDebugInfo(m->elf_);
@@ -84,7 +85,7 @@ void NativeModule::LoadMiniDebugInfo(Elf* elf) {
     mini_elf_ = nullptr;
     return;
   }
-  symbols_.Load(mini_elf_, false);
+  full_symbols_ = symbols_.Load(mini_elf_, false);
 }
 
 bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
@@ -100,7 +101,8 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     if (symbols_.empty() || FindSection(main, ".symtab") == nullptr) {
       // A stripped binary: the debug file's full symbol table names local functions too.
       symbols_.Clear();
-      if (!symbols_.Load(debug_elf_, false)) {
+      full_symbols_ = symbols_.Load(debug_elf_, false);
+      if (!full_symbols_) {
         symbols_.Load(main, true);
         if (mini_elf_) symbols_.Load(mini_elf_, false);
       }

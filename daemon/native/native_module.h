@@ -73,6 +73,9 @@ class NativeModule {
   const std::string& debug_file() const { return debug_file_; }
   bool has_dwarf() const { return dwarf_ != nullptr; }
   size_t symbol_count() const { return symbols_.size(); }
+  // Stripped: no full symbol table (.symtab, MiniDebugInfo's, a debug file's) and no DWARF;
+  // at most its dynamic symbols name anything.
+  bool stripped() const { return !full_symbols_ && dwarf_ == nullptr; }
 
   // A file offset (as in /proc/<pid>/maps, perf's dso offsets) -> virtual address, through the
   // PT_LOAD segment that contains it.
@@ -106,6 +109,7 @@ class NativeModule {
   std::string path_;
   std::string build_id_;
   std::string debug_file_;
+  bool full_symbols_ = false;  // a .symtab was read (stripped())
   std::vector<Segment> segments_;
   SymbolTable symbols_;
 

@@ -46,6 +46,12 @@ Answer FromModule(const native::NativeModule& m, const native::NativeAnswer& a,
   return r;
 }
 
+// Why a module answers nothing for an address: a stripped file has only its dynamic symbols
+// (if any), so most of its code has no name to give.
+proto::Reason MissReasonOf(const native::NativeModule& m) {
+  return m.stripped() ? proto::Reason::kNoDebugInfo : proto::Reason::kNoSymbol;
+}
+
 // A first batch over a large binary reads most of its CUs: on several threads, when there are
 // cores for them (each extra thread costs a libdw handle while it runs).
 unsigned ExtraThreads() {
@@ -127,7 +133,11 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   for (size_t k = 0; k < order.size(); ++k) {
     const auto [vaddr, i] = order[k];
     if (k == 0 || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
-    if (answer.found) batch.Answer(i, FromModule(*m, answer, *image, batch.addr(i), vaddr));
+    if (answer.found) {
+      batch.Answer(i, FromModule(*m, answer, *image, batch.addr(i), vaddr));
+    } else {
+      batch.NoteMiss(i, MissReasonOf(*m), *image);
+    }
   }
   modules_.Trim();
   return std::nullopt;
@@ -192,6 +202,8 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
       r.module->Symbolize(r.vaddr, &answer);
       if (answer.found) {
         batch.Answer(r.i, FromModule(*r.module, answer, r.map->path, batch.addr(r.i), r.vaddr));
+      } else {
+        batch.NoteMiss(r.i, MissReasonOf(*r.module), r.map->path);
       }
     }
     // Outside every executable mapping known: the process may have mapped more since.

@@ -5,6 +5,7 @@
 
 #include "daemon/query/access_checks.h"
 #include "daemon/query/explain.h"
+#include "daemon/query/miss_reasons.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
@@ -113,7 +114,12 @@ std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupReque
       return proto::ErrorResponse{std::string(proto::kErrBadRequest),
                                   "\"pid\" must be a positive process id"};
     }
-    return RunChain(pid_chain_, batch);
+    // Misses get their reason once the chain is done; a time that cannot be CLOCK_MONOTONIC
+    // never reaches it.
+    RefuseOtherClocks(batch);
+    if (auto error = RunChain(pid_chain_, batch)) return error;
+    ExplainMisses(batch);
+    return std::nullopt;
   }
   if (body.pid) {
     return proto::ErrorResponse{std::string(proto::kErrBadRequest),
@@ -128,13 +134,17 @@ std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupReque
   }
   const security::WalkedPath* path = walked ? &*walked : nullptr;
   if (NativeLookup::IsNativeImageRequest(body, path)) {
-    return native_.LookupImage(batch, path);  // an ELF file (by path or build-id)
+    // An ELF file (by path or build-id).
+    if (auto error = native_.LookupImage(batch, path)) return error;
+    ExplainImageMisses(batch, body.image ? *body.image : "build id " + body.build_id.value_or(""));
+    return std::nullopt;
   }
   // The trusted group reads as root; others as themselves.
   const uint32_t as_uid = access.trusted() ? 0 : access.uid();
   if (!images_.LookupImage(batch, as_uid)) {
     return proto::ErrorResponse{std::string(proto::kErrNotFound), DescribeImageMiss(body, path)};
   }
+  ExplainImageMisses(batch, *body.image);
   return std::nullopt;
 }
 

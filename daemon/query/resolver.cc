@@ -64,6 +64,7 @@ LookupBatch::LookupBatch(const proto::LookupRequest& request, const index::Index
 void LookupBatch::Answer(size_t i, const query::Answer& answer) {
   ToWire(answer, request_.addrs[i].addr, request_.fields, &out_->results[i]);
   state_[i] = State::kDone;
+  answered_any_ = true;
 }
 
 void LookupBatch::Deny(size_t i) {
@@ -72,7 +73,21 @@ void LookupBatch::Deny(size_t i) {
   r = proto::LookupResult{};
   r.addr = addr;
   r.error = kDeniedError;
+  r.reason = proto::Reason::kPermissionDenied;
   state_[i] = State::kDone;
+}
+
+void LookupBatch::Miss(size_t i, proto::Reason reason, std::string detail) {
+  proto::LookupResult& r = out_->results[i];
+  r.reason = reason;
+  r.detail = std::move(detail);
+  state_[i] = State::kDone;
+  missed_.push_back(i);
+}
+
+void LookupBatch::NoteMiss(size_t i, proto::Reason reason, std::string where) {
+  if (hints_.empty()) hints_.resize(state_.size());
+  hints_[i] = {reason, std::move(where)};
 }
 
 void LookupBatch::Hide(size_t i) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -86,6 +87,24 @@ class LookupBatch {
   void Answer(size_t i, const query::Answer& answer);
   // Address i gets "permission denied".
   void Deny(size_t i);
+  // Address i is not answered, for `reason` (see miss_reasons.h): it leaves pending.
+  void Miss(size_t i, proto::Reason reason, std::string detail);
+  // A resolver's finding about an address it could not answer, for ExplainMisses: e.g. it is
+  // in a mapped image without symbols (reason) named `where`. The address stays pending.
+  struct MissHint {
+    proto::Reason reason = proto::Reason::kNone;
+    std::string where;
+  };
+  void NoteMiss(size_t i, proto::Reason reason, std::string where);
+  const MissHint* hint(size_t i) const {
+    return i < hints_.size() && hints_[i].reason != proto::Reason::kNone ? &hints_[i] : nullptr;
+  }
+  bool is_input_error(size_t i) const { return state_[i] == State::kInputError; }
+  size_t size() const { return state_.size(); }
+  // Addresses given a reason by Miss, in order; and whether any address was answered.
+  const std::vector<size_t>& missed() const { return missed_; }
+  bool answered_any() const { return answered_any_; }
+  proto::LookupResult& result(size_t i) { return out_->results[i]; }
   // Address i would be answered by an incarnation the client may not see: it is set aside
   // until the process decision (SettleProcessDenials) denies it or asks the next resolvers.
   void Hide(size_t i);
@@ -111,6 +130,9 @@ class LookupBatch {
   std::vector<State> state_;
   std::vector<size_t> pending_;
   std::vector<size_t> hidden_;
+  std::vector<MissHint> hints_;  // sized on the first NoteMiss
+  std::vector<size_t> missed_;
+  bool answered_any_ = false;
   std::vector<std::shared_ptr<const void>> keep_;
 };
 

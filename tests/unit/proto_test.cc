@@ -534,6 +534,55 @@ TEST(ResponseCodecTest, LookupRoundTrip) {
   EXPECT_FALSE(results[3].loaded_at);
 }
 
+// A miss carries its reason and detail, in the plain and the compact form alike.
+TEST(ResponseCodecTest, MissReasonRoundTrip) {
+  for (const bool strings : {false, true}) {
+    LookupResponse lookup;
+    lookup.strings = strings;
+    LookupResult miss;
+    miss.addr = 0x10;
+    miss.reason = Reason::kWrongClock;
+    miss.detail = "the time looks like \"microseconds\"";
+    lookup.results.push_back(miss);
+    LookupResult denied;
+    denied.addr = 0x20;
+    denied.reason = Reason::kPermissionDenied;
+    denied.error = "permission denied";
+    lookup.results.push_back(denied);
+    lookup.results.push_back(FullResult());
+    std::string line;
+    EncodeResponse({"", lookup}, &line);
+    EXPECT_NE(line.find(R"("found":false,"reason":"wrong_clock","detail":)"), std::string::npos)
+        << line;
+    Result<Response> decoded = DecodeResponse(std::string_view(line).substr(0, line.size() - 1));
+    ASSERT_TRUE(decoded) << decoded.error().message;
+    const auto& results = std::get<LookupResponse>(decoded->body).results;
+    ASSERT_EQ(results.size(), 3u);
+    EXPECT_EQ(results[0].reason, Reason::kWrongClock);
+    EXPECT_EQ(results[0].detail, "the time looks like \"microseconds\"");
+    EXPECT_EQ(results[1].reason, Reason::kPermissionDenied);
+    EXPECT_EQ(results[1].error, "permission denied");
+    EXPECT_EQ(results[2].reason, Reason::kNone);
+  }
+}
+
+// A reason this build does not know (a newer daemon) is accepted, not an error.
+TEST(ResponseCodecTest, UnknownReasonIsAccepted) {
+  Result<Response> r = DecodeResponse(
+      R"({"v":1,"ok":true,"results":[{"addr":"0x1","found":false,"reason":"from_the_future"}]})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(std::get<LookupResponse>(r->body).results[0].reason, Reason::kUnknown);
+}
+
+TEST(WireEnumsTest, ReasonNamesRoundTrip) {
+  for (const auto& [value, name] : kReasonNames) {
+    EXPECT_EQ(ReasonName(value), name);
+    EXPECT_EQ(ReasonFromName(name), value);
+  }
+  EXPECT_EQ(ReasonFromName("nope"), std::nullopt);
+  EXPECT_EQ(ReasonName(Reason::kNone), "unknown");
+}
+
 // The daemon writes large lookup answers in pieces (head, results, tail): the pieces must be
 // the bytes of the whole answer, for any split, id and fields.
 TEST(ResponseCodecTest, LookupAnswerInPiecesEqualsTheWholeAnswer) {
