@@ -403,36 +403,10 @@ Found Run::FindAt(uint64_t addr, uint64_t time) const {
 }
 
 void Run::Covering(uint64_t addr, std::vector<const Range*>* out) const {
-  const size_t n = ranges_.size();
-  if (n == 0) return;
   // The walk of FindAt, keeping every candidate instead of the best one.
-  struct Frame {
-    size_t x;
-    int k;
-  };
-  Frame stack[72];
-  int top = 0;
-  stack[top++] = {(size_t{1} << tree_levels_) - 1, tree_levels_};
-  while (top > 0) {
-    const Frame f = stack[--top];
-    const size_t span = (size_t{1} << f.k) - 1;
-    const size_t lo = f.x - span;
-    if (lo >= n) continue;
-    if (f.k <= 2) {
-      const size_t hi = std::min(f.x + span + 1, n);
-      for (size_t i = lo; i < hi && ranges_[i].start <= addr; ++i) {
-        if (addr < ranges_[i].end()) out->push_back(&ranges_[i]);
-      }
-      continue;
-    }
-    if (SubtreeMax(f.x, f.k) <= addr) continue;
-    const size_t half = size_t{1} << (f.k - 1);
-    if (f.x < n && ranges_[f.x].start <= addr) {
-      if (addr < ranges_[f.x].end()) out->push_back(&ranges_[f.x]);
-      stack[top++] = {f.x + half, f.k - 1};
-    }
-    stack[top++] = {f.x - half, f.k - 1};
-  }
+  VisitCovering(addr, [&](size_t i) {
+    if (addr < ranges_[i].end()) out->push_back(&ranges_[i]);
+  });
 }
 
 std::vector<Validity> ValidityIntervals(const std::vector<const Range*>& covering) {

@@ -61,9 +61,9 @@ int main(int argc, char** argv) {
   for (int tick = 0; tick < 20; ++tick) {
     const auto t0 = std::chrono::steady_clock::now();
     const bool learned = tracker.Tick(table.processes());
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     size_t ids = 0;
     for (const auto& [pid, incs] : table.processes()) {
       for (const auto& inc : incs) ids += inc->threads.size();

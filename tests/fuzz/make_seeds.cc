@@ -238,17 +238,18 @@ int main(int argc, char** argv) {
                   R"("origin":1,"image":2,"file":3,"line":4,"frames":[[0,3,4,5],[0,3,9,0]]},)"
                   R"({"addr":"0x2000","found":false}]})"),
        FromString(R"({"v":1,"ok":true,"stats":{"processes":1,"denied":2}})"),
-       FromString(R"({"v":1,"ok":true,"explain":{"pid":42,"addr":"0x1010","time":150,)"
-                  R"("incarnations":[{"incarnation":5,"alive":false,"uid":1000,"start_time":50,)"
-                  R"("exit_time":1000,"sources":[{"origin":"jitdump","path":"/tmp/jit-42.dump",)"
-                  R"("owner":1000,"trust":"process owner","state":"error","ranges":3,)"
-                  R"("bytes_read":400,"records":3,"error":"offset 8: bad"}]}],)"
-                  R"("definitions":[{"incarnation":5,"origin":"jitdump","source":"/tmp/jit-42.dump",)"
-                  R"("name":"f1","start":"0x1000","size":64,"from":100,"to":200,"picked":true},)"
-                  R"({"origin":"jitdump","source":"s","removed":true,"start":"0x1000","size":64,)"
-                  R"("from":200}],"definitions_omitted":2,"ignored":[{"path":"/tmp/perf-42.map",)"
-                  R"("reason":"unattached: x"}],"answer":{"addr":"0x1010","found":true,"name":"f1",)"
-                  R"("offset":16,"start":"0x1000","size":64,"origin":"jitdump"},"rule":"r"}})"),
+       FromString(
+           R"({"v":1,"ok":true,"explain":{"pid":42,"addr":"0x1010","time":150,)"
+           R"("incarnations":[{"incarnation":5,"alive":false,"uid":1000,"start_time":50,)"
+           R"("exit_time":1000,"sources":[{"origin":"jitdump","path":"/tmp/jit-42.dump",)"
+           R"("owner":1000,"trust":"process owner","state":"error","ranges":3,)"
+           R"("bytes_read":400,"records":3,"error":"offset 8: bad"}]}],)"
+           R"("definitions":[{"incarnation":5,"origin":"jitdump","source":"/tmp/jit-42.dump",)"
+           R"("name":"f1","start":"0x1000","size":64,"from":100,"to":200,"picked":true},)"
+           R"({"origin":"jitdump","source":"s","removed":true,"start":"0x1000","size":64,)"
+           R"("from":200}],"definitions_omitted":2,"ignored":[{"path":"/tmp/perf-42.map",)"
+           R"("reason":"unattached: x"}],"answer":{"addr":"0x1010","found":true,"name":"f1",)"
+           R"("offset":16,"start":"0x1000","size":64,"origin":"jitdump"},"rule":"r"}})"),
        FromString(R"({"v":1,"id":"a","ok":false,"error":{"code":"busy","message":"m"}})")});
   Write(dir, "response_fuzz", responses);
   perf_script.insert(
