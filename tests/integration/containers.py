@@ -38,6 +38,26 @@ exit $status
 """
 
 
+_STAGE = []
+
+
+def staged(path):
+    """A copy of the script or source file `path` outside /tmp, readable by every user: a
+    container with a private /tmp covers the host's, and with it a checkout under /tmp (a
+    fresh clone in CI) and the harness directory."""
+    import shutil
+    import tempfile
+    if not _STAGE:
+        d = tempfile.mkdtemp(prefix="jitsym-stage-", dir="/var/tmp")
+        os.chmod(d, 0o755)
+        atexit.register(shutil.rmtree, d, True)
+        _STAGE.append(d)
+    dest = os.path.join(_STAGE[0], os.path.basename(path))
+    shutil.copyfile(path, dest)
+    os.chmod(dest, 0o644)
+    return dest
+
+
 def unshare_argv(private_tmp, user_ns=False):
     """argv prefix making a container; the command follows (with private_tmp: the host output
     directory, then the command)."""

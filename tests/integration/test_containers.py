@@ -32,8 +32,9 @@ from harness import Harness, check, hexaddr, json_documents, wait_until
 
 h = Harness(__doc__)
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONTAINED = os.path.join(HERE, "node", "contained.js")
-LIVE = os.path.join(HERE, "node", "live_workload.js")
+# Copied outside /tmp: the containers' private /tmp would hide a checkout under it.
+CONTAINED = containers.staged(os.path.join(HERE, "node", "contained.js"))
+LIVE = containers.staged(os.path.join(HERE, "node", "live_workload.js"))
 JVM_HOT = "JitsymHotLoop.jitsymSpin"
 RUNS = {}
 
@@ -338,7 +339,7 @@ def a_jvm_perf_map_snapshot_in_the_containers_tmp_is_found():
     # Single-file source mode: the class path under the harness directory (in /tmp) would be
     # hidden by the container's tmpfs.
     proc = h.spawn(containers.unshare_argv(private_tmp=True) +
-                   [out, "java", os.path.join(HERE, "java", "JitsymHotLoop.java")],
+                   [out, "java", containers.staged(os.path.join(HERE, "java", "JitsymHotLoop.java"))],
                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     line = harness.read_line(proc, 120, "java in the container")
     check(line.startswith("ready "), f"unexpected java output {line!r}")

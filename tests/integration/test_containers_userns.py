@@ -27,7 +27,7 @@ from harness import Harness, check, hexaddr, json_documents, wait_until
 
 h = Harness(__doc__)
 HERE = os.path.dirname(os.path.abspath(__file__))
-LIVE = os.path.join(HERE, "node", "live_workload.js")
+LIVE = containers.staged(os.path.join(HERE, "node", "live_workload.js"))
 PREDICTED_NSPID = 3  # sh is 1, mount is 2, node is 3 in PRIVATE_TMP_SCRIPT
 WIDE = (0x1_0000, 0x7fff_ffff_0000 - 0x1_0000)  # the whole user address space of x86-64
 S = {}
