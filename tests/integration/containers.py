@@ -42,20 +42,26 @@ _STAGE = []
 
 
 def staged(path):
-    """A copy of the script or source file `path` outside /tmp, readable by every user: a
-    container with a private /tmp covers the host's, and with it a checkout under /tmp (a
-    fresh clone in CI) and the harness directory."""
+    """Where `path` (a file of tests/integration/{node,perf,java}) is in a copy of those
+    directories outside /tmp, readable by every user: a container with a private /tmp covers
+    the host's, and with it a checkout under /tmp (a fresh clone in CI). The directories are
+    copied whole, so that the scripts' relative requires resolve."""
     import shutil
     import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
     if not _STAGE:
         d = tempfile.mkdtemp(prefix="jitsym-stage-", dir="/var/tmp")
         os.chmod(d, 0o755)
         atexit.register(shutil.rmtree, d, True)
+        for sub in ("node", "perf", "java"):
+            shutil.copytree(os.path.join(here, sub), os.path.join(d, sub))
+        for root, dirs, files in os.walk(d):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
         _STAGE.append(d)
-    dest = os.path.join(_STAGE[0], os.path.basename(path))
-    shutil.copyfile(path, dest)
-    os.chmod(dest, 0o644)
-    return dest
+    return os.path.join(_STAGE[0], os.path.relpath(os.path.abspath(path), here))
 
 
 def unshare_argv(private_tmp, user_ns=False):
