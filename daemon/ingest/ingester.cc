@@ -289,8 +289,6 @@ bool Ingester::IdentifyWriter(const std::string& dir, const std::string& name,
                         id.facts.ctime_ns, id.facts.found_at_startup);
   const security::WriterJudgement w =
       security::JudgeWriter(facts, admission_.WaitExpired(path, id.dev, id.ino, now));
-  JITSYM_LOG(kDebug, path, ": writer of pid ", **pid, (facts.container_dir ? " (container)" : ""),
-             ": ", static_cast<int>(w.kind), " host pid ", w.host_pid, " ", w.why);
   switch (w.kind) {
     case security::WriterKind::kProcess:
       if (w.host_pid != **pid) {
