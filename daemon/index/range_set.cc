@@ -415,11 +415,12 @@ std::vector<Validity> ValidityIntervals(const std::vector<const Range*>& coverin
   std::optional<uint64_t> later;
   for (size_t i = covering.size(); i-- > 0;) {
     const Range* r = covering[i];
+    const uint64_t time = r->time;  // a copy: Range is packed, std::min/max take references
     Validity& v = out[i];
     v.range = r;
-    v.from = r->time;
-    if (later) v.to = std::max(*later, r->time);  // never before it starts: empty, not negative
-    later = later ? std::min(*later, r->time) : r->time;
+    v.from = time;
+    if (later) v.to = std::max(*later, time);  // never before it starts: empty, not negative
+    later = later ? std::min(*later, time) : time;
   }
   return out;
 }
