@@ -60,7 +60,6 @@ class Watcher {
   void UnwatchFound(const std::string& dir);
   // Reports the recognised files of `dir` through `found`, watched or not.
   void ScanDir(const std::string& dir) { Scan(dir); }
-  size_t found_count() const { return found_.size(); }
   // Whether `dir` is watched as a found directory (not a configured one).
   bool IsFound(const std::string& dir) const;
 

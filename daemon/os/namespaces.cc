@@ -100,12 +100,22 @@ std::string ParseCgroupV2(std::string_view text) {
   return {};
 }
 
-std::optional<NamespaceFacts> ReadNamespaceFacts(uint32_t pid) {
+namespace {
+
+constexpr size_t kStatusBytes = 64 << 10;
+
+std::optional<ProcessStatus> ReadStatus(uint32_t pid) {
   SmallFileOptions options;
-  options.max_bytes = 64 << 10;
-  auto status_file = ReadSmallFile(ProcPath(pid, "/status"), options);
-  if (!status_file) return std::nullopt;
-  auto status = ParseStatus(status_file->bytes);
+  options.max_bytes = kStatusBytes;
+  auto file = ReadSmallFile(ProcPath(pid, "/status"), options);
+  if (!file) return std::nullopt;
+  return ParseStatus(file->bytes);
+}
+
+}  // namespace
+
+std::optional<NamespaceFacts> ReadNamespaceFacts(uint32_t pid) {
+  auto status = ReadStatus(pid);
   if (!status) return std::nullopt;
   NamespaceFacts facts;
   facts.tgid = status->tgid;
@@ -116,6 +126,8 @@ std::optional<NamespaceFacts> ReadNamespaceFacts(uint32_t pid) {
   facts.pid_ns = NamespaceInode(pid, "pid");
   facts.mnt_ns = NamespaceInode(pid, "mnt");
   facts.user_ns = NamespaceInode(pid, "user");
+  SmallFileOptions options;
+  options.max_bytes = kStatusBytes;
   if (auto cgroup = ReadSmallFile(ProcPath(pid, "/cgroup"), options)) {
     facts.cgroup = ParseCgroupV2(cgroup->bytes);
   }
@@ -137,11 +149,7 @@ std::vector<uint32_t> ListThreads(uint32_t pid, size_t limit) {
 }
 
 std::optional<uint32_t> ThreadGroupOf(uint32_t tid) {
-  SmallFileOptions options;
-  options.max_bytes = 64 << 10;
-  auto file = ReadSmallFile(ProcPath(tid, "/status"), options);
-  if (!file) return std::nullopt;
-  auto status = ParseStatus(file->bytes);
+  auto status = ReadStatus(tid);
   if (!status) return std::nullopt;
   return status->tgid;
 }
