@@ -206,7 +206,7 @@ void ProcessScanner::Tick(uint64_t now_ns) {
   // first: a backlog (the daemon's first scan of a big host, a burst of forks) must not delay
   // the process that just started, the likeliest to be starting its JIT now.
   while (!fresh_.empty() && within_budget()) {
-    const auto [pid, start_ticks] = fresh_.back();
+    const auto [start_ticks, pid] = fresh_.back();
     fresh_.pop_back();
     auto it = tracked_.find(pid);
     if (it == tracked_.end() || it->second.start_ticks != start_ticks || it->second.checks > 0) {
@@ -244,6 +244,7 @@ void ProcessScanner::ApplyChanges(uint64_t now_ns) {
   // Taken out first: a handler called below may make the catalog refresh and queue more.
   std::vector<Change> changes;
   changes.swap(changes_);
+  const size_t known = fresh_.size();
   for (const Change& c : changes) {
     auto it = tracked_.find(c.pid);
     if (!c.added) {
@@ -268,7 +269,14 @@ void ProcessScanner::ApplyChanges(uint64_t now_ns) {
     const uint64_t born = os::StartTicksToMonotonicNs(c.start_ticks);
     t.born_ns = born <= now_ns ? born : now_ns;
     tracked_.emplace(c.pid, std::move(t));
-    fresh_.emplace_back(c.pid, c.start_ticks);
+    fresh_.emplace_back(c.start_ticks, c.pid);
+  }
+  // Newest last, where Tick takes them from. /proc lists by pid, and pids wrap (pid_max is
+  // 32768 on many hosts): the highest pid is not the newest process.
+  if (fresh_.size() > known) {
+    std::sort(fresh_.begin() + static_cast<ptrdiff_t>(known), fresh_.end());
+    std::inplace_merge(fresh_.begin(), fresh_.begin() + static_cast<ptrdiff_t>(known),
+                       fresh_.end());
   }
 
   for (const FileKey& key : orphans) Reroute(key, 0);

@@ -27,7 +27,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -170,8 +169,9 @@ class ProcessScanner {
   FileKey own_tmp_{0, 0};        // the daemon's /tmp: not foreign, whatever the mount namespace
   std::vector<Change> changes_;  // from the catalog, applied at the next tick
   std::unordered_map<uint32_t, Tracked> tracked_;
-  std::deque<std::pair<uint32_t, uint64_t>> fresh_;  // (pid, start ticks) never checked
-  std::set<std::pair<uint64_t, uint32_t>> due_;      // (due ns, pid) of checked processes
+  // (start ticks, pid) never checked, oldest first: by start time, not by pid, which wraps.
+  std::vector<std::pair<uint64_t, uint32_t>> fresh_;
+  std::set<std::pair<uint64_t, uint32_t>> due_;  // (due ns, pid) of checked processes
   std::map<FileKey, Marker> markers_;
   std::map<FileKey, ForeignDir> dirs_;
   uint64_t check_cost_ns_ = 0;  // the last check's cost of every tracked process, summed

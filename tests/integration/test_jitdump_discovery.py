@@ -43,6 +43,23 @@ def start_node(cwd):
     return proc, path, appeared
 
 
+def low_pid_after(pids):
+    """Makes the next fork take a pid below every pid in `pids`, as after pid_max wraps (32768 on
+    many hosts): writes the last pid to /proc/sys/kernel/ns_last_pid. False where that is refused."""
+    floor = 300  # the kernel restarts at 300 after a wrap
+    taken = {int(n) for n in os.listdir("/proc") if n.isdigit()}
+    free = next((p for p in range(floor + 1, min(pids)) if p not in taken and p + 1 not in taken
+                 and p + 2 not in taken), None)
+    if free is None:
+        return False
+    try:
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(free - 1))
+        return True
+    except OSError:
+        return False
+
+
 def hot(path):
     dump = jitdump.read_file(path)
     check(dump is not None and dump.error is None, f"our reader: {dump and dump.error}")
@@ -122,8 +139,16 @@ def among_1000_processes_new_jit_processes_are_found_within_a_second_of_a_start(
     try:
         total = sum(1 for n in os.listdir("/proc") if n.isdigit())
         print(f"  {total} processes on the host")
-        # Started after them, then the daemon (re)starts: the scan at start-up.
+        # Started after them, with a lower pid than theirs (pids wrapped), then the daemon
+        # (re)starts: the scan at start-up. Newest means started last, not the highest pid.
+        wrapped = low_pid_after([s.pid for s in sleepers] or [1 << 22])
         proc, path, _ = start_node(os.path.join(h.root, "scratch", "newer"))
+        if wrapped and sleepers and proc.pid < min(s.pid for s in sleepers):
+            print(f"  node pid {proc.pid} is below the older processes' pids "
+                  f"{min(s.pid for s in sleepers)}..{max(s.pid for s in sleepers)}")
+        else:
+            print(f"  pids could not be made to wrap (node pid {proc.pid}): "
+                  "the wrapped case is not exercised")
         h.daemon.stop()
         h.start_daemon(containers.DISCOVERY)
         model, loads = hot(path)
