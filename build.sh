@@ -29,6 +29,8 @@ PACKAGES=(
   systemd dpkg-dev man-db  # service tests: systemd-analyze, systemd-socket-activate; cpack -G DEB
   linux-perf google-perftools libgoogle-perftools-dev  # annotate, perfmap, pprof tests
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) and their sanitizers
+  chromium fonts-dejavu-core  # flame graphs rendered in a real browser (headless)
+  golang-go  # go tool pprof reads the profile.proto profiles
 )
 # node runs the live integration tests. Any node already on PATH will do (Debian's 18 is fine).
 if ! command -v node >/dev/null 2>&1; then

@@ -17,6 +17,10 @@ void ArgParser::AddValue(std::string name, std::optional<std::string>* value) {
   options_.push_back(Option{std::move(name), nullptr, value});
 }
 
+void ArgParser::AddList(std::string name, std::vector<std::string>* values) {
+  options_.push_back(Option{std::move(name), nullptr, nullptr, values});
+}
+
 int ArgParser::UsageError(std::string_view message) const {
   std::fprintf(stderr, "jitsym %s: %.*s\n%s", command_.c_str(), static_cast<int>(message.size()),
                message.data(), usage_.substr(0, usage_.find('\n') + 1).c_str());
@@ -58,15 +62,21 @@ std::optional<int> ArgParser::Parse(const std::vector<std::string>& args,
       continue;
     }
     // Given twice (or with its alias: -o and --output): which one was meant is a guess.
-    if (option->value->has_value()) {
+    if (option->value != nullptr && option->value->has_value()) {
       return UsageError(std::string(name) + " given more than once");
     }
+    std::string value;
     if (inline_value) {
-      *option->value = std::move(*inline_value);
+      value = std::move(*inline_value);
     } else if (i + 1 < args.size()) {
-      *option->value = args[++i];
+      value = args[++i];
     } else {
       return UsageError(std::string(name) + " needs a value");
+    }
+    if (option->list != nullptr) {
+      option->list->push_back(std::move(value));
+    } else {
+      *option->value = std::move(value);
     }
   }
   return std::nullopt;

@@ -18,6 +18,8 @@ class ArgParser {
   // `value` starts empty; an option given twice (names sharing a value are aliases) is a usage
   // error.
   void AddValue(std::string name, std::optional<std::string>* value);
+  // An option that may be given any number of times (--label K=V --label K2=V2), in order.
+  void AddList(std::string name, std::vector<std::string>* values);
 
   // Parses `args`; positional arguments go to *positional. Returns nullopt to go on, or the exit
   // status to return right away (0 after --help, kExitUsage after an error, already reported).
@@ -32,6 +34,7 @@ class ArgParser {
     std::string name;
     bool* flag = nullptr;
     std::optional<std::string>* value = nullptr;
+    std::vector<std::string>* list = nullptr;
   };
   std::string command_;
   std::string usage_;

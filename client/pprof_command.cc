@@ -21,6 +21,7 @@
 #include "client/frame_summary.h"
 #include "client/gperftools_profile.h"
 #include "client/output.h"
+#include "client/pc_resolver.h"
 #include "proto/client_connection.h"
 #include "proto/protocol.h"
 
@@ -75,93 +76,11 @@ bool IsFileMapping(const ProfileMapping& m) {
          m.path.rfind("/dev/", 0) != 0;
 }
 
-// Resolves pcs with batched requests on one connection; per-request errors leave pcs unnamed
-// (an ELF image the daemon cannot read must not stop the JIT names).
-class Resolver {
- public:
-  explicit Resolver(proto::ClientConnection& connection) : connection_(connection) {}
-
-  // Asks `prototype` (pid or image) about `addrs`; for each found answer calls
-  // done(index, result). Every answer, found or not, is counted in *summary. False when the
-  // connection fails.
-  template <typename Done>
-  bool Ask(const proto::LookupRequest& prototype, const std::vector<uint64_t>& addrs, Done done,
-           FrameSummary* summary) {
-    for (size_t i = 0; i < addrs.size(); i += kBatch) {
-      proto::Request request;
-      proto::LookupRequest lookup = prototype;
-      lookup.fields = proto::kFieldName | proto::kFieldOrigin | proto::kFieldFrames;
-      lookup.strings = true;
-      const size_t n = std::min(kBatch, addrs.size() - i);
-      for (size_t k = 0; k < n; ++k) lookup.addrs.push_back({addrs[i + k], {}, {}, {}});
-      request.body = std::move(lookup);
-      std::string error;
-      std::optional<proto::Response> response = connection_.Call(request, &error);
-      if (!response) {
-        std::fprintf(stderr, "jitsym: %s\n", error.c_str());
-        return false;
-      }
-      if (const auto* err = std::get_if<proto::ErrorResponse>(&response->body)) {
-        if (reported_.insert(err->code + (prototype.image ? " " + *prototype.image : "")).second &&
-            !(prototype.image && err->code == proto::kErrNotFound)) {
-          ReportErrorResponse(*err);
-        }
-        for (size_t k = 0; k < n; ++k) summary->Unknown(err->code);
-        continue;
-      }
-      const auto* results = std::get_if<proto::LookupResponse>(&response->body);
-      if (results == nullptr || results->results.size() != n) {
-        std::fprintf(stderr, "jitsym: jitsymd answered %zu addresses with %zu results\n", n,
-                     results == nullptr ? size_t{0} : results->results.size());
-        return false;
-      }
-      for (size_t k = 0; k < n; ++k) {
-        const proto::LookupResult& r = results->results[k];
-        if (r.found) {
-          done(i + k, r);
-          summary->Named(r);
-        } else {
-          summary->Unknown(r);
-          if (prototype.pid && (r.reason == proto::Reason::kUnknownProcess ||
-                                r.reason == proto::Reason::kPermissionDenied)) {
-            process_problem_ = r.reason;
-          }
-        }
-      }
-    }
-    return true;
-  }
-
-  // unknown_process or permission_denied when the pid asked about is one of those.
-  proto::Reason process_problem() const { return process_problem_; }
-
- private:
-  proto::ClientConnection& connection_;
-  std::set<std::string> reported_;
-  proto::Reason process_problem_ = proto::Reason::kNone;
-};
-
-// The exit status for the pid asked about (lookup's: 3 unknown process, 4 denied); the summary
-// on stderr has said why.
-int ExitStatusFor(const Resolver& resolver) {
-  switch (resolver.process_problem()) {
-    case proto::Reason::kUnknownProcess:
-      return kExitUnknownProcess;
-    case proto::Reason::kPermissionDenied:
-      return kExitDenied;
-    default:
-      return kExitOk;
-  }
-}
-
-// A pc's functions, outermost first: the function, then what was inlined into it down to the
-// innermost (an answer's frames are innermost first).
-std::vector<std::string> FunctionsOf(const proto::LookupResult& r) {
+// A pc's function names, outermost first: the function, then what was inlined into it down to
+// the innermost.
+std::vector<std::string> FunctionsOf(const NamedPc& pc) {
   std::vector<std::string> out;
-  for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) {
-    out.emplace_back(it->name);
-  }
-  if (out.empty()) out.emplace_back(r.name);
+  for (auto it = pc.frames.rbegin(); it != pc.frames.rend(); ++it) out.push_back(it->name);
   return out;
 }
 
@@ -319,14 +238,13 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
 
   auto connection = ConnectOrReport(globals);
   if (!connection) return kExitError;
-  Resolver resolver(*connection);
-  std::unordered_map<uint64_t, std::vector<std::string>> names;
+  PcResolver resolver(*connection);
+  std::unordered_map<uint64_t, NamedPc> named;
   proto::LookupRequest by_pid;
   by_pid.pid = static_cast<int64_t>(*pid);
   FrameSummary jit_summary, file_summary;
   if (!resolver.Ask(
-          by_pid, jit,
-          [&](size_t i, const proto::LookupResult& r) { names[jit[i]] = FunctionsOf(r); },
+          by_pid, jit, [&](size_t i, const proto::LookupResult& r) { named[jit[i]] = NamePc(r); },
           &jit_summary)) {
     return kExitError;
   }
@@ -342,7 +260,7 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     }
     if (!resolver.Ask(
             by_image, offsets,
-            [&](size_t i, const proto::LookupResult& r) { names[file_pcs[i]] = FunctionsOf(r); },
+            [&](size_t i, const proto::LookupResult& r) { named[file_pcs[i]] = NamePc(r); },
             &file_summary)) {
       return kExitError;
     }
@@ -376,7 +294,8 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
   Output output;
   std::string& out = output.buffer();
   if (symbolized) {
-    std::map<uint64_t, std::vector<std::string>> sorted(names.begin(), names.end());
+    std::map<uint64_t, std::vector<std::string>> sorted;
+    for (const auto& [pc, n] : named) sorted.emplace(pc, FunctionsOf(n));
     std::string binary;
     for (const ProfileMapping& m : profile->mappings) {
       if (IsFileMapping(m)) {
@@ -393,8 +312,8 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
       return kExitError;
     }
     std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
-                 names.size(), pcs.size(), symbolized->c_str(), symbolized->c_str());
-    return ExitStatusFor(resolver);
+                 named.size(), pcs.size(), symbolized->c_str(), symbolized->c_str());
+    return resolver.ExitStatus();
   }
   std::vector<std::vector<std::string>> stacks(profile->samples.size());
   std::unordered_map<std::string, std::string> short_names;
@@ -403,15 +322,15 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     const uint64_t* p = profile->pcs_of(s);
     for (uint32_t k = 0; k < s.depth; ++k) {
       const uint64_t pc = k == 0 || p[k] == 0 ? p[k] : p[k] - 1;
-      auto it = names.find(pc);
-      if (it == names.end()) {
+      auto it = named.find(pc);
+      if (it == named.end()) {
         stacks[i].push_back(Hex(pc));
         continue;
       }
       // Leaf first: the innermost inlined function first.
-      for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {
-        auto [short_it, inserted] = short_names.try_emplace(*f);
-        if (inserted) short_it->second = ShortFunctionName(*f);
+      for (const NamedFrame& f : it->second.frames) {
+        auto [short_it, inserted] = short_names.try_emplace(f.name);
+        if (inserted) short_it->second = ShortFunctionName(f.name);
         stacks[i].push_back(short_it->second);
       }
     }
@@ -422,7 +341,7 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
     PrintText(*profile, stacks, &out);
   }
   if (!output.Flush()) return kExitError;
-  return ExitStatusFor(resolver);
+  return resolver.ExitStatus();
 }
 
 }  // namespace jitsym::client
