@@ -35,7 +35,7 @@ constexpr char kUsage[] =
     "Resolves code addresses to symbols. Without ADDR arguments, reads stdin: one\n"
     "`ADDR [TIME]` per line. Prints one line per address, in input order:\n"
     "  ADDR<TAB>NAME+0xOFF<TAB>ORIGIN[<TAB>FILE:LINE[:COL]]\n"
-    "  or, not found:  ADDR<TAB>??<TAB>REASON[: DETAIL]\n"
+    "  or, not found:  ADDR<TAB>?\?<TAB>REASON[: DETAIL]\n"
     "\n"
     "  --pid PID       process the addresses belong to\n"
     "  --image IMAGE   look up RVAs in an image (r2rmap): its name (with or without .dll),\n"
