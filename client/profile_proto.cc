@@ -1,0 +1,1080 @@
+// profile.proto encoder, decoder, gzip and builder (see profile_proto.h for the grammar and why
+// this is not libprotobuf). Protobuf wire format: each field is a varint tag (number << 3 | wire
+// type) then a varint (0), 8 bytes (1), a varint length and that many bytes (2: strings,
+// messages, packed repeated varints) or 4 bytes (5); 3 and 4 open and close groups.
+#include "client/profile_proto.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <optional>
+
+#include "proto/byte_reader.h"
+
+namespace jitsym::client::pprof {
+namespace {
+
+enum Wire : uint8_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLen = 2,
+  kGroupStart = 3,
+  kGroupEnd = 4,
+  kFixed32 = 5
+};
+
+// ---------------------------------------------------------------------------------------------
+// Encoder
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+size_t TagSize(int field) { return VarintSize(static_cast<uint64_t>(field) << 3); }
+// Size of a scalar field as written (0 when the value is 0 and so omitted).
+size_t ScalarSize(int field, uint64_t v) { return v == 0 ? 0 : TagSize(field) + VarintSize(v); }
+size_t ScalarSize(int field, int64_t v) { return ScalarSize(field, static_cast<uint64_t>(v)); }
+size_t LenFieldSize(int field, size_t len) { return TagSize(field) + VarintSize(len) + len; }
+
+template <typename T>
+size_t PackedBodySize(const std::vector<T>& v) {
+  size_t n = 0;
+  for (T x : v) n += VarintSize(static_cast<uint64_t>(x));
+  return n;
+}
+template <typename T>
+size_t PackedSize(int field, const std::vector<T>& v) {
+  return v.empty() ? 0 : LenFieldSize(field, PackedBodySize(v));
+}
+
+size_t BodySize(const ValueType& m) { return ScalarSize(1, m.type) + ScalarSize(2, m.unit); }
+size_t BodySize(const Label& m) {
+  return ScalarSize(1, m.key) + ScalarSize(2, m.str) + ScalarSize(3, m.num) +
+         ScalarSize(4, m.num_unit);
+}
+size_t BodySize(const Sample& m) {
+  size_t n = PackedSize(1, m.location_id) + PackedSize(2, m.value);
+  for (const Label& l : m.label) n += LenFieldSize(3, BodySize(l));
+  return n;
+}
+size_t BodySize(const Mapping& m) {
+  return ScalarSize(1, m.id) + ScalarSize(2, m.memory_start) + ScalarSize(3, m.memory_limit) +
+         ScalarSize(4, m.file_offset) + ScalarSize(5, m.filename) + ScalarSize(6, m.build_id) +
+         ScalarSize(7, uint64_t{m.has_functions}) + ScalarSize(8, uint64_t{m.has_filenames}) +
+         ScalarSize(9, uint64_t{m.has_line_numbers}) +
+         ScalarSize(10, uint64_t{m.has_inline_frames});
+}
+size_t BodySize(const Line& m) {
+  return ScalarSize(1, m.function_id) + ScalarSize(2, m.line) + ScalarSize(3, m.column);
+}
+size_t BodySize(const Location& m) {
+  size_t n = ScalarSize(1, m.id) + ScalarSize(2, m.mapping_id) + ScalarSize(3, m.address);
+  for (const Line& l : m.line) n += LenFieldSize(4, BodySize(l));
+  return n + ScalarSize(5, uint64_t{m.is_folded});
+}
+size_t BodySize(const Function& m) {
+  return ScalarSize(1, m.id) + ScalarSize(2, m.name) + ScalarSize(3, m.system_name) +
+         ScalarSize(4, m.filename) + ScalarSize(5, m.start_line);
+}
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  void Varint(uint64_t v) {
+    char buf[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+      buf[n++] = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    buf[n++] = static_cast<char>(v);
+    out_.append(buf, n);
+  }
+  void Tag(int field, Wire wire) { Varint(static_cast<uint64_t>(field) << 3 | wire); }
+  void Scalar(int field, uint64_t v) {
+    if (v == 0) return;
+    Tag(field, kVarint);
+    Varint(v);
+  }
+  void Scalar(int field, int64_t v) { Scalar(field, static_cast<uint64_t>(v)); }
+  void Bool(int field, bool v) { Scalar(field, uint64_t{v}); }
+  void String(int field, std::string_view s) {
+    Tag(field, kLen);
+    Varint(s.size());
+    out_.append(s);
+  }
+  template <typename T>
+  void Packed(int field, const std::vector<T>& v) {
+    if (v.empty()) return;
+    Tag(field, kLen);
+    Varint(PackedBodySize(v));
+    for (T x : v) Varint(static_cast<uint64_t>(x));
+  }
+  // A submessage: tag, length, then the body.
+  template <typename M>
+  void Message(int field, const M& m) {
+    Tag(field, kLen);
+    Varint(BodySize(m));
+    Body(m);
+  }
+
+  void Body(const ValueType& m) {
+    Scalar(1, m.type);
+    Scalar(2, m.unit);
+  }
+  void Body(const Label& m) {
+    Scalar(1, m.key);
+    Scalar(2, m.str);
+    Scalar(3, m.num);
+    Scalar(4, m.num_unit);
+  }
+  void Body(const Sample& m) {
+    Packed(1, m.location_id);
+    Packed(2, m.value);
+    for (const Label& l : m.label) Message(3, l);
+  }
+  void Body(const Mapping& m) {
+    Scalar(1, m.id);
+    Scalar(2, m.memory_start);
+    Scalar(3, m.memory_limit);
+    Scalar(4, m.file_offset);
+    Scalar(5, m.filename);
+    Scalar(6, m.build_id);
+    Bool(7, m.has_functions);
+    Bool(8, m.has_filenames);
+    Bool(9, m.has_line_numbers);
+    Bool(10, m.has_inline_frames);
+  }
+  void Body(const Line& m) {
+    Scalar(1, m.function_id);
+    Scalar(2, m.line);
+    Scalar(3, m.column);
+  }
+  void Body(const Location& m) {
+    Scalar(1, m.id);
+    Scalar(2, m.mapping_id);
+    Scalar(3, m.address);
+    for (const Line& l : m.line) Message(4, l);
+    Bool(5, m.is_folded);
+  }
+  void Body(const Function& m) {
+    Scalar(1, m.id);
+    Scalar(2, m.name);
+    Scalar(3, m.system_name);
+    Scalar(4, m.filename);
+    Scalar(5, m.start_line);
+  }
+
+ private:
+  std::string& out_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Decoder
+
+struct Field {
+  uint32_t number = 0;
+  Wire wire = kVarint;
+  uint64_t varint = 0;       // wire type 0
+  std::string_view data;     // wire type 2
+  uint64_t offset = 0;       // of the tag, from the start of the input
+  uint64_t data_offset = 0;  // of `data`
+};
+
+// Where each message of a decoded profile started, for Validate's errors.
+struct Offsets {
+  std::vector<uint64_t> sample, mapping, location, function;
+};
+
+class Decoder {
+ public:
+  Decoder(std::string_view bytes, const DecodeLimits& limits) : bytes_(bytes), limits_(limits) {}
+
+  Result<Profile> Run(Offsets& offsets);
+
+ private:
+  // A message's bytes, and where they start in the input.
+  struct Span {
+    std::string_view data;
+    uint64_t base;
+  };
+
+  // The next field of r (false at the end or on error; error_ tells which).
+  bool Next(ByteReader& r, uint64_t base, Field& f);
+  void Fail(ErrorKind kind, std::string message, uint64_t offset) {
+    if (!error_) error_ = MakeError(kind, std::move(message), offset);
+  }
+  // Counts n items against max_items.
+  bool Count(size_t n, uint64_t offset) {
+    items_ += n;
+    if (items_ <= limits_.max_items) return true;
+    Fail(ErrorKind::kLimit,
+         "more than " + std::to_string(limits_.max_items) +
+             " items (location ids, values, "
+             "labels, lines, comments) in the profile",
+         offset);
+    return false;
+  }
+  bool CountMessages(size_t have, size_t max, const char* what, uint64_t offset) {
+    if (have < max) return true;
+    Fail(ErrorKind::kLimit, "more than " + std::to_string(max) + " " + what, offset);
+    return false;
+  }
+  // A repeated varint field, packed (wire type 2) or not (0); other wire types are skipped.
+  template <typename T>
+  bool Repeated(const Field& f, std::vector<T>& out);
+
+  template <typename F>
+  bool Message(const Field& f, F&& on_field);
+
+  bool DecodeValueType(const Field& f, ValueType& m);
+  bool DecodeLabel(const Field& f, Label& m);
+  bool DecodeSample(const Field& f, Sample& m);
+  bool DecodeMapping(const Field& f, Mapping& m);
+  bool DecodeLine(const Field& f, Line& m);
+  bool DecodeLocation(const Field& f, Location& m);
+  bool DecodeFunction(const Field& f, Function& m);
+
+  std::string_view bytes_;
+  const DecodeLimits& limits_;
+  std::optional<Error> error_;
+  size_t items_ = 0;
+};
+
+bool Decoder::Next(ByteReader& r, uint64_t base, Field& f) {
+  if (r.at_end() || error_) return false;
+  f.offset = base + r.pos();
+  const uint64_t tag = r.Uleb();
+  if (!r.ok()) {
+    Fail(ErrorKind::kMalformed, "truncated field tag", f.offset);
+    return false;
+  }
+  if (tag >> 3 == 0 || tag >> 3 > 0x1fffffff) {
+    Fail(ErrorKind::kMalformed, "invalid field number " + std::to_string(tag >> 3), f.offset);
+    return false;
+  }
+  f.number = static_cast<uint32_t>(tag >> 3);
+  f.wire = static_cast<Wire>(tag & 7);
+  // Built only on failure: this runs for every field of the input.
+  auto field_name = [&] { return "field " + std::to_string(f.number); };
+  f.data_offset = base + r.pos();
+  switch (f.wire) {
+    case kVarint:
+      f.varint = r.Uleb();
+      if (!r.ok()) Fail(ErrorKind::kMalformed, "truncated varint in " + field_name(), f.offset);
+      break;
+    case kFixed64:
+      r.Skip(8);
+      if (!r.ok()) Fail(ErrorKind::kMalformed, "truncated 8-byte " + field_name(), f.offset);
+      break;
+    case kFixed32:
+      r.Skip(4);
+      if (!r.ok()) Fail(ErrorKind::kMalformed, "truncated 4-byte " + field_name(), f.offset);
+      break;
+    case kLen: {
+      const uint64_t len = r.Uleb();
+      if (!r.ok()) {
+        Fail(ErrorKind::kMalformed, "truncated length of " + field_name(), f.offset);
+        break;
+      }
+      f.data_offset = base + r.pos();
+      if (len > r.remaining()) {
+        Fail(ErrorKind::kMalformed,
+             field_name() + " of " + std::to_string(len) +
+                 " bytes runs past the end of its message (" + std::to_string(r.remaining()) +
+                 " bytes left)",
+             f.offset);
+        break;
+      }
+      const auto span = r.Bytes(static_cast<size_t>(len));
+      f.data = std::string_view(reinterpret_cast<const char*>(span.data()), span.size());
+      break;
+    }
+    case kGroupStart:
+      Fail(ErrorKind::kUnsupported,
+           field_name() + " is a group (wire type 3): profile.proto has none", f.offset);
+      break;
+    case kGroupEnd:
+      Fail(ErrorKind::kMalformed, field_name() + " ends a group that never started", f.offset);
+      break;
+    default:
+      Fail(ErrorKind::kMalformed,
+           field_name() + " has invalid wire type " + std::to_string(static_cast<int>(f.wire)),
+           f.offset);
+      break;
+  }
+  return !error_;
+}
+
+template <typename T>
+bool Decoder::Repeated(const Field& f, std::vector<T>& out) {
+  if (f.wire == kVarint) {
+    if (!Count(1, f.offset)) return false;
+    out.push_back(static_cast<T>(f.varint));
+    return true;
+  }
+  if (f.wire != kLen) return true;  // not ours: skipped
+  // Every varint ends in a byte below 0x80: counting those sizes the vector before filling it.
+  size_t n = 0;
+  for (char c : f.data) n += static_cast<unsigned char>(c) < 0x80;
+  if (!Count(n, f.offset)) return false;
+  out.reserve(out.size() + n);
+  ByteReader r(f.data, ByteOrder::kLittle);
+  while (!r.at_end()) {
+    const uint64_t at = f.data_offset + r.pos();
+    const uint64_t v = r.Uleb();
+    if (!r.ok()) {
+      Fail(ErrorKind::kMalformed, "truncated varint in packed field " + std::to_string(f.number),
+           at);
+      return false;
+    }
+    out.push_back(static_cast<T>(v));
+  }
+  return true;
+}
+
+// Calls on_field(field) for each field of the submessage in f; a field of the wrong wire type
+// for a message is not ours and is skipped.
+template <typename F>
+bool Decoder::Message(const Field& f, F&& on_field) {
+  if (f.wire != kLen) return true;
+  ByteReader r(f.data, ByteOrder::kLittle);
+  Field g;
+  while (Next(r, f.data_offset, g)) {
+    if (!on_field(g)) return false;
+  }
+  return !error_;
+}
+
+// A non-repeated varint: the last one wins; another wire type is skipped.
+template <typename T>
+void Set(const Field& f, T& v) {
+  if (f.wire == kVarint) v = static_cast<T>(f.varint);
+}
+void SetBool(const Field& f, bool& v) {
+  if (f.wire == kVarint) v = f.varint != 0;
+}
+
+bool Decoder::DecodeValueType(const Field& f, ValueType& m) {
+  return Message(f, [&](const Field& g) {
+    if (g.number == 1) Set(g, m.type);
+    if (g.number == 2) Set(g, m.unit);
+    return true;
+  });
+}
+
+bool Decoder::DecodeLabel(const Field& f, Label& m) {
+  return Message(f, [&](const Field& g) {
+    switch (g.number) {
+      case 1:
+        Set(g, m.key);
+        break;
+      case 2:
+        Set(g, m.str);
+        break;
+      case 3:
+        Set(g, m.num);
+        break;
+      case 4:
+        Set(g, m.num_unit);
+        break;
+    }
+    return true;
+  });
+}
+
+bool Decoder::DecodeSample(const Field& f, Sample& m) {
+  return Message(f, [&](const Field& g) {
+    switch (g.number) {
+      case 1:
+        return Repeated(g, m.location_id);
+      case 2:
+        return Repeated(g, m.value);
+      case 3:
+        if (g.wire != kLen) return true;
+        if (!Count(1, g.offset)) return false;
+        return DecodeLabel(g, m.label.emplace_back());
+    }
+    return true;
+  });
+}
+
+bool Decoder::DecodeMapping(const Field& f, Mapping& m) {
+  return Message(f, [&](const Field& g) {
+    switch (g.number) {
+      case 1:
+        Set(g, m.id);
+        break;
+      case 2:
+        Set(g, m.memory_start);
+        break;
+      case 3:
+        Set(g, m.memory_limit);
+        break;
+      case 4:
+        Set(g, m.file_offset);
+        break;
+      case 5:
+        Set(g, m.filename);
+        break;
+      case 6:
+        Set(g, m.build_id);
+        break;
+      case 7:
+        SetBool(g, m.has_functions);
+        break;
+      case 8:
+        SetBool(g, m.has_filenames);
+        break;
+      case 9:
+        SetBool(g, m.has_line_numbers);
+        break;
+      case 10:
+        SetBool(g, m.has_inline_frames);
+        break;
+    }
+    return true;
+  });
+}
+
+bool Decoder::DecodeLine(const Field& f, Line& m) {
+  return Message(f, [&](const Field& g) {
+    switch (g.number) {
+      case 1:
+        Set(g, m.function_id);
+        break;
+      case 2:
+        Set(g, m.line);
+        break;
+      case 3:
+        Set(g, m.column);
+        break;
+    }
+    return true;
+  });
+}
+
+bool Decoder::DecodeLocation(const Field& f, Location& m) {
+  return Message(f, [&](const Field& g) {
+    switch (g.number) {
+      case 1:
+        Set(g, m.id);
+        break;
+      case 2:
+        Set(g, m.mapping_id);
+        break;
+      case 3:
+        Set(g, m.address);
+        break;
+      case 4:
+        if (g.wire != kLen) return true;
+        if (!Count(1, g.offset)) return false;
+        return DecodeLine(g, m.line.emplace_back());
+      case 5:
+        SetBool(g, m.is_folded);
+        break;
+    }
+    return true;
+  });
+}
+
+bool Decoder::DecodeFunction(const Field& f, Function& m) {
+  return Message(f, [&](const Field& g) {
+    switch (g.number) {
+      case 1:
+        Set(g, m.id);
+        break;
+      case 2:
+        Set(g, m.name);
+        break;
+      case 3:
+        Set(g, m.system_name);
+        break;
+      case 4:
+        Set(g, m.filename);
+        break;
+      case 5:
+        Set(g, m.start_line);
+        break;
+    }
+    return true;
+  });
+}
+
+// The wire types a Profile field may have (repeated varints: 0 or 2; messages, strings: 2).
+bool IsProfileField(uint64_t number, Wire wire) {
+  switch (number) {
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 11:
+      return wire == kLen;
+    case 13:
+      return wire == kVarint || wire == kLen;
+    case 7:
+    case 8:
+    case 9:
+    case 10:
+    case 12:
+    case 14:
+    case 15:
+      return wire == kVarint;
+  }
+  return false;
+}
+
+Status ValidateAt(const Profile& p, const Offsets* offsets);
+
+Result<Profile> Decoder::Run(Offsets& offsets) {
+  if (bytes_.empty()) return MakeError(ErrorKind::kNotThisFormat, "empty input: not a profile");
+  {
+    // Sniff the first tag: every encoder writes Profile's fields first, in number order.
+    ByteReader r(bytes_, ByteOrder::kLittle);
+    const uint64_t tag = r.Uleb();
+    if (!r.ok() || !IsProfileField(tag >> 3, static_cast<Wire>(tag & 7))) {
+      return MakeError(ErrorKind::kNotThisFormat,
+                       "not a profile.proto (the first field is not one of Profile's)");
+    }
+  }
+  Profile p;
+  p.string_table.clear();
+  ByteReader r(bytes_, ByteOrder::kLittle);
+  Field f;
+  while (Next(r, 0, f)) {
+    bool ok = true;
+    switch (f.number) {
+      case 1:
+        if (f.wire == kLen) ok = DecodeValueType(f, p.sample_type.emplace_back());
+        break;
+      case 2:
+        if (f.wire != kLen) break;
+        ok = CountMessages(p.sample.size(), limits_.max_samples, "samples", f.offset);
+        if (ok) {
+          offsets.sample.push_back(f.offset);
+          ok = DecodeSample(f, p.sample.emplace_back());
+        }
+        break;
+      case 3:
+        if (f.wire != kLen) break;
+        ok = CountMessages(p.mapping.size(), limits_.max_mappings, "mappings", f.offset);
+        if (ok) {
+          offsets.mapping.push_back(f.offset);
+          ok = DecodeMapping(f, p.mapping.emplace_back());
+        }
+        break;
+      case 4:
+        if (f.wire != kLen) break;
+        ok = CountMessages(p.location.size(), limits_.max_locations, "locations", f.offset);
+        if (ok) {
+          offsets.location.push_back(f.offset);
+          ok = DecodeLocation(f, p.location.emplace_back());
+        }
+        break;
+      case 5:
+        if (f.wire != kLen) break;
+        ok = CountMessages(p.function.size(), limits_.max_functions, "functions", f.offset);
+        if (ok) {
+          offsets.function.push_back(f.offset);
+          ok = DecodeFunction(f, p.function.emplace_back());
+        }
+        break;
+      case 6:
+        if (f.wire != kLen) break;
+        ok = CountMessages(p.string_table.size(), limits_.max_strings, "strings", f.offset);
+        if (ok) p.string_table.emplace_back(f.data);
+        break;
+      case 7:
+        Set(f, p.drop_frames);
+        break;
+      case 8:
+        Set(f, p.keep_frames);
+        break;
+      case 9:
+        Set(f, p.time_nanos);
+        break;
+      case 10:
+        Set(f, p.duration_nanos);
+        break;
+      case 11:
+        ok = DecodeValueType(f, p.period_type);
+        break;
+      case 12:
+        Set(f, p.period);
+        break;
+      case 13:
+        ok = Repeated(f, p.comment);
+        break;
+      case 14:
+        Set(f, p.default_sample_type);
+        break;
+      case 15:
+        Set(f, p.doc_url);
+        break;
+    }
+    if (!ok) break;
+  }
+  if (error_) return *error_;
+  if (p.string_table.empty()) {
+    return MakeError(ErrorKind::kNotThisFormat, "not a profile.proto (no string table)");
+  }
+  if (Status s = ValidateAt(p, &offsets); !s) return s.error();
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+// The ids of one kind of message: sorted, for "is this id defined". Ids 1..N (what every
+// encoder we know writes) are checked without searching.
+class IdSet {
+ public:
+  template <typename T>
+  explicit IdSet(const std::vector<T>& items) {
+    ids_.reserve(items.size());
+    for (const T& t : items) ids_.push_back(t.id);
+    std::sort(ids_.begin(), ids_.end());
+    dense_ = ids_.empty() || (ids_.front() == 1 && ids_.back() == ids_.size() &&
+                              std::adjacent_find(ids_.begin(), ids_.end()) == ids_.end());
+  }
+  bool contains(uint64_t id) const {
+    if (dense_) return id >= 1 && id <= ids_.size();
+    return std::binary_search(ids_.begin(), ids_.end(), id);
+  }
+  // An id held twice (0 if none).
+  std::optional<uint64_t> duplicate() const {
+    if (dense_) return std::nullopt;
+    auto it = std::adjacent_find(ids_.begin(), ids_.end());
+    if (it == ids_.end()) return std::nullopt;
+    return *it;
+  }
+
+ private:
+  std::vector<uint64_t> ids_;
+  bool dense_ = true;
+};
+
+Status ValidateAt(const Profile& p, const Offsets* offsets) {
+  auto at = [&](const std::vector<uint64_t> Offsets::*which, size_t i) -> uint64_t {
+    if (offsets == nullptr || i >= (offsets->*which).size()) return 0;
+    return (offsets->*which)[i];
+  };
+  if (p.string_table.empty() || !p.string_table[0].empty()) {
+    return MakeError(ErrorKind::kMalformed, "string_table[0] is not \"\"");
+  }
+  const uint64_t strings = p.string_table.size();
+  auto bad_string = [&](int64_t i) { return i < 0 || static_cast<uint64_t>(i) >= strings; };
+  auto string_error = [&](const std::string& where, int64_t i, uint64_t offset) {
+    return MakeError(
+        ErrorKind::kMalformed,
+        where + " names string " + std::to_string(i) + " of a table of " + std::to_string(strings),
+        offset);
+  };
+
+  for (size_t i = 0; i < p.sample_type.size(); ++i) {
+    for (int64_t s : {p.sample_type[i].type, p.sample_type[i].unit}) {
+      if (bad_string(s)) return string_error("sample_type " + std::to_string(i), s, 0);
+    }
+  }
+  for (int64_t s : {p.drop_frames, p.keep_frames, p.period_type.type, p.period_type.unit,
+                    p.default_sample_type, p.doc_url}) {
+    if (bad_string(s)) return string_error("the profile", s, 0);
+  }
+  for (int64_t s : p.comment) {
+    if (bad_string(s)) return string_error("a comment", s, 0);
+  }
+
+  // Ids: nonzero and unique per kind.
+  const IdSet mappings(p.mapping), locations(p.location), functions(p.function);
+  struct Kind {
+    const char* name;
+    const IdSet& ids;
+  };
+  for (const Kind& k :
+       {Kind{"mapping", mappings}, Kind{"location", locations}, Kind{"function", functions}}) {
+    if (auto dup = k.ids.duplicate()) {
+      return MakeError(ErrorKind::kMalformed,
+                       std::string("two ") + k.name + "s have id " + std::to_string(*dup));
+    }
+  }
+
+  for (size_t i = 0; i < p.mapping.size(); ++i) {
+    const Mapping& m = p.mapping[i];
+    const uint64_t off = at(&Offsets::mapping, i);
+    const std::string where = "mapping " + std::to_string(i);
+    if (m.id == 0) return MakeError(ErrorKind::kMalformed, where + " has id 0", off);
+    if (bad_string(m.filename)) return string_error(where + " filename", m.filename, off);
+    if (bad_string(m.build_id)) return string_error(where + " build_id", m.build_id, off);
+  }
+  for (size_t i = 0; i < p.function.size(); ++i) {
+    const Function& f = p.function[i];
+    const uint64_t off = at(&Offsets::function, i);
+    const std::string where = "function " + std::to_string(i);
+    if (f.id == 0) return MakeError(ErrorKind::kMalformed, where + " has id 0", off);
+    for (int64_t s : {f.name, f.system_name, f.filename}) {
+      if (bad_string(s)) return string_error(where, s, off);
+    }
+  }
+  for (size_t i = 0; i < p.location.size(); ++i) {
+    const Location& l = p.location[i];
+    const uint64_t off = at(&Offsets::location, i);
+    if (l.id == 0) {
+      return MakeError(ErrorKind::kMalformed, "location " + std::to_string(i) + " has id 0", off);
+    }
+    if (l.mapping_id != 0 && !mappings.contains(l.mapping_id)) {
+      return MakeError(ErrorKind::kMalformed,
+                       "location " + std::to_string(l.id) + " names mapping " +
+                           std::to_string(l.mapping_id) + ", which the profile does not hold",
+                       off);
+    }
+    for (const Line& line : l.line) {
+      if (line.function_id != 0 && !functions.contains(line.function_id)) {
+        return MakeError(ErrorKind::kMalformed,
+                         "location " + std::to_string(l.id) + " names function " +
+                             std::to_string(line.function_id) + ", which the profile does not hold",
+                         off);
+      }
+    }
+  }
+  for (size_t i = 0; i < p.sample.size(); ++i) {
+    const Sample& s = p.sample[i];
+    const uint64_t off = at(&Offsets::sample, i);
+    const std::string where = "sample " + std::to_string(i);
+    if (s.value.size() != p.sample_type.size()) {
+      return MakeError(ErrorKind::kMalformed,
+                       where + " has " + std::to_string(s.value.size()) + " values for " +
+                           std::to_string(p.sample_type.size()) + " sample types",
+                       off);
+    }
+    for (uint64_t id : s.location_id) {
+      if (!locations.contains(id)) {
+        return MakeError(
+            ErrorKind::kMalformed,
+            where + " names location " + std::to_string(id) + ", which the profile does not hold",
+            off);
+      }
+    }
+    for (const Label& l : s.label) {
+      for (int64_t x : {l.key, l.str, l.num_unit}) {
+        if (bad_string(x)) return string_error(where + " label", x, off);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string Encode(const Profile& p) {
+  std::string out;
+  Writer w(out);
+  for (const ValueType& m : p.sample_type) w.Message(1, m);
+  for (const Sample& m : p.sample) w.Message(2, m);
+  for (const Mapping& m : p.mapping) w.Message(3, m);
+  for (const Location& m : p.location) w.Message(4, m);
+  for (const Function& m : p.function) w.Message(5, m);
+  for (const std::string& s : p.string_table) w.String(6, s);
+  w.Scalar(7, p.drop_frames);
+  w.Scalar(8, p.keep_frames);
+  w.Scalar(9, p.time_nanos);
+  w.Scalar(10, p.duration_nanos);
+  if (p.period_type != ValueType{}) w.Message(11, p.period_type);
+  w.Scalar(12, p.period);
+  w.Packed(13, p.comment);
+  w.Scalar(14, p.default_sample_type);
+  w.Scalar(15, p.doc_url);
+  return out;
+}
+
+Result<Profile> Decode(std::string_view bytes, const DecodeLimits& limits) {
+  Offsets offsets;
+  return Decoder(bytes, limits).Run(offsets);
+}
+
+Status Validate(const Profile& profile) { return ValidateAt(profile, nullptr); }
+
+// ---------------------------------------------------------------------------------------------
+// gzip
+
+std::string Gzip(std::string_view bytes) {
+  z_stream z{};
+  // 15 + 16: a gzip header and trailer around the deflate stream.
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::bad_alloc();
+  }
+  std::string out;
+  char buf[64 * 1024];
+  size_t pos = 0;
+  int rc;
+  do {
+    const size_t chunk = std::min<size_t>(bytes.size() - pos, 1u << 30);
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + pos));
+    z.avail_in = static_cast<uInt>(chunk);
+    pos += chunk;
+    const int flush = pos == bytes.size() ? Z_FINISH : Z_NO_FLUSH;
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(buf);
+      z.avail_out = sizeof(buf);
+      rc = deflate(&z, flush);
+      out.append(buf, sizeof(buf) - z.avail_out);
+    } while (z.avail_out == 0);
+  } while (rc != Z_STREAM_END);
+  deflateEnd(&z);
+  return out;
+}
+
+Result<std::string> MaybeGunzip(std::string_view bytes, size_t max_out) {
+  if (bytes.size() < 2 || static_cast<unsigned char>(bytes[0]) != 0x1f ||
+      static_cast<unsigned char>(bytes[1]) != 0x8b) {
+    if (bytes.size() > max_out) {
+      return MakeError(ErrorKind::kLimit, "profile of " + std::to_string(bytes.size()) +
+                                              " bytes is over the limit of " +
+                                              std::to_string(max_out));
+    }
+    return std::string(bytes);
+  }
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) throw std::bad_alloc();
+  struct End {
+    z_stream* z;
+    ~End() { inflateEnd(z); }
+  } end{&z};
+  std::string out;
+  char buf[64 * 1024];
+  size_t pos = 0;  // input consumed
+  auto refill = [&] {
+    const size_t chunk = std::min<size_t>(bytes.size() - pos, 1u << 30);
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + pos));
+    z.avail_in = static_cast<uInt>(chunk);
+    pos += chunk;
+  };
+  auto offset = [&] { return static_cast<uint64_t>(pos - z.avail_in); };
+  refill();
+  for (;;) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof(buf);
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    const size_t have = sizeof(buf) - z.avail_out;
+    if (have > max_out - out.size()) {
+      return MakeError(ErrorKind::kLimit,
+                       "gzip stream inflates to more than " + std::to_string(max_out) + " bytes",
+                       offset());
+    }
+    out.append(buf, have);
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in == 0 && pos < bytes.size()) refill();
+      if (z.avail_in == 0) return out;
+      // Another member follows (gzip files may be concatenated), or bytes that are not one.
+      if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
+        return MakeError(ErrorKind::kMalformed, "bytes after the end of the gzip stream", offset());
+      }
+      inflateReset(&z);
+      continue;
+    }
+    if (rc == Z_OK) {
+      if (z.avail_in == 0 && pos < bytes.size()) refill();
+      continue;
+    }
+    if (rc == Z_BUF_ERROR) {
+      if (z.avail_in == 0 && pos < bytes.size()) {
+        refill();
+        continue;
+      }
+      // No progress with input left and a whole output buffer: zlib cannot go on.
+      return MakeError(ErrorKind::kMalformed, "truncated gzip stream", offset());
+    }
+    return MakeError(
+        ErrorKind::kMalformed,
+        std::string("bad gzip stream: ") + (z.msg != nullptr ? z.msg : "inflate failed"), offset());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Index and builder
+
+ProfileIndex::ProfileIndex(const Profile& profile) : profile_(profile) {
+  locations_.reserve(profile.location.size());
+  for (size_t i = 0; i < profile.location.size(); ++i)
+    locations_.emplace(profile.location[i].id, i);
+  functions_.reserve(profile.function.size());
+  for (size_t i = 0; i < profile.function.size(); ++i)
+    functions_.emplace(profile.function[i].id, i);
+  mappings_.reserve(profile.mapping.size());
+  for (size_t i = 0; i < profile.mapping.size(); ++i) mappings_.emplace(profile.mapping[i].id, i);
+}
+
+namespace {
+
+template <typename T>
+void Put(std::string& key, T v) {
+  char buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  key.append(buf, sizeof(T));
+}
+
+// The id interned for `key`, or a new one made by `make` (which returns it).
+template <typename Map, typename Make>
+uint64_t Intern(Map& map, const std::string& key, Make&& make) {
+  if (auto it = map.find(std::string_view(key)); it != map.end()) return it->second;
+  const uint64_t id = make();
+  map.emplace(key, id);
+  return id;
+}
+
+}  // namespace
+
+ProfileBuilder::ProfileBuilder() { strings_.emplace("", 0); }
+
+int64_t ProfileBuilder::String(std::string_view s) {
+  if (auto it = strings_.find(s); it != strings_.end()) return static_cast<int64_t>(it->second);
+  const auto index = static_cast<int64_t>(profile_.string_table.size());
+  profile_.string_table.emplace_back(s);
+  strings_.emplace(std::string(s), index);
+  return index;
+}
+
+void ProfileBuilder::AddSampleType(std::string_view type, std::string_view unit) {
+  profile_.sample_type.push_back(ValueType{String(type), String(unit)});
+  // Samples already added get a 0 for the new type (every sample has one value per type).
+  for (Sample& s : profile_.sample) s.value.resize(profile_.sample_type.size());
+}
+
+void ProfileBuilder::SetPeriod(std::string_view type, std::string_view unit, int64_t period) {
+  profile_.period_type = ValueType{String(type), String(unit)};
+  profile_.period = period;
+}
+
+void ProfileBuilder::SetTime(int64_t time_nanos, int64_t duration_nanos) {
+  profile_.time_nanos = time_nanos;
+  profile_.duration_nanos = duration_nanos;
+}
+
+void ProfileBuilder::AddComment(std::string_view text) { profile_.comment.push_back(String(text)); }
+
+void ProfileBuilder::SetDefaultSampleType(std::string_view type) {
+  profile_.default_sample_type = String(type);
+}
+
+uint64_t ProfileBuilder::AddMapping(const MappingSpec& spec) {
+  Mapping m;
+  m.memory_start = spec.memory_start;
+  m.memory_limit = spec.memory_limit;
+  m.file_offset = spec.file_offset;
+  m.filename = String(spec.filename);
+  m.build_id = String(spec.build_id);
+  m.has_functions = spec.has_functions;
+  m.has_filenames = spec.has_filenames;
+  m.has_line_numbers = spec.has_line_numbers;
+  m.has_inline_frames = spec.has_inline_frames;
+  scratch_.clear();
+  for (uint64_t v : {m.memory_start, m.memory_limit, m.file_offset}) Put(scratch_, v);
+  for (int64_t v : {m.filename, m.build_id}) Put(scratch_, v);
+  Put(scratch_, static_cast<uint8_t>(m.has_functions | m.has_filenames << 1 |
+                                     m.has_line_numbers << 2 | m.has_inline_frames << 3));
+  return Intern(mappings_, scratch_, [&] {
+    m.id = profile_.mapping.size() + 1;
+    profile_.mapping.push_back(m);
+    return m.id;
+  });
+}
+
+uint64_t ProfileBuilder::AddFunction(std::string_view name, std::string_view system_name,
+                                     std::string_view filename, int64_t start_line) {
+  Function f;
+  f.name = String(name);
+  f.system_name = String(system_name);
+  f.filename = String(filename);
+  f.start_line = start_line;
+  scratch_.clear();
+  for (int64_t v : {f.name, f.system_name, f.filename, f.start_line}) Put(scratch_, v);
+  return Intern(functions_, scratch_, [&] {
+    f.id = profile_.function.size() + 1;
+    profile_.function.push_back(f);
+    return f.id;
+  });
+}
+
+uint64_t ProfileBuilder::AddLocation(uint64_t mapping_id, uint64_t address,
+                                     std::span<const Line> lines) {
+  scratch_.clear();
+  Put(scratch_, mapping_id);
+  Put(scratch_, address);
+  for (const Line& l : lines) {
+    Put(scratch_, l.function_id);
+    Put(scratch_, l.line);
+    Put(scratch_, l.column);
+  }
+  return Intern(locations_, scratch_, [&] {
+    Location& l = profile_.location.emplace_back();
+    l.id = profile_.location.size();
+    l.mapping_id = mapping_id;
+    l.address = address;
+    l.line.assign(lines.begin(), lines.end());
+    return l.id;
+  });
+}
+
+uint64_t ProfileBuilder::FindLocationByKey(std::string_view key) const {
+  auto it = location_keys_.find(key);
+  return it == location_keys_.end() ? 0 : it->second;
+}
+
+uint64_t ProfileBuilder::AddLocationByKey(std::string_view key, uint64_t mapping_id,
+                                          uint64_t address, std::span<const Line> lines) {
+  if (uint64_t id = FindLocationByKey(key)) return id;
+  const uint64_t id = AddLocation(mapping_id, address, lines);
+  location_keys_.emplace(std::string(key), id);
+  return id;
+}
+
+Label ProfileBuilder::StringLabel(std::string_view key, std::string_view value) {
+  return Label{String(key), String(value), 0, 0};
+}
+
+Label ProfileBuilder::NumLabel(std::string_view key, int64_t value, std::string_view unit) {
+  return Label{String(key), 0, value, String(unit)};
+}
+
+void ProfileBuilder::AddSample(std::span<const uint64_t> location_ids,
+                               std::span<const int64_t> values, std::span<const Label> labels) {
+  scratch_.clear();
+  Put(scratch_, static_cast<uint64_t>(location_ids.size()));
+  scratch_.append(reinterpret_cast<const char*>(location_ids.data()),
+                  location_ids.size() * sizeof(uint64_t));
+  for (const Label& l : labels) {
+    for (int64_t v : {l.key, l.str, l.num, l.num_unit}) Put(scratch_, v);
+  }
+  const size_t types = profile_.sample_type.size();
+  if (auto it = samples_.find(std::string_view(scratch_)); it != samples_.end()) {
+    std::vector<int64_t>& sum = profile_.sample[it->second].value;
+    // Wrapping, not undefined, should a caller's counts ever overflow.
+    for (size_t i = 0; i < types && i < values.size(); ++i) {
+      sum[i] =
+          static_cast<int64_t>(static_cast<uint64_t>(sum[i]) + static_cast<uint64_t>(values[i]));
+    }
+    return;
+  }
+  Sample& s = profile_.sample.emplace_back();
+  s.location_id.assign(location_ids.begin(), location_ids.end());
+  s.value.assign(values.begin(), values.begin() + std::min(values.size(), types));
+  s.value.resize(types);
+  s.label.assign(labels.begin(), labels.end());
+  samples_.emplace(scratch_, profile_.sample.size() - 1);
+}
+
+Profile ProfileBuilder::Take() {
+  Profile out = std::move(profile_);
+  *this = ProfileBuilder();
+  return out;
+}
+
+}  // namespace jitsym::client::pprof
