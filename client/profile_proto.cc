@@ -508,29 +508,11 @@ bool Decoder::DecodeFunction(const Field& f, Function& m) {
   });
 }
 
-// The wire types a Profile field may have (repeated varints: 0 or 2; messages, strings: 2).
-bool IsProfileField(uint64_t number, Wire wire) {
-  switch (number) {
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-    case 5:
-    case 6:
-    case 11:
-      return wire == kLen;
-    case 13:
-      return wire == kVarint || wire == kLen;
-    case 7:
-    case 8:
-    case 9:
-    case 10:
-    case 12:
-    case 14:
-    case 15:
-      return wire == kVarint;
-  }
-  return false;
+// Whether a first field can start a profile: encoders write fields in number order and every
+// profile has a string table (6), so the first field is one of the length-delimited 1 to 6.
+// (A gperftools profile starts with a zero byte, perf.data with "P", text with a letter.)
+bool CanStartProfile(uint64_t number, Wire wire) {
+  return number >= 1 && number <= 6 && wire == kLen;
 }
 
 Status ValidateAt(const Profile& p, const Offsets* offsets);
@@ -538,12 +520,11 @@ Status ValidateAt(const Profile& p, const Offsets* offsets);
 Result<Profile> Decoder::Run(Offsets& offsets) {
   if (bytes_.empty()) return MakeError(ErrorKind::kNotThisFormat, "empty input: not a profile");
   {
-    // Sniff the first tag: every encoder writes Profile's fields first, in number order.
     ByteReader r(bytes_, ByteOrder::kLittle);
     const uint64_t tag = r.Uleb();
-    if (!r.ok() || !IsProfileField(tag >> 3, static_cast<Wire>(tag & 7))) {
+    if (!r.ok() || !CanStartProfile(tag >> 3, static_cast<Wire>(tag & 7))) {
       return MakeError(ErrorKind::kNotThisFormat,
-                       "not a profile.proto (the first field is not one of Profile's)");
+                       "not a profile.proto (it does not start with a field of Profile's)");
     }
   }
   Profile p;
