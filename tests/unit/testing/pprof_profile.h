@@ -50,7 +50,8 @@ inline client::pprof::Profile NodeProfile(size_t extra = 0) {
   const uint64_t f_run = b.AddFunction("uv_run", "uv_run", "/src/libuv/src/unix/core.c", 380);
   const uint64_t f_inl =
       b.AddFunction("uv__run_timers", "uv__run_timers", "/src/libuv/src/timer.c", 160);
-  const uint64_t f_hot = b.AddFunction("LazyCompile:*hot /app/a.js:10", "", "/app/a.js", 10);
+  const uint64_t f_hot = b.AddFunction("LazyCompile:*hot /app/a.js:10",
+                                       "LazyCompile:*hot /app/a.js:10", "/app/a.js", 10);
   const uint64_t f_odd =
       b.AddFunction("Builtin:operator<<(std::ostream&, \"x\") && ÄÖ 💥", "", "/app/b.js", 1);
   const uint64_t f_sys = b.AddFunction("entry_SYSCALL_64", "", "", 0);
