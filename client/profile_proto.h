@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client/key_table.h"
 #include "proto/result.h"
 
 namespace jitsym::client::pprof {
@@ -246,15 +247,10 @@ class ProfileBuilder {
   Profile Take();
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using Interned = std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>>;
-
   Profile profile_;
-  Interned strings_, functions_, mappings_, locations_, location_keys_, samples_;
-  std::string scratch_;
+  // Content (the fields' bytes) to id; samples_ maps locations and labels to a sample's index.
+  KeyTable strings_, functions_, mappings_, locations_, location_keys_, samples_;
+  std::string scratch_;  // the key being looked up
 };
 
 }  // namespace jitsym::client::pprof
