@@ -123,9 +123,10 @@ struct Profile {
   }
 };
 
-// The protobuf bytes of a profile, as protoc's encoder writes them: fields in number order,
-// zero scalars and empty strings (but string_table's) omitted, repeated varints
-// (location_id, value, comment) packed. Not gzip'd.
+// The protobuf bytes of a profile, as protoc's encoder writes them: fields in number order, zero
+// scalars (and an all-zero period_type) omitted, every string_table entry written ("" too),
+// repeated varints (location_id, value, comment) packed. Not gzip'd. Encodes whatever it is
+// given; Validate first a profile not made by ProfileBuilder or Decode.
 std::string Encode(const Profile& profile);
 
 struct DecodeLimits {
@@ -170,7 +171,8 @@ std::string Gzip(std::string_view bytes);
 // compressed input, for a broken or truncated stream or bytes after the last member.
 Result<std::string> MaybeGunzip(std::string_view bytes, size_t max_out);
 
-// Id to entry of a validated profile (Decode's result): nullptr for an id it does not hold.
+// Id to entry of a profile (nullptr for an id it does not hold). Keeps a reference: the profile
+// must outlive the index and not change under it.
 class ProfileIndex {
  public:
   explicit ProfileIndex(const Profile& profile);
@@ -192,7 +194,8 @@ class ProfileIndex {
 // Builds a profile for the encoder: interns strings, functions, mappings and locations (the
 // same content gets the same id), and adds the values of samples with the same locations and
 // labels together. Ids are 1, 2, 3, ... in order of first use. Made for millions of samples:
-// each Add* is one hash lookup on the common (already seen) path.
+// each Add* is one lookup in a flat hash table (KeyTable) on the common, already seen, path.
+// Take() passes Validate as long as the ids given to it came from this builder.
 class ProfileBuilder {
  public:
   ProfileBuilder();
@@ -220,6 +223,8 @@ class ProfileBuilder {
   };
   uint64_t AddMapping(const MappingSpec& spec);
 
+  // pprof shows a system_name that differs from the name next to it (`-raw`: "name(system)"):
+  // pass the name again when there is no other (a mangled C++ name is one).
   uint64_t AddFunction(std::string_view name, std::string_view system_name,
                        std::string_view filename, int64_t start_line);
 
@@ -237,7 +242,8 @@ class ProfileBuilder {
 
   // One sample (location ids leaf first, as returned by AddLocation; labels from *Label).
   // `values` has one entry per sample type (missing ones count 0, extra ones are dropped). A
-  // sample with the same locations and labels as an earlier one adds its values to that one.
+  // sample with the same locations and labels (in the same order) as an earlier one adds its
+  // values to that one. Add the sample types first: a type added later is 0 in earlier samples.
   void AddSample(std::span<const uint64_t> location_ids, std::span<const int64_t> values,
                  std::span<const Label> labels = {});
 
