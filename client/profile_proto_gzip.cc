@@ -53,6 +53,8 @@ Result<std::string> MaybeGunzip(std::string_view bytes, size_t max_out) {
     ~End() { inflateEnd(z); }
   } end{&z};
   std::string out;
+  // Profiles inflate 3 to 10 times; reserving saves most of the doubling copies.
+  out.reserve(std::min(max_out, bytes.size() * 4));
   char buf[64 * 1024];
   size_t pos = 0;  // input consumed
   auto refill = [&] {
@@ -93,9 +95,10 @@ Result<std::string> MaybeGunzip(std::string_view bytes, size_t max_out) {
         refill();
         continue;
       }
-      // No progress with input left and a whole output buffer: zlib cannot go on.
+      // The input ended before the stream did.
       return MakeError(ErrorKind::kMalformed, "truncated gzip stream", offset());
     }
+    if (rc == Z_MEM_ERROR) throw std::bad_alloc();
     return MakeError(
         ErrorKind::kMalformed,
         std::string("bad gzip stream: ") + (z.msg != nullptr ? z.msg : "inflate failed"), offset());
