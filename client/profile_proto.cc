@@ -198,12 +198,6 @@ class Decoder {
   Result<Profile> Run(Offsets& offsets);
 
  private:
-  // A message's bytes, and where they start in the input.
-  struct Span {
-    std::string_view data;
-    uint64_t base;
-  };
-
   // The next field of r (false at the end or on error; error_ tells which).
   bool Next(ByteReader& r, uint64_t base, Field& f);
   void Fail(ErrorKind kind, std::string message, uint64_t offset) {
@@ -215,8 +209,7 @@ class Decoder {
     if (items_ <= limits_.max_items) return true;
     Fail(ErrorKind::kLimit,
          "more than " + std::to_string(limits_.max_items) +
-             " items (location ids, values, "
-             "labels, lines, comments) in the profile",
+             " items (location ids, values, labels, lines, comments) in the profile",
          offset);
     return false;
   }
@@ -231,6 +224,16 @@ class Decoder {
 
   template <typename F>
   bool Message(const Field& f, F&& on_field);
+  // One more message of a repeated message field of Profile: counted against `max`, its offset
+  // kept for Validate's errors, decoded by `decode`.
+  template <typename T>
+  bool Add(const Field& f, std::vector<T>& out, size_t max, const char* what,
+           std::vector<uint64_t>& offsets, bool (Decoder::*decode)(const Field&, T&)) {
+    if (f.wire != kLen) return true;
+    if (!CountMessages(out.size(), max, what, f.offset)) return false;
+    offsets.push_back(f.offset);
+    return (this->*decode)(f, out.emplace_back());
+  }
 
   bool DecodeValueType(const Field& f, ValueType& m);
   bool DecodeLabel(const Field& f, Label& m);
@@ -360,10 +363,15 @@ void SetBool(const Field& f, bool& v) {
   if (f.wire == kVarint) v = f.varint != 0;
 }
 
+// The messages, one case per field number (a table: clang-format would spread it over three
+// lines a field).
+// clang-format off
 bool Decoder::DecodeValueType(const Field& f, ValueType& m) {
   return Message(f, [&](const Field& g) {
-    if (g.number == 1) Set(g, m.type);
-    if (g.number == 2) Set(g, m.unit);
+    switch (g.number) {
+      case 1: Set(g, m.type); break;
+      case 2: Set(g, m.unit); break;
+    }
     return true;
   });
 }
@@ -371,18 +379,10 @@ bool Decoder::DecodeValueType(const Field& f, ValueType& m) {
 bool Decoder::DecodeLabel(const Field& f, Label& m) {
   return Message(f, [&](const Field& g) {
     switch (g.number) {
-      case 1:
-        Set(g, m.key);
-        break;
-      case 2:
-        Set(g, m.str);
-        break;
-      case 3:
-        Set(g, m.num);
-        break;
-      case 4:
-        Set(g, m.num_unit);
-        break;
+      case 1: Set(g, m.key); break;
+      case 2: Set(g, m.str); break;
+      case 3: Set(g, m.num); break;
+      case 4: Set(g, m.num_unit); break;
     }
     return true;
   });
@@ -391,10 +391,8 @@ bool Decoder::DecodeLabel(const Field& f, Label& m) {
 bool Decoder::DecodeSample(const Field& f, Sample& m) {
   return Message(f, [&](const Field& g) {
     switch (g.number) {
-      case 1:
-        return Repeated(g, m.location_id);
-      case 2:
-        return Repeated(g, m.value);
+      case 1: return Repeated(g, m.location_id);
+      case 2: return Repeated(g, m.value);
       case 3:
         if (g.wire != kLen) return true;
         if (!Count(1, g.offset)) return false;
@@ -407,36 +405,16 @@ bool Decoder::DecodeSample(const Field& f, Sample& m) {
 bool Decoder::DecodeMapping(const Field& f, Mapping& m) {
   return Message(f, [&](const Field& g) {
     switch (g.number) {
-      case 1:
-        Set(g, m.id);
-        break;
-      case 2:
-        Set(g, m.memory_start);
-        break;
-      case 3:
-        Set(g, m.memory_limit);
-        break;
-      case 4:
-        Set(g, m.file_offset);
-        break;
-      case 5:
-        Set(g, m.filename);
-        break;
-      case 6:
-        Set(g, m.build_id);
-        break;
-      case 7:
-        SetBool(g, m.has_functions);
-        break;
-      case 8:
-        SetBool(g, m.has_filenames);
-        break;
-      case 9:
-        SetBool(g, m.has_line_numbers);
-        break;
-      case 10:
-        SetBool(g, m.has_inline_frames);
-        break;
+      case 1: Set(g, m.id); break;
+      case 2: Set(g, m.memory_start); break;
+      case 3: Set(g, m.memory_limit); break;
+      case 4: Set(g, m.file_offset); break;
+      case 5: Set(g, m.filename); break;
+      case 6: Set(g, m.build_id); break;
+      case 7: SetBool(g, m.has_functions); break;
+      case 8: SetBool(g, m.has_filenames); break;
+      case 9: SetBool(g, m.has_line_numbers); break;
+      case 10: SetBool(g, m.has_inline_frames); break;
     }
     return true;
   });
@@ -445,15 +423,9 @@ bool Decoder::DecodeMapping(const Field& f, Mapping& m) {
 bool Decoder::DecodeLine(const Field& f, Line& m) {
   return Message(f, [&](const Field& g) {
     switch (g.number) {
-      case 1:
-        Set(g, m.function_id);
-        break;
-      case 2:
-        Set(g, m.line);
-        break;
-      case 3:
-        Set(g, m.column);
-        break;
+      case 1: Set(g, m.function_id); break;
+      case 2: Set(g, m.line); break;
+      case 3: Set(g, m.column); break;
     }
     return true;
   });
@@ -462,22 +434,14 @@ bool Decoder::DecodeLine(const Field& f, Line& m) {
 bool Decoder::DecodeLocation(const Field& f, Location& m) {
   return Message(f, [&](const Field& g) {
     switch (g.number) {
-      case 1:
-        Set(g, m.id);
-        break;
-      case 2:
-        Set(g, m.mapping_id);
-        break;
-      case 3:
-        Set(g, m.address);
-        break;
+      case 1: Set(g, m.id); break;
+      case 2: Set(g, m.mapping_id); break;
+      case 3: Set(g, m.address); break;
       case 4:
         if (g.wire != kLen) return true;
         if (!Count(1, g.offset)) return false;
         return DecodeLine(g, m.line.emplace_back());
-      case 5:
-        SetBool(g, m.is_folded);
-        break;
+      case 5: SetBool(g, m.is_folded); break;
     }
     return true;
   });
@@ -486,25 +450,16 @@ bool Decoder::DecodeLocation(const Field& f, Location& m) {
 bool Decoder::DecodeFunction(const Field& f, Function& m) {
   return Message(f, [&](const Field& g) {
     switch (g.number) {
-      case 1:
-        Set(g, m.id);
-        break;
-      case 2:
-        Set(g, m.name);
-        break;
-      case 3:
-        Set(g, m.system_name);
-        break;
-      case 4:
-        Set(g, m.filename);
-        break;
-      case 5:
-        Set(g, m.start_line);
-        break;
+      case 1: Set(g, m.id); break;
+      case 2: Set(g, m.name); break;
+      case 3: Set(g, m.system_name); break;
+      case 4: Set(g, m.filename); break;
+      case 5: Set(g, m.start_line); break;
     }
     return true;
   });
 }
+// clang-format on
 
 // Whether a first field can start a profile: encoders write fields in number order and every
 // profile has a string table (6), so the first field is one of the length-delimited 1 to 6.
@@ -531,75 +486,31 @@ Result<Profile> Decoder::Run(Offsets& offsets) {
   Field f;
   while (Next(r, 0, f)) {
     bool ok = true;
+    // clang-format off
     switch (f.number) {
       case 1:
-        if (f.wire == kLen) ok = DecodeValueType(f, p.sample_type.emplace_back());
+        if (f.wire == kLen) ok = Count(1, f.offset) && DecodeValueType(f, p.sample_type.emplace_back());
         break;
-      case 2:
-        if (f.wire != kLen) break;
-        ok = CountMessages(p.sample.size(), limits_.max_samples, "samples", f.offset);
-        if (ok) {
-          offsets.sample.push_back(f.offset);
-          ok = DecodeSample(f, p.sample.emplace_back());
-        }
-        break;
-      case 3:
-        if (f.wire != kLen) break;
-        ok = CountMessages(p.mapping.size(), limits_.max_mappings, "mappings", f.offset);
-        if (ok) {
-          offsets.mapping.push_back(f.offset);
-          ok = DecodeMapping(f, p.mapping.emplace_back());
-        }
-        break;
-      case 4:
-        if (f.wire != kLen) break;
-        ok = CountMessages(p.location.size(), limits_.max_locations, "locations", f.offset);
-        if (ok) {
-          offsets.location.push_back(f.offset);
-          ok = DecodeLocation(f, p.location.emplace_back());
-        }
-        break;
-      case 5:
-        if (f.wire != kLen) break;
-        ok = CountMessages(p.function.size(), limits_.max_functions, "functions", f.offset);
-        if (ok) {
-          offsets.function.push_back(f.offset);
-          ok = DecodeFunction(f, p.function.emplace_back());
-        }
-        break;
+      case 2: ok = Add(f, p.sample, limits_.max_samples, "samples", offsets.sample, &Decoder::DecodeSample); break;
+      case 3: ok = Add(f, p.mapping, limits_.max_mappings, "mappings", offsets.mapping, &Decoder::DecodeMapping); break;
+      case 4: ok = Add(f, p.location, limits_.max_locations, "locations", offsets.location, &Decoder::DecodeLocation); break;
+      case 5: ok = Add(f, p.function, limits_.max_functions, "functions", offsets.function, &Decoder::DecodeFunction); break;
       case 6:
         if (f.wire != kLen) break;
         ok = CountMessages(p.string_table.size(), limits_.max_strings, "strings", f.offset);
         if (ok) p.string_table.emplace_back(f.data);
         break;
-      case 7:
-        Set(f, p.drop_frames);
-        break;
-      case 8:
-        Set(f, p.keep_frames);
-        break;
-      case 9:
-        Set(f, p.time_nanos);
-        break;
-      case 10:
-        Set(f, p.duration_nanos);
-        break;
-      case 11:
-        ok = DecodeValueType(f, p.period_type);
-        break;
-      case 12:
-        Set(f, p.period);
-        break;
-      case 13:
-        ok = Repeated(f, p.comment);
-        break;
-      case 14:
-        Set(f, p.default_sample_type);
-        break;
-      case 15:
-        Set(f, p.doc_url);
-        break;
+      case 7: Set(f, p.drop_frames); break;
+      case 8: Set(f, p.keep_frames); break;
+      case 9: Set(f, p.time_nanos); break;
+      case 10: Set(f, p.duration_nanos); break;
+      case 11: ok = DecodeValueType(f, p.period_type); break;
+      case 12: Set(f, p.period); break;
+      case 13: ok = Repeated(f, p.comment); break;
+      case 14: Set(f, p.default_sample_type); break;
+      case 15: Set(f, p.doc_url); break;
     }
+    // clang-format on
     if (!ok) break;
   }
   if (error_) return *error_;

@@ -135,8 +135,8 @@ struct DecodeLimits {
   size_t max_functions = size_t{1} << 24;
   size_t max_mappings = size_t{1} << 20;
   size_t max_strings = size_t{1} << 24;
-  // Location ids, values, labels, lines and comments, summed over the whole profile: bounds the
-  // memory a small input can make us allocate.
+  // Sample types, location ids, values, labels, lines and comments, summed over the whole
+  // profile: bounds the memory a small input can make us allocate.
   size_t max_items = size_t{1} << 28;
 };
 
