@@ -372,6 +372,16 @@ TEST(ProfileProtoTest, ManyEmptyMessages) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().kind, ErrorKind::kLimit);
   EXPECT_EQ(p.error().offset, 2 + 1000 * 2u);
+
+  // Empty sample types likewise count against the items.
+  std::string types = RawProto().Len(6, "").bytes();
+  for (int i = 0; i < 1000; ++i) types += RawProto().Len(1, "").bytes();
+  limits = DecodeLimits();
+  limits.max_items = 100;
+  auto q = Decode(types, limits);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.error().kind, ErrorKind::kLimit);
+  EXPECT_EQ(q.error().offset, 2 + 100 * 2u);
 }
 
 // --- gzip --------------------------------------------------------------------------------------
