@@ -461,24 +461,70 @@ bool Decoder::DecodeFunction(const Field& f, Function& m) {
 }
 // clang-format on
 
-// Whether a first field can start a profile: encoders write fields in number order and every
-// profile has a string table (6), so the first field is one of the length-delimited 1 to 6.
-// (A gperftools profile starts with a zero byte, perf.data with "P", text with a letter.)
-bool CanStartProfile(uint64_t number, Wire wire) {
-  return number >= 1 && number <= 6 && wire == kLen;
+// Whether a field number and wire type are one of Profile's own (repeated varints may be packed).
+// clang-format off
+bool IsProfileField(uint64_t number, Wire wire) {
+  switch (number) {
+    case 1: case 2: case 3: case 4: case 5: case 6: case 11:  // messages, strings
+      return wire == kLen;
+    case 13:  // comment
+      return wire == kVarint || wire == kLen;
+    case 7: case 8: case 9: case 10: case 12: case 14: case 15:
+      return wire == kVarint;
+  }
+  return false;
+}
+// clang-format on
+
+// Whether the bytes start like a profile: the first field is one of Profile's own with the wire
+// type the schema gives it, and the next ones (up to kSniffFields in all) are well-formed fields,
+// of the schema's wire type where the number is Profile's. Encoders do not all write fields in
+// number order (Go's runtime/pprof starts with period_type or time_nanos), so any of Profile's
+// fields may come first. A gperftools profile starts with a zero byte (field 0), perf.data with
+// "PE" then "R" (field 10 as a varint, then as a length), text with characters that are rarely
+// valid tags three times in a row.
+bool LooksLikeProfile(std::string_view bytes) {
+  constexpr int kSniffFields = 3;
+  ByteReader r(bytes, ByteOrder::kLittle);
+  for (int i = 0; i < kSniffFields && !r.at_end(); ++i) {
+    const uint64_t tag = r.Uleb();
+    const uint64_t number = tag >> 3;
+    const auto wire = static_cast<Wire>(tag & 7);
+    if (!r.ok() || number == 0) return false;
+    if (number <= 15 || i == 0) {
+      if (!IsProfileField(number, wire)) return false;
+    }
+    switch (wire) {
+      case kVarint:
+        (void)r.Uleb();
+        break;
+      case kFixed64:
+        r.Skip(8);
+        break;
+      case kFixed32:
+        r.Skip(4);
+        break;
+      case kLen: {
+        const uint64_t len = r.Uleb();
+        if (len > r.remaining()) return false;
+        r.Skip(static_cast<size_t>(len));
+        break;
+      }
+      default:
+        return false;
+    }
+    if (!r.ok()) return false;
+  }
+  return true;
 }
 
 Status ValidateAt(const Profile& p, const Offsets* offsets);
 
 Result<Profile> Decoder::Run(Offsets& offsets) {
   if (bytes_.empty()) return MakeError(ErrorKind::kNotThisFormat, "empty input: not a profile");
-  {
-    ByteReader r(bytes_, ByteOrder::kLittle);
-    const uint64_t tag = r.Uleb();
-    if (!r.ok() || !CanStartProfile(tag >> 3, static_cast<Wire>(tag & 7))) {
-      return MakeError(ErrorKind::kNotThisFormat,
-                       "not a profile.proto (it does not start with a field of Profile's)");
-    }
+  if (!LooksLikeProfile(bytes_)) {
+    return MakeError(ErrorKind::kNotThisFormat,
+                     "not a profile.proto (it does not start with fields of Profile's)");
   }
   Profile p;
   p.string_table.clear();

@@ -1,8 +1,10 @@
-// The profile.proto codec against an independent reader and writer: `go tool pprof` (Debian's
-// golang-go). A profile we encode and gzip must show, in `-raw`, `-top` and `-traces`, the
-// names, counts, labels, mappings (with build id) and inlined lines we put in; and the profile Go
-// writes back from it (`-proto`, Go's own encoder: unpacked short repeated fields, its own
-// string order) must decode to the same samples. Skipped only when `go` is not on PATH.
+// The profile.proto codec against independent readers and writers: `go tool pprof` (Debian's
+// golang-go) and the Go runtime. A profile we encode and gzip must show, in `-raw`, `-top` and
+// `-traces`, the names, counts, labels, mappings (with build id) and inlined lines we put in; the
+// profile pprof writes back from it (`-proto`, google/pprof's encoder: unpacked short repeated
+// fields, its own string order) must decode to the same samples; and the heap and CPU profiles a
+// Go program writes (runtime/pprof's own encoder) must decode, and re-encoded by us, read in
+// `go tool pprof -raw` exactly as the originals. Skipped only when `go` is not on PATH.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -251,6 +253,89 @@ TEST_F(GoPprofTest, DecodesWhatGoWrites) {
     auto again = Decode(Encode(*theirs));
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(*again, *theirs);
+  }
+}
+
+// A Go program that writes a heap profile (every allocation sampled) and a CPU profile.
+constexpr std::string_view kGoProgram = R"(package main
+
+import (
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+)
+
+var sink [][]byte
+
+//go:noinline
+func alloc(n int) {
+	for i := 0; i < n; i++ {
+		sink = append(sink, make([]byte, 1024+i%4096))
+	}
+}
+
+//go:noinline
+func busy(d time.Duration) int {
+	x := 0
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for i := 0; i < 100000; i++ {
+			x += i * i
+		}
+	}
+	return x
+}
+
+func main() {
+	runtime.MemProfileRate = 1
+	alloc(20000)
+	runtime.GC()
+	f, _ := os.Create(os.Args[1])
+	pprof.Lookup("heap").WriteTo(f, 0)
+	f.Close()
+	g, _ := os.Create(os.Args[2])
+	pprof.StartCPUProfile(g)
+	busy(300 * time.Millisecond)
+	pprof.StopCPUProfile()
+	g.Close()
+}
+)";
+
+TEST_F(GoPprofTest, DecodesWhatTheGoRuntimeWrites) {
+  const std::string prog = Write("prog.go", std::string(kGoProgram));
+  const std::string cmd =
+      "cd '" + dir_ + "' && HOME='" + dir_ + "' GOCACHE='" + dir_ + "/cache' GOPATH='" + dir_ +
+      "/gopath' GO111MODULE=off GOFLAGS= " + "GOPROXY=off go run prog.go heap.pb.gz cpu.pb.gz 2>'" +
+      dir_ + "/stderr'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << Read(dir_ + "/stderr");
+  for (const char* name : {"heap", "cpu"}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir_ + "/" + name + ".pb.gz";
+    auto raw = MaybeGunzip(Read(path), 1 << 30);
+    ASSERT_TRUE(raw.ok()) << raw.error().message;
+    auto p = Decode(*raw);
+    ASSERT_TRUE(p.ok()) << p.error().message << " at " << p.error().offset;
+    if (std::string_view(name) == "heap") {
+      ASSERT_EQ(p->sample_type.size(), 4u);
+      EXPECT_EQ(p->str(p->sample_type[1].type), "alloc_space");
+      EXPECT_EQ(p->str(p->sample_type[1].unit), "bytes");
+      const auto names = FlatAndCum(*p);
+      ASSERT_TRUE(names.count("main.alloc")) << "no main.alloc in the heap profile";
+      EXPECT_GE(names.at("main.alloc").second, 20000);  // every allocation sampled
+      bool bytes_label = false;
+      for (const Sample& s : p->sample) {
+        for (const Label& l : s.label) bytes_label |= p->str(l.key) == "bytes" && l.num > 0;
+      }
+      EXPECT_TRUE(bytes_label) << "no numeric label \"bytes\" in the heap profile";
+    } else {
+      EXPECT_EQ(p->str(p->period_type.type), "cpu");
+      EXPECT_GT(p->period, 0);
+    }
+    // Our encoding of it reads in go tool pprof exactly as Go's own.
+    const std::string ours = Write(std::string("ours-") + name + ".pb.gz", Gzip(Encode(*p)));
+    const std::string want = Pprof("-raw -symbolize=none " + path);
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(Pprof("-raw -symbolize=none " + ours), want);
   }
 }
 

@@ -169,6 +169,38 @@ TEST(ProfileProtoTest, AcceptsUnpackedAndUnknownFields) {
   EXPECT_EQ(p->location.size(), 2u);
 }
 
+// Go's runtime/pprof writes period_type or time_nanos first, and a sample's values before its
+// location ids: fields in any order decode alike.
+TEST(ProfileProtoTest, FieldsInAnyOrder) {
+  const Profile p = NodeProfile();
+  const std::string first = RawProto()
+                                .Varint(9, static_cast<uint64_t>(p.time_nanos))
+                                .Len(11, RawProto()
+                                             .Varint(1, static_cast<uint64_t>(p.period_type.type))
+                                             .Varint(2, static_cast<uint64_t>(p.period_type.unit))
+                                             .bytes())
+                                .bytes();
+  const Sample& s = p.sample[0];
+  RawProto locations;
+  for (uint64_t id : s.location_id) locations.Uvarint(id);
+  RawProto sample;
+  for (int64_t v : s.value) sample.Varint(2, static_cast<uint64_t>(v));
+  sample.Len(1, locations.bytes());
+  for (const Label& l : s.label) {
+    sample.Len(3, RawProto()
+                      .Varint(3, static_cast<uint64_t>(l.num))
+                      .Varint(2, static_cast<uint64_t>(l.str))
+                      .Varint(1, static_cast<uint64_t>(l.key))
+                      .bytes());
+  }
+  Profile rest = p;
+  rest.sample.erase(rest.sample.begin());
+  auto back = Decode(first + Encode(rest) + RawProto().Len(2, sample.bytes()).bytes());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  rest.sample.push_back(s);
+  EXPECT_EQ(*back, rest);
+}
+
 TEST(ProfileProtoTest, NotAProfile) {
   for (std::string_view bytes :
        {std::string_view(""), std::string_view("\0\0\0\0\0\0\0\0\3\0\0\0", 12),
@@ -185,29 +217,30 @@ TEST(ProfileProtoTest, NotAProfile) {
 }
 
 TEST(ProfileProtoTest, WireErrorsCarryOffsets) {
-  const std::string head = RawProto().Len(6, "").Len(6, "abc").bytes();  // 7 bytes
+  // Three good fields first (9 bytes): errors in the first three are "not a profile".
+  const std::string head = RawProto().Len(6, "").Len(6, "abc").Varint(12, 1).bytes();
   struct Case {
     std::string tail;
     ErrorKind kind;
     uint64_t offset;
   };
   const Case cases[] = {
-      {RawProto().Tag(3, 3).bytes(), ErrorKind::kUnsupported, 7},  // group start
-      {RawProto().Tag(3, 4).bytes(), ErrorKind::kMalformed, 7},    // group end
-      {RawProto().Tag(3, 6).bytes(), ErrorKind::kMalformed, 7},    // no wire type 6
-      {RawProto().Tag(3, 7).bytes(), ErrorKind::kMalformed, 7},    // nor 7
-      {std::string("\x00", 1), ErrorKind::kMalformed, 7},          // field 0
-      {RawProto().Tag(9, 0).bytes(), ErrorKind::kMalformed, 7},    // no varint
-      {RawProto().Tag(9, 1).Raw("1234567").bytes(), ErrorKind::kMalformed, 7},
-      {RawProto().Tag(9, 5).Raw("123").bytes(), ErrorKind::kMalformed, 7},
-      {RawProto().Tag(6, 2).Uvarint(4).Raw("abc").bytes(), ErrorKind::kMalformed, 7},
-      {RawProto().Tag(6, 2).Uvarint(~uint64_t{0}).bytes(), ErrorKind::kMalformed, 7},
-      {std::string(11, '\xff'), ErrorKind::kMalformed, 7},  // varint of 11 bytes
-      // Inside a sample at 7: a label (at 9) holding a group (at 11).
+      {RawProto().Tag(3, 3).bytes(), ErrorKind::kUnsupported, 9},  // group start
+      {RawProto().Tag(3, 4).bytes(), ErrorKind::kMalformed, 9},    // group end
+      {RawProto().Tag(3, 6).bytes(), ErrorKind::kMalformed, 9},    // no wire type 6
+      {RawProto().Tag(3, 7).bytes(), ErrorKind::kMalformed, 9},    // nor 7
+      {std::string("\x00", 1), ErrorKind::kMalformed, 9},          // field 0
+      {RawProto().Tag(9, 0).bytes(), ErrorKind::kMalformed, 9},    // no varint
+      {RawProto().Tag(9, 1).Raw("1234567").bytes(), ErrorKind::kMalformed, 9},
+      {RawProto().Tag(9, 5).Raw("123").bytes(), ErrorKind::kMalformed, 9},
+      {RawProto().Tag(6, 2).Uvarint(4).Raw("abc").bytes(), ErrorKind::kMalformed, 9},
+      {RawProto().Tag(6, 2).Uvarint(~uint64_t{0}).bytes(), ErrorKind::kMalformed, 9},
+      {std::string(11, '\xff'), ErrorKind::kMalformed, 9},  // varint of 11 bytes
+      // Inside a sample at 9: a label (at 11) holding a group (at 13).
       {RawProto().Len(2, RawProto().Len(3, RawProto().Tag(1, 3).bytes()).bytes()).bytes(),
-       ErrorKind::kUnsupported, 11},
-      // A packed location_id whose last varint is cut: the varint's own offset (12).
-      {RawProto().Len(2, RawProto().Len(1, "\x01\x81").bytes()).bytes(), ErrorKind::kMalformed, 12},
+       ErrorKind::kUnsupported, 13},
+      // A packed location_id whose last varint is cut: the varint's own offset (14).
+      {RawProto().Len(2, RawProto().Len(1, "\x01\x81").bytes()).bytes(), ErrorKind::kMalformed, 14},
   };
   for (const Case& c : cases) {
     auto p = Decode(head + c.tail);
