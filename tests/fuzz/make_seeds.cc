@@ -148,8 +148,8 @@ Bytes CpuProfileSeed() {
 }
 
 // pprof profile.proto: a profile like annotate --pprof writes, raw and gzip'd, one over 4 KiB
-// (libFuzzer's default input size), one cut short, and one in the forms only other encoders
-// write (unpacked repeated fields, unknown fields).
+// (libFuzzer's default input size), one cut short, and ones in the forms only other encoders
+// write (unpacked repeated fields, unknown fields, fields out of number order).
 std::vector<Bytes> ProfileProtoSeeds() {
   namespace pprof = jitsym::client::pprof;
   const std::string small = pprof::Encode(jitsym::testing::NodeProfile());
@@ -177,12 +177,15 @@ std::vector<Bytes> ProfileProtoSeeds() {
           .Varint(13, 1)
           .Len(77, "unknown")
           .bytes();
+  // Go's runtime/pprof starts with time_nanos or period_type.
+  const std::string go_order = RawProto().Varint(9, 1).Len(11, "\x08\x01").bytes() + small;
   return {FromString(small),
           FromString(pprof::Gzip(small)),
           FromString(large),
           FromString(pprof::Gzip(large)),
           FromString(small.substr(0, small.size() / 2)),
-          FromString(unpacked)};
+          FromString(unpacked),
+          FromString(go_order)};
 }
 
 int main(int argc, char** argv) {
