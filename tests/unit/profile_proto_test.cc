@@ -68,6 +68,14 @@ TEST(ProfileProtoTest, RoundTrip) {
   EXPECT_EQ(back->location[2].line[0].column, 7);
 }
 
+// A default Profile is the smallest valid one: its string table, "" alone.
+TEST(ProfileProtoTest, EmptyProfile) {
+  EXPECT_EQ(Encode(Profile{}), std::string("\x32\x00", 2));
+  auto back = Decode(Encode(Profile{}));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, Profile{});
+}
+
 TEST(ProfileProtoTest, LargeRoundTrip) {
   const Profile p = NodeProfile(20000);
   auto back = Decode(Encode(p));
