@@ -145,8 +145,8 @@ struct DecodeLimits {
 // protobuf does) without looking inside them, so nesting is at most Profile > Location > Line
 // whatever the input; a repeated non-repeated field is last-one-wins, period_type merges.
 // Errors, each with the byte offset of the field at fault:
-//   kNotThisFormat  empty input, first fields (up to three) that are not Profile's own with
-//                   their wire types, or no string table
+//   kNotThisFormat  empty input, a first field that is not one of Profile's (with its wire
+//                   type), a broken or mistyped one among the first three, or no string table
 //   kUnsupported    a group (wire type 3): profile.proto has none
 //   kMalformed      truncated field, bad varint, wire type 4/6/7, field number 0, or a profile
 //                   Validate refuses (offset of the message holding the bad reference)
