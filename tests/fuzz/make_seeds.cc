@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "client/profile_proto.h"
 #include "tests/unit/testing/jitdump_builder.h"
 #include "tests/unit/testing/mlpd_builder.h"
+#include "tests/unit/testing/pprof_profile.h"
 
 namespace {
 
@@ -145,6 +147,47 @@ Bytes CpuProfileSeed() {
   return out;
 }
 
+// pprof profile.proto: a profile like annotate --pprof writes, raw and gzip'd, one over 4 KiB
+// (libFuzzer's default input size), one cut short, and ones in the forms only other encoders
+// write (unpacked repeated fields, unknown fields, fields out of number order).
+std::vector<Bytes> ProfileProtoSeeds() {
+  namespace pprof = jitsym::client::pprof;
+  const std::string small = pprof::Encode(jitsym::testing::NodeProfile());
+  const std::string large = pprof::Encode(jitsym::testing::NodeProfile(300));
+  using jitsym::testing::RawProto;
+  const std::string unpacked =
+      RawProto()
+          .Len(1, RawProto().Varint(1, 1).Varint(2, 2).bytes())
+          .Len(2, RawProto()
+                      .Varint(1, 1)
+                      .Varint(1, 2)
+                      .Varint(2, 5)
+                      .Len(3, RawProto().Varint(1, 3).Varint(3, 42).Fixed32(9, 1).bytes())
+                      .bytes())
+          .Len(3, RawProto().Varint(1, 1).Varint(2, 0x1000).Varint(3, 0x2000).Varint(5, 4).bytes())
+          .Len(4,
+               RawProto().Varint(1, 1).Varint(2, 1).Len(4, RawProto().Varint(1, 1).bytes()).bytes())
+          .Len(4, RawProto().Varint(1, 2).Varint(3, 0x1010).Fixed64(99, 7).bytes())
+          .Len(5, RawProto().Varint(1, 1).Varint(2, 3).Varint(5, 10).bytes())
+          .Len(6, "")
+          .Len(6, "samples")
+          .Len(6, "count")
+          .Len(6, "pid")
+          .Len(6, "/bin/x")
+          .Varint(13, 1)
+          .Len(77, "unknown")
+          .bytes();
+  // Go's runtime/pprof starts with time_nanos or period_type.
+  const std::string go_order = RawProto().Varint(9, 1).Len(11, "\x08\x01").bytes() + small;
+  return {FromString(small),
+          FromString(pprof::Gzip(small)),
+          FromString(large),
+          FromString(pprof::Gzip(large)),
+          FromString(small.substr(0, small.size() / 2)),
+          FromString(unpacked),
+          FromString(go_order)};
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_seeds DIR\n");
@@ -262,5 +305,6 @@ int main(int argc, char** argv) {
        FromString("4243 7f3a1c0042c0 [unknown] (//anon)\n")});
   Write(dir, "perf_script_fuzz", perf_script);
   Write(dir, "gperftools_profile_fuzz", profiles);
+  Write(dir, "profile_proto_fuzz", ProfileProtoSeeds());
   return 0;
 }
