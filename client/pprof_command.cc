@@ -1,27 +1,28 @@
-// jitsym pprof: names the pcs of a gperftools CPU profile through jitsymd.
-//
-// Every pc is resolved once (callers' return addresses minus 1, as pprof does): pcs in a file
-// the profile's own mapping list names are native code, asked of jitsymd as (file, file offset)
-// ELF image lookups; the rest (anonymous memory: JIT code) is asked by pid, as of the latest
-// code (the format has no sample times). Then a flat table (--text), collapsed stacks
-// (--folded) or a symbolized profile that google-pprof reads (--symbolized OUT).
+// jitsym pprof: names the pcs of a CPU profile through jitsymd: a gperftools CPU profile
+// (CPUPROFILE=, cpu_profile_resolve.h) or a pprof profile.proto whose locations are raw addresses
+// (profile_symbolize.h). Then a flat table (--text), collapsed stacks (--folded), a symbolized
+// gperftools profile that google-pprof reads (--symbolized OUT), or a profile.proto with the
+// names filled in (--proto OUT) for go tool pprof and profile stores.
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <regex>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "client/args.h"
 #include "client/command.h"
+#include "client/cpu_profile_resolve.h"
 #include "client/daemon_call.h"
 #include "client/frame_summary.h"
 #include "client/gperftools_profile.h"
 #include "client/output.h"
 #include "client/pc_resolver.h"
+#include "client/pprof_sink.h"
+#include "client/profile_proto.h"
+#include "client/profile_symbolize.h"
 #include "proto/client_connection.h"
 #include "proto/protocol.h"
 
@@ -29,17 +30,28 @@ namespace jitsym::client {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: jitsym pprof PROFILE --pid PID [--text | --folded | --symbolized OUT] [--quiet]\n"
+    "usage: jitsym pprof PROFILE [--pid PID]\n"
+    "                    [--text | --folded | --symbolized OUT | --proto OUT] [--label K=V]\n"
+    "                    [--quiet]\n"
     "\n"
-    "Resolves the pcs of a gperftools CPU profile (CPUPROFILE=PROFILE with libprofiler.so)\n"
-    "through jitsymd: JIT code by PID (the latest code at each address: the format has no\n"
-    "sample times), native code through the profile's mapping list as ELF image lookups.\n"
+    "Names the pcs of a CPU profile through jitsymd: JIT code by pid (the latest code at each\n"
+    "address: these formats have no sample times), native code through the profile's mappings\n"
+    "as ELF image lookups by file offset. PROFILE is either\n"
+    "  - a gperftools CPU profile (CPUPROFILE=PROFILE with libprofiler.so): --pid is required;\n"
+    "  - a pprof profile.proto, gzip'd or not, whose locations are raw addresses: the process\n"
+    "    of each sample is its numeric `pid` label, else --pid. Locations that already have\n"
+    "    functions are kept as they are.\n"
     "\n"
     "  --pid PID         the profiled process\n"
-    "  --text            flat and cumulative samples per function, as pprof --text (default)\n"
+    "  --text            flat and cumulative samples per function, as pprof --text (default;\n"
+    "                    for profile.proto input, the `samples` sample type when it has one)\n"
     "  --folded          collapsed stacks (outer;...;leaf COUNT) for flame graph tools\n"
-    "  --symbolized OUT  write a symbolized profile that google-pprof reads:\n"
-    "                    google-pprof --text OUT\n"
+    "  --symbolized OUT  write a symbolized gperftools profile that google-pprof reads:\n"
+    "                    google-pprof --text OUT (gperftools input only)\n"
+    "  --proto OUT       write a gzip'd profile.proto with the names filled in (`-`: stdout):\n"
+    "                    go tool pprof -top OUT\n"
+    "  --label K=V       with --proto: a label on every sample (host=..., service=...);\n"
+    "                    may be repeated\n"
     "  --quiet           no summary on stderr\n"
     "\n"
     "Ends with a summary on stderr: pcs named per origin, left unknown per reason, and a\n"
@@ -47,42 +59,20 @@ constexpr char kUsage[] =
     "Exit status: 0, or 1 on an error, 2 usage, 3 when jitsymd knows no process PID, 4 when\n"
     "it may not tell about it (the output is written in every case but 1 and 2).\n";
 
-constexpr size_t kBatch = 8192;
-constexpr size_t kMaxProfileBytes = size_t{4} << 30;
+// Inflated profile.proto bytes at most (a gzip bomb stops here).
+constexpr size_t kMaxProtoBytes = size_t{1} << 30;
 
-// The whole file; a failure's message is for "cannot read PATH: MESSAGE".
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return MakeError(ErrorKind::kIo, std::strerror(errno));
-  std::string out;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-    out.append(buf, n);
-    if (out.size() > kMaxProfileBytes) {
-      std::fclose(f);
-      return MakeError(ErrorKind::kLimit, "larger than 4 GiB");
-    }
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return MakeError(ErrorKind::kIo, "read error");
-  return out;
+// Appends a string to a profile's table; its index.
+int64_t AppendString(pprof::Profile* p, std::string s) {
+  p->string_table.push_back(std::move(s));
+  return static_cast<int64_t>(p->string_table.size() - 1);
 }
 
-// Mappings of files that hold native code (not JIT memory: anonymous, memfd, or pseudo files).
-bool IsFileMapping(const ProfileMapping& m) {
-  return !m.path.empty() && m.path[0] == '/' && m.path.rfind("/memfd:", 0) != 0 &&
-         m.path.rfind("/dev/", 0) != 0;
-}
-
-// A pc's function names, outermost first: the function, then what was inlined into it down to
-// the innermost.
-std::vector<std::string> FunctionsOf(const NamedPc& pc) {
-  std::vector<std::string> out;
-  for (auto it = pc.frames.rbegin(); it != pc.frames.rend(); ++it) out.push_back(it->name);
-  return out;
-}
+// Every sample as names, leaf first, with its count: what --text and --folded print.
+struct NamedStacks {
+  std::vector<std::vector<std::string>> stacks;
+  std::vector<uint64_t> counts;
+};
 
 // pprof's ShortFunctionName: no argument types, no template arguments, no leading return type;
 // what `pprof --text` prints, so that the tables compare.
@@ -110,15 +100,14 @@ std::string Hex(uint64_t pc) {
   return buf;
 }
 
-void PrintText(const CpuProfile& profile, const std::vector<std::vector<std::string>>& stacks,
-               std::string* out) {
+void PrintText(const NamedStacks& named, std::string* out) {
   uint64_t total = 0;
   std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> by_name;  // flat, cum
   std::set<std::string_view> seen;
-  for (size_t i = 0; i < profile.samples.size(); ++i) {
-    const uint64_t count = profile.samples[i].count;
+  for (size_t i = 0; i < named.stacks.size(); ++i) {
+    const uint64_t count = named.counts[i];
     total += count;
-    const auto& names = stacks[i];
+    const auto& names = named.stacks[i];
     if (names.empty()) continue;
     by_name[names[0]].first += count;
     seen.clear();
@@ -144,21 +133,20 @@ void PrintText(const CpuProfile& profile, const std::vector<std::vector<std::str
                   static_cast<unsigned long long>(fc.first), 100.0 * fc.first / t, 100.0 * sum / t,
                   static_cast<unsigned long long>(fc.second), 100.0 * fc.second / t);
     out->append(buf);
-    out->append(name);
+    AppendClean(name, out);
     out->push_back('\n');
   }
 }
 
-void PrintFolded(const CpuProfile& profile, const std::vector<std::vector<std::string>>& stacks,
-                 std::string* out) {
+void PrintFolded(const NamedStacks& named, std::string* out) {
   std::map<std::string, uint64_t> folded;
-  for (size_t i = 0; i < profile.samples.size(); ++i) {
+  for (size_t i = 0; i < named.stacks.size(); ++i) {
     std::string key;
-    for (auto it = stacks[i].rbegin(); it != stacks[i].rend(); ++it) {
+    for (auto it = named.stacks[i].rbegin(); it != named.stacks[i].rend(); ++it) {
       if (!key.empty()) key.push_back(';');
-      for (char c : *it) key.push_back(c == ';' ? ':' : c);
+      AppendFoldName(*it, &key);
     }
-    folded[key] += profile.samples[i].count;
+    folded[key] += named.counts[i];
   }
   for (const auto& [stack, count] : folded) {
     out->append(stack);
@@ -168,28 +156,288 @@ void PrintFolded(const CpuProfile& profile, const std::vector<std::vector<std::s
   }
 }
 
+// The short names of a pc's functions, innermost first (pprof --text's).
+class ShortNames {
+ public:
+  const std::string& Of(const std::string& name) {
+    auto [it, inserted] = names_.try_emplace(name);
+    if (inserted) it->second = ShortFunctionName(name);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, std::string> names_;
+};
+
+struct Options {
+  std::optional<int64_t> pid;
+  bool text = false, folded = false, quiet = false;
+  std::optional<std::string> symbolized, proto_out;
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+
+// Writes --text or --folded.
+int PrintStacks(const Options& o, const NamedStacks& named) {
+  Output output;
+  if (o.folded) {
+    PrintFolded(named, &output.buffer());
+  } else {
+    PrintText(named, &output.buffer());
+  }
+  return output.Flush() ? kExitOk : kExitError;
+}
+
+// ---- gperftools input ----
+
+// The gperftools profile as profile.proto: samples/count and cpu/nanoseconds, the profile's
+// mappings (with the build ids jitsymd reported), a location per resolved pc.
+pprof::Profile CpuProfileToProto(const CpuProfile& profile, const ResolvedPcs& resolved,
+                                 int64_t pid, const Options& o) {
+  pprof::ProfileBuilder b;
+  b.AddSampleType("samples", "count");
+  b.AddSampleType("cpu", "nanoseconds");
+  const int64_t period_ns = static_cast<int64_t>(profile.period_us) * 1000;
+  b.SetPeriod("cpu", "nanoseconds", period_ns);
+  b.AddComment("jitsym pprof: gperftools CPU profile of pid " + std::to_string(pid));
+  // Per mapping: whether every pc in it was named, and a build id jitsymd reported.
+  std::map<const ProfileMapping*, std::pair<bool, std::string>> facts;
+  for (uint64_t pc : resolved.pcs) {
+    const ProfileMapping* m = resolved.MappingOf(pc);
+    if (m == nullptr) continue;
+    auto [it, _] = facts.try_emplace(m, true, std::string());
+    auto named = resolved.named.find(pc);
+    if (named == resolved.named.end()) {
+      it->second.first = false;
+    } else if (it->second.second.empty()) {
+      it->second.second = named->second.build_id;
+    }
+  }
+  std::map<const ProfileMapping*, uint64_t> mapping_ids;
+  for (const auto& [m, f] : facts) {
+    pprof::ProfileBuilder::MappingSpec spec;
+    spec.memory_start = m->start;
+    spec.memory_limit = m->end;
+    spec.file_offset = m->offset;
+    spec.filename = m->path;
+    spec.build_id = f.second;
+    spec.has_functions = spec.has_filenames = spec.has_line_numbers = spec.has_inline_frames =
+        f.first;
+    mapping_ids[m] = b.AddMapping(spec);
+  }
+  std::unordered_map<uint64_t, uint64_t> location_of;
+  std::vector<pprof::Line> lines;
+  for (uint64_t pc : resolved.pcs) {
+    lines.clear();
+    if (auto it = resolved.named.find(pc); it != resolved.named.end()) {
+      for (const NamedFrame& f : it->second.frames) {
+        lines.push_back({b.AddFunction(f.name, f.name, f.file, 0), f.line, f.column});
+      }
+    }
+    const ProfileMapping* m = resolved.MappingOf(pc);
+    location_of[pc] = b.AddLocation(m == nullptr ? 0 : mapping_ids[m], pc, lines);
+  }
+  std::vector<pprof::Label> labels = {b.NumLabel("pid", pid)};
+  for (const auto& [k, v] : o.labels) labels.push_back(b.StringLabel(k, v));
+  std::vector<uint64_t> ids;
+  for (const auto& s : profile.samples) {
+    ids.clear();
+    const uint64_t* p = profile.pcs_of(s);
+    for (uint32_t k = 0; k < s.depth; ++k) ids.push_back(location_of[ResolvedPc(p, k)]);
+    const int64_t values[2] = {static_cast<int64_t>(s.count),
+                               static_cast<int64_t>(s.count) * period_ns};
+    b.AddSample(ids, values, labels);
+  }
+  return b.Take();
+}
+
+int RunCpuProfile(const GlobalOptions& globals, const Options& o, const std::string& path,
+                  const CpuProfile& profile) {
+  if (!o.pid) {
+    std::fprintf(stderr, "jitsym pprof: %s is a gperftools CPU profile: --pid is required\n",
+                 path.c_str());
+    return kExitUsage;
+  }
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return kExitError;
+  PcResolver resolver(*connection);
+  ResolvedPcs resolved;
+  if (!ResolveCpuProfile(profile, *o.pid, &resolver, &resolved)) return kExitError;
+  if (!o.quiet) ReportResolveSummary("pprof", *o.pid, resolved);
+
+  if (o.symbolized) {
+    std::map<uint64_t, std::vector<std::string>> sorted;
+    for (const auto& [pc, n] : resolved.named) {
+      std::vector<std::string> outermost_first;
+      for (auto it = n.frames.rbegin(); it != n.frames.rend(); ++it) {
+        outermost_first.push_back(it->name);
+      }
+      sorted.emplace(pc, std::move(outermost_first));
+    }
+    std::string binary;
+    for (const ProfileMapping& m : profile.mappings) {
+      if (IsFileMapping(m)) {
+        binary = m.path;  // the executable comes first in /proc/self/maps
+        break;
+      }
+    }
+    const std::string data = WriteSymbolizedProfile(profile, binary, sorted);
+    if (!WriteFileBytes(data, *o.symbolized)) return kExitError;
+    std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
+                 resolved.named.size(), resolved.pcs.size(), o.symbolized->c_str(),
+                 o.symbolized->c_str());
+    return resolver.ExitStatus();
+  }
+  if (o.proto_out) {
+    if (!WriteProfileFile(CpuProfileToProto(profile, resolved, *o.pid, o), *o.proto_out)) {
+      return kExitError;
+    }
+    return resolver.ExitStatus();
+  }
+  NamedStacks named;
+  ShortNames short_names;
+  for (const auto& s : profile.samples) {
+    std::vector<std::string>& stack = named.stacks.emplace_back();
+    named.counts.push_back(s.count);
+    const uint64_t* p = profile.pcs_of(s);
+    for (uint32_t k = 0; k < s.depth; ++k) {
+      const uint64_t pc = ResolvedPc(p, k);
+      auto it = resolved.named.find(pc);
+      if (it == resolved.named.end()) {
+        stack.push_back(Hex(pc));
+        continue;
+      }
+      // Leaf first: the innermost inlined function first.
+      for (const NamedFrame& f : it->second.frames) stack.push_back(short_names.Of(f.name));
+    }
+  }
+  const int status = PrintStacks(o, named);
+  return status != kExitOk ? status : resolver.ExitStatus();
+}
+
+// ---- profile.proto input ----
+
+// Which value --text and --folded count: `samples` when the profile has it, else the default
+// sample type, else the last (pprof's default).
+size_t CountedValue(const pprof::Profile& p) {
+  for (size_t i = 0; i < p.sample_type.size(); ++i) {
+    if (p.str(p.sample_type[i].type) == "samples") return i;
+  }
+  for (size_t i = 0; i < p.sample_type.size(); ++i) {
+    if (p.default_sample_type != 0 && p.sample_type[i].type == p.default_sample_type) return i;
+  }
+  return p.sample_type.empty() ? 0 : p.sample_type.size() - 1;
+}
+
+NamedStacks StacksOf(const pprof::Profile& p) {
+  pprof::ProfileIndex index(p);
+  const size_t value = CountedValue(p);
+  NamedStacks named;
+  ShortNames short_names;
+  for (const pprof::Sample& s : p.sample) {
+    std::vector<std::string>& stack = named.stacks.emplace_back();
+    const int64_t v = value < s.value.size() ? s.value[value] : 0;
+    named.counts.push_back(v < 0 ? 0 : static_cast<uint64_t>(v));
+    for (uint64_t id : s.location_id) {
+      const pprof::Location* loc = index.location(id);
+      bool any = false;
+      if (loc != nullptr) {
+        for (const pprof::Line& line : loc->line) {  // innermost first
+          const pprof::Function* f = index.function(line.function_id);
+          if (f == nullptr) continue;
+          stack.push_back(short_names.Of(std::string(p.str(f->name))));
+          any = true;
+        }
+      }
+      if (!any) stack.push_back(Hex(loc == nullptr ? 0 : loc->address));
+    }
+  }
+  return named;
+}
+
+int RunProtoProfile(const GlobalOptions& globals, const Options& o, const std::string& path,
+                    pprof::Profile profile) {
+  if (o.symbolized) {
+    std::fprintf(stderr,
+                 "jitsym pprof: --symbolized writes gperftools' format; %s is a profile.proto: "
+                 "use --proto OUT\n",
+                 path.c_str());
+    return kExitUsage;
+  }
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return kExitError;
+  PcResolver resolver(*connection);
+  FrameSummary jit, files;
+  SymbolizeCounts counts;
+  if (!SymbolizeProfile(&profile, o.pid, &resolver, &jit, &files, &counts)) return kExitError;
+  if (!o.quiet) {
+    if (counts.no_pid > 0) {
+      std::fprintf(stderr,
+                   "jitsym pprof: warning: %llu locations outside files are used by samples "
+                   "without a `pid` label: they stay unnamed (give --pid)\n",
+                   static_cast<unsigned long long>(counts.no_pid));
+    }
+    if (jit.unknown(kUnknownProcessKey) > 0) {
+      std::fprintf(stderr,
+                   "jitsym pprof: warning: jitsymd knows nothing about %s: its JIT code stays "
+                   "unnamed (`jitsym processes` lists the processes it knows)\n",
+                   counts.pids.size() == 1 ? ("pid " + std::to_string(counts.pids[0])).c_str()
+                                           : "some of the profile's pids");
+    }
+    std::fputs(jit.Format("pprof", "JIT locations (by pid)").c_str(), stderr);
+    if (files.named() + files.unknown() > 0) {
+      std::fputs(files.Format("pprof", "locations in files").c_str(), stderr);
+    }
+  }
+  if (o.proto_out) {
+    for (pprof::Sample& s : profile.sample) {
+      for (const auto& [k, v] : o.labels) {
+        pprof::Label l;
+        l.key = AppendString(&profile, k);
+        l.str = AppendString(&profile, v);
+        s.label.push_back(l);
+      }
+    }
+    profile.comment.push_back(AppendString(&profile, "jitsym pprof: names filled in"));
+    if (!WriteProfileFile(profile, *o.proto_out)) return kExitError;
+    return resolver.ExitStatus();
+  }
+  const int status = PrintStacks(o, StacksOf(profile));
+  return status != kExitOk ? status : resolver.ExitStatus();
+}
+
 }  // namespace
 
 int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args) {
-  std::optional<std::string> pid_text, symbolized;
-  bool text = false, folded = false, quiet = false;
+  Options o;
+  std::optional<std::string> pid_text;
+  std::vector<std::string> label_texts;
   ArgParser parser("pprof", kUsage);
-  parser.AddFlag("--quiet", &quiet);
+  parser.AddFlag("--quiet", &o.quiet);
   parser.AddValue("--pid", &pid_text);
-  parser.AddFlag("--text", &text);
-  parser.AddFlag("--folded", &folded);
-  parser.AddValue("--symbolized", &symbolized);
+  parser.AddFlag("--text", &o.text);
+  parser.AddFlag("--folded", &o.folded);
+  parser.AddValue("--symbolized", &o.symbolized);
+  parser.AddValue("--proto", &o.proto_out);
+  parser.AddList("--label", &label_texts);
   std::vector<std::string> positional;
   if (auto status = parser.Parse(args, &positional)) return *status;
   if (positional.size() != 1) return parser.UsageError("one PROFILE is required");
-  if (!pid_text) return parser.UsageError("--pid is required");
-  const std::optional<uint64_t> pid = proto::ParseDecimal(*pid_text);
-  if (!pid || *pid == 0 || *pid > 0x7fffffff) {
-    return parser.UsageError("invalid PID '" + *pid_text + "'");
+  if (pid_text) {
+    const std::optional<uint64_t> pid = proto::ParseDecimal(*pid_text);
+    if (!pid || *pid == 0 || *pid > 0x7fffffff) {
+      return parser.UsageError("invalid PID '" + *pid_text + "'");
+    }
+    o.pid = static_cast<int64_t>(*pid);
   }
-  if (int(text) + int(folded) + int(symbolized.has_value()) > 1) {
-    return parser.UsageError("--text, --folded and --symbolized exclude each other");
+  if (int(o.text) + int(o.folded) + int(o.symbolized.has_value()) + int(o.proto_out.has_value()) >
+      1) {
+    return parser.UsageError("--text, --folded, --symbolized and --proto exclude each other");
   }
+  for (const std::string& t : label_texts) {
+    std::string error;
+    if (!ParseLabel(t, &o.labels.emplace_back(), &error)) return parser.UsageError(error);
+  }
+  if (!o.labels.empty() && !o.proto_out) return parser.UsageError("--label goes with --proto");
   const std::string& path = positional[0];
   const Result<std::string> file = ReadWholeFile(path);
   if (!file) {
@@ -197,151 +445,39 @@ int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args)
                  file.error().message.c_str());
     return kExitError;
   }
-  const std::string& bytes = *file;  // the profile points into it
+  const std::string& bytes = *file;  // a CPU profile points into it
   Result<CpuProfile> profile = ParseCpuProfile(bytes);
-  if (!profile) {
+  if (profile) return RunCpuProfile(globals, o, path, *profile);
+  if (profile.error().kind != ErrorKind::kNotThisFormat) {
     const Error& e = profile.error();
-    std::fprintf(stderr, "jitsym: %s: %s%s (offset %llu)\n", path.c_str(),
-                 e.kind == ErrorKind::kNotThisFormat ? "" : "corrupt profile: ", e.message.c_str(),
-                 static_cast<unsigned long long>(e.offset));
+    std::fprintf(stderr, "jitsym: %s: corrupt gperftools profile: %s (offset %llu)\n", path.c_str(),
+                 e.message.c_str(), static_cast<unsigned long long>(e.offset));
     return kExitError;
   }
-
-  // Every distinct pc, callers minus 1, and where it is asked.
-  std::vector<uint64_t> pcs;
-  for (const auto& s : profile->samples) {
-    const uint64_t* p = profile->pcs_of(s);
-    for (uint32_t k = 0; k < s.depth; ++k) pcs.push_back(k == 0 || p[k] == 0 ? p[k] : p[k] - 1);
+  // Not a gperftools profile: a profile.proto, gzip'd or not.
+  // Decode validates: every index and id of the profile it returns is in range.
+  const bool gzipped = bytes.size() >= 2 && bytes[0] == '\x1f' && bytes[1] == '\x8b';
+  Result<std::string> raw = pprof::MaybeGunzip(bytes, kMaxProtoBytes);
+  if (!raw) {
+    std::fprintf(stderr, "jitsym: %s: corrupt gzip data: %s (offset %llu)\n", path.c_str(),
+                 raw.error().message.c_str(), static_cast<unsigned long long>(raw.error().offset));
+    return kExitError;
   }
-  std::sort(pcs.begin(), pcs.end());
-  pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
-  std::vector<ProfileMapping> maps = profile->mappings;
-  std::sort(maps.begin(), maps.end(),
-            [](const ProfileMapping& a, const ProfileMapping& b) { return a.start < b.start; });
-  auto mapping_of = [&](uint64_t pc) -> const ProfileMapping* {
-    auto it = std::upper_bound(maps.begin(), maps.end(), pc,
-                               [](uint64_t a, const ProfileMapping& m) { return a < m.start; });
-    if (it == maps.begin()) return nullptr;
-    --it;
-    return pc < it->end ? &*it : nullptr;
-  };
-  std::vector<uint64_t> jit;                           // by pid
-  std::map<std::string, std::vector<uint64_t>> files;  // by file: pcs
-  for (uint64_t pc : pcs) {
-    const ProfileMapping* m = mapping_of(pc);
-    if (m != nullptr && IsFileMapping(*m)) {
-      files[m->path].push_back(pc);
+  Result<pprof::Profile> proto = pprof::Decode(*raw);
+  if (!proto) {
+    const Error& e = proto.error();
+    if (e.kind == ErrorKind::kNotThisFormat) {
+      std::fprintf(stderr,
+                   "jitsym: %s is neither a gperftools CPU profile nor a pprof profile.proto\n",
+                   path.c_str());
     } else {
-      jit.push_back(pc);
+      std::fprintf(stderr, "jitsym: %s: corrupt profile.proto: %s (offset %llu%s)\n", path.c_str(),
+                   e.message.c_str(), static_cast<unsigned long long>(e.offset),
+                   gzipped ? " of the inflated data" : "");
     }
-  }
-
-  auto connection = ConnectOrReport(globals);
-  if (!connection) return kExitError;
-  PcResolver resolver(*connection);
-  std::unordered_map<uint64_t, NamedPc> named;
-  proto::LookupRequest by_pid;
-  by_pid.pid = static_cast<int64_t>(*pid);
-  FrameSummary jit_summary, file_summary;
-  if (!resolver.Ask(
-          by_pid, jit, [&](size_t i, const proto::LookupResult& r) { named[jit[i]] = NamePc(r); },
-          &jit_summary)) {
     return kExitError;
   }
-  for (const auto& entry : files) {
-    const auto& file_pcs = entry.second;  // a plain reference: lambdas below capture it
-    proto::LookupRequest by_image;
-    by_image.image = entry.first;
-    by_image.file_offset = true;
-    std::vector<uint64_t> offsets;
-    for (uint64_t pc : file_pcs) {
-      const ProfileMapping* m = mapping_of(pc);
-      offsets.push_back(pc - m->start + m->offset);
-    }
-    if (!resolver.Ask(
-            by_image, offsets,
-            [&](size_t i, const proto::LookupResult& r) { named[file_pcs[i]] = NamePc(r); },
-            &file_summary)) {
-      return kExitError;
-    }
-  }
-  if (!quiet) {
-    // The pcs outside the profile's files are the process's JIT code: when none of them is
-    // named, the likeliest cause is a process jitsymd knows nothing about; say so, with the pid.
-    if (jit_summary.unknown(kUnknownProcessKey) > 0) {
-      std::fprintf(stderr,
-                   "jitsym pprof: warning: jitsymd knows nothing about pid %llu: its JIT code "
-                   "stays unnamed (`jitsym processes` lists the processes it knows)\n",
-                   static_cast<unsigned long long>(*pid));
-    } else if (jit_summary.unknown("permission_denied") > 0) {
-      std::fprintf(stderr,
-                   "jitsym pprof: warning: pid %llu: permission denied; its JIT code stays "
-                   "unnamed\n",
-                   static_cast<unsigned long long>(*pid));
-    } else if (!jit.empty() && jit_summary.named() == 0) {
-      std::fprintf(stderr,
-                   "jitsym pprof: warning: none of the %zu pcs outside the profile's files was "
-                   "named for pid %llu: is it the profiled process, and does jitsymd know it "
-                   "(`jitsym processes`)?\n",
-                   jit.size(), static_cast<unsigned long long>(*pid));
-    }
-    std::fputs(jit_summary.Format("pprof", "JIT pcs (by pid)").c_str(), stderr);
-    if (!files.empty()) {
-      std::fputs(file_summary.Format("pprof", "pcs in files").c_str(), stderr);
-    }
-  }
-
-  Output output;
-  std::string& out = output.buffer();
-  if (symbolized) {
-    std::map<uint64_t, std::vector<std::string>> sorted;
-    for (const auto& [pc, n] : named) sorted.emplace(pc, FunctionsOf(n));
-    std::string binary;
-    for (const ProfileMapping& m : profile->mappings) {
-      if (IsFileMapping(m)) {
-        binary = m.path;  // the executable comes first in /proc/self/maps
-        break;
-      }
-    }
-    const std::string data = WriteSymbolizedProfile(*profile, binary, sorted);
-    std::FILE* f = std::fopen(symbolized->c_str(), "wb");
-    if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size() ||
-        std::fclose(f) != 0) {
-      std::fprintf(stderr, "jitsym: cannot write %s: %s\n", symbolized->c_str(),
-                   std::strerror(errno));
-      return kExitError;
-    }
-    std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
-                 named.size(), pcs.size(), symbolized->c_str(), symbolized->c_str());
-    return resolver.ExitStatus();
-  }
-  std::vector<std::vector<std::string>> stacks(profile->samples.size());
-  std::unordered_map<std::string, std::string> short_names;
-  for (size_t i = 0; i < profile->samples.size(); ++i) {
-    const auto& s = profile->samples[i];
-    const uint64_t* p = profile->pcs_of(s);
-    for (uint32_t k = 0; k < s.depth; ++k) {
-      const uint64_t pc = k == 0 || p[k] == 0 ? p[k] : p[k] - 1;
-      auto it = named.find(pc);
-      if (it == named.end()) {
-        stacks[i].push_back(Hex(pc));
-        continue;
-      }
-      // Leaf first: the innermost inlined function first.
-      for (const NamedFrame& f : it->second.frames) {
-        auto [short_it, inserted] = short_names.try_emplace(f.name);
-        if (inserted) short_it->second = ShortFunctionName(f.name);
-        stacks[i].push_back(short_it->second);
-      }
-    }
-  }
-  if (folded) {
-    PrintFolded(*profile, stacks, &out);
-  } else {
-    PrintText(*profile, stacks, &out);
-  }
-  if (!output.Flush()) return kExitError;
-  return resolver.ExitStatus();
+  return RunProtoProfile(globals, o, path, std::move(*proto));
 }
 
 }  // namespace jitsym::client
