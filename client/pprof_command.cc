@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -18,6 +17,7 @@
 #include "client/daemon_call.h"
 #include "client/frame_summary.h"
 #include "client/gperftools_profile.h"
+#include "client/named_stacks.h"
 #include "client/output.h"
 #include "client/pc_resolver.h"
 #include "client/pprof_sink.h"
@@ -66,38 +66,6 @@ constexpr size_t kMaxProtoBytes = size_t{1} << 30;
 int64_t AppendString(pprof::Profile* p, std::string s) {
   p->string_table.push_back(std::move(s));
   return static_cast<int64_t>(p->string_table.size() - 1);
-}
-
-// Every sample as names, leaf first, with its count: what --text and --folded print.
-struct NamedStacks {
-  std::vector<std::vector<std::string>> stacks;
-  std::vector<uint64_t> counts;
-};
-
-// pprof's ShortFunctionName: no argument types, no template arguments, no leading return type;
-// what `pprof --text` prints, so that the tables compare.
-std::string ShortFunctionName(std::string name) {
-  static const std::regex args(R"(\([^()]*\)(\s*const)?)");
-  static const std::regex templates(R"(<[^<>]*>)");
-  static const std::regex leading(R"(^.*\s+(\w+::))");
-  if (name.find('(') != std::string::npos) {
-    for (std::string next; (next = std::regex_replace(name, args, "")) != name;) name = next;
-  }
-  if (name.find('<') != std::string::npos) {
-    for (std::string next; (next = std::regex_replace(name, templates, "")) != name;) {
-      name = next;
-    }
-  }
-  if (name.find("::") != std::string::npos) {
-    name = std::regex_replace(name, leading, "$1", std::regex_constants::format_first_only);
-  }
-  return name;
-}
-
-std::string Hex(uint64_t pc) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(pc));
-  return buf;
 }
 
 void PrintText(const NamedStacks& named, std::string* out) {
@@ -155,19 +123,6 @@ void PrintFolded(const NamedStacks& named, std::string* out) {
     out->push_back('\n');
   }
 }
-
-// The short names of a pc's functions, innermost first (pprof --text's).
-class ShortNames {
- public:
-  const std::string& Of(const std::string& name) {
-    auto [it, inserted] = names_.try_emplace(name);
-    if (inserted) it->second = ShortFunctionName(name);
-    return it->second;
-  }
-
- private:
-  std::unordered_map<std::string, std::string> names_;
-};
 
 struct Options {
   std::optional<int64_t> pid;
@@ -293,23 +248,7 @@ int RunCpuProfile(const GlobalOptions& globals, const Options& o, const std::str
     }
     return resolver.ExitStatus();
   }
-  NamedStacks named;
-  ShortNames short_names;
-  for (const auto& s : profile.samples) {
-    std::vector<std::string>& stack = named.stacks.emplace_back();
-    named.counts.push_back(s.count);
-    const uint64_t* p = profile.pcs_of(s);
-    for (uint32_t k = 0; k < s.depth; ++k) {
-      const uint64_t pc = ResolvedPc(p, k);
-      auto it = resolved.named.find(pc);
-      if (it == resolved.named.end()) {
-        stack.push_back(Hex(pc));
-        continue;
-      }
-      // Leaf first: the innermost inlined function first.
-      for (const NamedFrame& f : it->second.frames) stack.push_back(short_names.Of(f.name));
-    }
-  }
+  const NamedStacks named = CpuProfileStacks(profile, resolved);
   const int status = PrintStacks(o, named);
   return status != kExitOk ? status : resolver.ExitStatus();
 }
@@ -326,32 +265,6 @@ size_t CountedValue(const pprof::Profile& p) {
     if (p.default_sample_type != 0 && p.sample_type[i].type == p.default_sample_type) return i;
   }
   return p.sample_type.empty() ? 0 : p.sample_type.size() - 1;
-}
-
-NamedStacks StacksOf(const pprof::Profile& p) {
-  pprof::ProfileIndex index(p);
-  const size_t value = CountedValue(p);
-  NamedStacks named;
-  ShortNames short_names;
-  for (const pprof::Sample& s : p.sample) {
-    std::vector<std::string>& stack = named.stacks.emplace_back();
-    const int64_t v = value < s.value.size() ? s.value[value] : 0;
-    named.counts.push_back(v < 0 ? 0 : static_cast<uint64_t>(v));
-    for (uint64_t id : s.location_id) {
-      const pprof::Location* loc = index.location(id);
-      bool any = false;
-      if (loc != nullptr) {
-        for (const pprof::Line& line : loc->line) {  // innermost first
-          const pprof::Function* f = index.function(line.function_id);
-          if (f == nullptr) continue;
-          stack.push_back(short_names.Of(std::string(p.str(f->name))));
-          any = true;
-        }
-      }
-      if (!any) stack.push_back(Hex(loc == nullptr ? 0 : loc->address));
-    }
-  }
-  return named;
 }
 
 int RunProtoProfile(const GlobalOptions& globals, const Options& o, const std::string& path,
@@ -401,7 +314,7 @@ int RunProtoProfile(const GlobalOptions& globals, const Options& o, const std::s
     if (!WriteProfileFile(profile, *o.proto_out)) return kExitError;
     return resolver.ExitStatus();
   }
-  const int status = PrintStacks(o, StacksOf(profile));
+  const int status = PrintStacks(o, ProtoProfileStacks(profile, CountedValue(profile)));
   return status != kExitOk ? status : resolver.ExitStatus();
 }
 
