@@ -1,0 +1,161 @@
+// The call tree behind a flame graph: stacks of named frames, each with a sample count, merged
+// by their path from the root. Also what reads folded stacks written by other tools
+// ("comm;outer;...;leaf COUNT", as flamegraph.pl's stackcollapse scripts, inferno and
+// `jitsym annotate --folded` write them) and guesses the kind of a frame from its name.
+//
+// FlameTree::Add sits on the per-sample path of `jitsym flamegraph`, which must cost no more than
+// `jitsym annotate --folded` (a std::string key per sample, hashed into an unordered_map). So a
+// frame costs at most one name hash and two probes of flat open-addressing tables (names, and
+// (parent, name, kind) -> node), and nothing where the stack shares its prefix with the previous
+// sample's, which is most frames of a real profile.
+#ifndef JITSYM_CLIENT_FLAME_GRAPH_H_
+#define JITSYM_CLIENT_FLAME_GRAPH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/wire_enums.h"
+
+namespace jitsym::client {
+
+// Where a frame's code comes from: decides its colour in the SVG (and its mapping in pprof).
+enum class FrameKind : uint8_t {
+  kUnknown,  // nobody could name it ([unknown])
+  kRoot,     // the "all" frame at the bottom
+  kComm,     // the command (thread name) a sample's stack starts with
+  kKernel,
+  kNative,   // ELF code, named by perf or jitsymd
+  kJitdump,  // JIT code named from a perf jitdump
+  kPerfmap,  // ... from a perf map
+  kR2rmap,   // ... from a .NET ReadyToRun map
+  kMlpd,     // ... from a Mono log profiler file
+};
+inline constexpr size_t kFrameKindCount = 9;
+
+// "unknown", "root", "comm", "kernel", "native", "jitdump", "perfmap", "r2rmap", "mlpd".
+std::string_view FrameKindName(FrameKind kind);
+// The kind of a frame jitsymd named, by the origin of its answer (kElf is native).
+FrameKind FrameKindOf(proto::Origin origin);
+
+struct FlameFrame {
+  std::string_view name;
+  FrameKind kind = FrameKind::kUnknown;
+};
+
+class FlameTree {
+ public:
+  using NodeId = uint32_t;
+  static constexpr NodeId kRootNode = 0;
+  static constexpr NodeId kNoNode = UINT32_MAX;
+  // Sample totals stay exact as JavaScript numbers (the SVG's script adds them up).
+  static constexpr uint64_t kMaxTotal = (uint64_t{1} << 53) - 1;
+  // Nodes beyond this are not made: the rest of such a stack counts as its last frame's own.
+  static constexpr size_t kMaxNodes = size_t{1} << 30;
+
+  FlameTree();
+  FlameTree(const FlameTree&) = delete;
+  FlameTree& operator=(const FlameTree&) = delete;
+  FlameTree(FlameTree&&) = default;
+  FlameTree& operator=(FlameTree&&) = default;
+
+  // Adds `count` samples of the stack `root_first` (outermost frame first; it may be empty: the
+  // samples count as the root's own). Frames are keyed by (name, kind) under their parent; names
+  // are copied. False, and nothing added, when the total would pass kMaxTotal.
+  bool Add(std::span<const FlameFrame> root_first, uint64_t count);
+
+  size_t node_count() const { return nodes_.size(); }
+  uint64_t total_samples() const { return nodes_[kRootNode].total; }
+  // The deepest node's depth (the root's is 0).
+  uint32_t max_depth() const { return max_depth_; }
+  // True when kMaxNodes cut stacks short.
+  bool truncated() const { return truncated_; }
+
+  std::string_view name(NodeId id) const {
+    const Node& n = nodes_[id];
+    return std::string_view(names_.data() + name_offsets_[n.name], name_sizes_[n.name]);
+  }
+  FrameKind kind(NodeId id) const { return nodes_[id].kind; }
+  NodeId parent(NodeId id) const { return nodes_[id].parent; }
+  uint32_t depth(NodeId id) const { return nodes_[id].depth; }
+  // Samples in this frame or below it, and in it alone.
+  uint64_t total(NodeId id) const { return nodes_[id].total; }
+  uint64_t self(NodeId id) const { return nodes_[id].self; }
+  // Children in no particular order (newest first): first_child, then next_sibling until kNoNode.
+  NodeId first_child(NodeId id) const { return nodes_[id].first_child; }
+  NodeId next_sibling(NodeId id) const { return nodes_[id].next_sibling; }
+  // The children of `id` sorted by name (bytes), then kind: the left-to-right order of a graph.
+  std::vector<NodeId> SortedChildren(NodeId id) const;
+
+ private:
+  struct Node {
+    uint32_t name;
+    NodeId parent;
+    NodeId first_child = kNoNode;
+    NodeId next_sibling = kNoNode;
+    uint32_t depth;
+    FrameKind kind;
+    uint64_t total = 0;
+    uint64_t self = 0;
+  };
+  struct NodeSlot {  // (parent, name, kind) -> node; node == kNoNode: empty
+    NodeId parent;
+    uint32_t name;
+    NodeId node = kNoNode;
+    FrameKind kind;
+  };
+  struct NameSlot {  // interned name; id == UINT32_MAX: empty
+    uint64_t hash;
+    uint32_t id = UINT32_MAX;
+  };
+
+  uint32_t InternName(std::string_view name);
+  NodeId Child(NodeId parent, uint32_t name, FrameKind kind);
+  void GrowNames();
+  void GrowNodes();
+
+  std::vector<Node> nodes_;
+  std::vector<NodeSlot> node_slots_;  // size a power of two, at most half full
+  std::vector<char> names_;           // interned names, back to back
+  std::vector<uint64_t> name_offsets_;
+  std::vector<uint32_t> name_sizes_;
+  std::vector<NameSlot> name_slots_;  // size a power of two, at most half full
+  // The previous stack's nodes (root excluded): a frame equal to the one at its depth there
+  // needs no lookup.
+  std::vector<NodeId> last_path_;
+  uint32_t max_depth_ = 0;
+  bool truncated_ = false;
+};
+
+// Reads one folded-stack line: "comm;outer;...;leaf COUNT". The count is the last
+// space-separated field, a decimal integer, which may be followed by spaces or a CR; names keep
+// their spaces; a trailing "+0xHEX" offset is taken off each name. Frames are views into `line`.
+// False when the line is not one (no count, a count that is not an integer or overflows).
+bool ParseFoldedLine(std::string_view line, std::vector<std::string_view>* frames, uint64_t* count);
+
+// The kind of a frame of folded input from other tools, by its name:
+//   NAME_[k]                 kernel  (stackcollapse-perf.pl --kernel / --all)
+//   NAME_[j]                 perfmap (stackcollapse-perf.pl --jit: code from /tmp/perf-PID.map)
+//   NAME_[i], NAME_[w]       native  (inlined frames; waker stacks)
+//   [unknown], empty         unknown
+//   [kernel.kallsyms]...     kernel  (a kernel frame perf could not name by symbol)
+//   JS:, LazyCompile:, InterpretedFunction:, Function:, Builtin:, BytecodeHandler:, Script:,
+//   Eval:, RegExp:, Stub:    perfmap (V8's names in perf maps: node --perf-basic-prof)
+//   anything else            native
+// Folded stacks do not say which JIT format named a frame; V8 and _[j] frames are shown as
+// perf map frames.
+FrameKind GuessKind(std::string_view name);
+// The name without a `_[k]`/`_[j]`/`_[i]`/`_[w]` annotation (flamegraph.pl does not show them).
+std::string_view StripKindAnnotation(std::string_view name);
+
+// Whether input whose first non-blank lines are `lines` is folded stacks rather than `perf
+// script` text: every one of them (at least one) reads with ParseFoldedLine and starts with
+// neither white space (perf script's callchain lines) nor '#' (its header comments).
+bool LooksFolded(std::span<const std::string_view> lines);
+
+}  // namespace jitsym::client
+
+#endif  // JITSYM_CLIENT_FLAME_GRAPH_H_
