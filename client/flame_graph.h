@@ -4,10 +4,12 @@
 // `jitsym annotate --folded` write them) and guesses the kind of a frame from its name.
 //
 // FlameTree::Add sits on the per-sample path of `jitsym flamegraph`, which must cost no more than
-// `jitsym annotate --folded` (a std::string key per sample, hashed into an unordered_map). So a
-// frame costs at most one name hash and two probes of flat open-addressing tables (names, and
-// (parent, name, kind) -> node), and nothing where the stack shares its prefix with the previous
-// sample's, which is most frames of a real profile.
+// `jitsym annotate --folded` (a std::string key per sample, hashed into an unordered_map). Most
+// samples of a profile repeat a stack seen before, so a sample is first looked up as a whole: one
+// hash over its names, one probe of a flat table of distinct stacks, one comparison with that
+// stack's stored frames, and its count added there; no per-frame lookups, no string built. Only
+// a new stack walks the tree (names interned, (parent, name, kind) -> node in a flat table).
+// Frame totals are summed from the stacks' counts when first read after an Add.
 #ifndef JITSYM_CLIENT_FLAME_GRAPH_H_
 #define JITSYM_CLIENT_FLAME_GRAPH_H_
 
@@ -68,7 +70,7 @@ class FlameTree {
   bool Add(std::span<const FlameFrame> root_first, uint64_t count);
 
   size_t node_count() const { return nodes_.size(); }
-  uint64_t total_samples() const { return nodes_[kRootNode].total; }
+  uint64_t total_samples() const { return total_; }
   // The deepest node's depth (the root's is 0).
   uint32_t max_depth() const { return max_depth_; }
   // True when kMaxNodes cut stacks short.
@@ -76,14 +78,21 @@ class FlameTree {
 
   std::string_view name(NodeId id) const {
     const Node& n = nodes_[id];
-    return std::string_view(names_.data() + name_offsets_[n.name], name_sizes_[n.name]);
+    return std::string_view(names_.data() + n.name_offset, n.name_size);
   }
   FrameKind kind(NodeId id) const { return nodes_[id].kind; }
   NodeId parent(NodeId id) const { return nodes_[id].parent; }
   uint32_t depth(NodeId id) const { return nodes_[id].depth; }
-  // Samples in this frame or below it, and in it alone.
-  uint64_t total(NodeId id) const { return nodes_[id].total; }
-  uint64_t self(NodeId id) const { return nodes_[id].self; }
+  // Samples in this frame or below it, and in it alone. The first call after an Add sums the
+  // stacks' counts (O(nodes)): not safe to call from several threads at once before that.
+  uint64_t total(NodeId id) const {
+    Settle();
+    return nodes_[id].total;
+  }
+  uint64_t self(NodeId id) const {
+    Settle();
+    return nodes_[id].self;
+  }
   // Children in no particular order (newest first): first_child, then next_sibling until kNoNode.
   NodeId first_child(NodeId id) const { return nodes_[id].first_child; }
   NodeId next_sibling(NodeId id) const { return nodes_[id].next_sibling; }
@@ -92,7 +101,8 @@ class FlameTree {
 
  private:
   struct Node {
-    uint32_t name;
+    uint64_t name_offset;  // into names_
+    uint32_t name_size;
     NodeId parent;
     NodeId first_child = kNoNode;
     NodeId next_sibling = kNoNode;
@@ -101,28 +111,56 @@ class FlameTree {
     uint64_t total = 0;
     uint64_t self = 0;
   };
-  struct NodeSlot {  // (parent, name, kind) -> node; node == kNoNode: empty
+  // (parent, name, kind) -> node, found by the hash of the node's path from the root, with what
+  // a probe compares, so that it reads nothing else but the name's bytes. node == kNoNode: empty.
+  struct NodeSlot {
+    uint64_t hash;
+    uint64_t name_offset;
+    uint32_t name_size;
     NodeId parent;
-    uint32_t name;
     NodeId node = kNoNode;
     FrameKind kind;
   };
-  struct NameSlot {  // interned name; id == UINT32_MAX: empty
+  struct StackSlot {  // a distinct stack; leaf == kNoNode: empty
     uint64_t hash;
-    uint32_t id = UINT32_MAX;
+    uint64_t key_offset;  // into stack_keys_: per frame, u32 name size, u8 kind, the name
+    uint64_t key_size;
+    uint64_t count;
+    NodeId leaf = kNoNode;
+    uint32_t frames;
+  };
+  struct NameSlot {  // an interned name; size == UINT32_MAX: empty
+    uint64_t hash;
+    uint64_t offset;
+    uint32_t size = UINT32_MAX;
   };
 
-  uint32_t InternName(std::string_view name);
-  NodeId Child(NodeId parent, uint32_t name, FrameKind kind);
+  // The offset of `name` in names_, copied there when new. `hash` is HashName(name).
+  uint64_t InternName(std::string_view name, uint64_t hash);
+  // `hash` is the hash of the path from the root to the child (parents are compared too).
+  NodeId Child(NodeId parent, std::string_view name, uint64_t name_hash, uint64_t hash,
+               FrameKind kind);
+  NodeId Walk(std::span<const FlameFrame> root_first);
+  bool SameStack(const StackSlot& slot, std::span<const FlameFrame> root_first) const;
   void GrowNames();
   void GrowNodes();
+  void GrowStacks();
+  void Settle() const;
 
-  std::vector<Node> nodes_;
+  // Totals and self counts are valid when settled_ (mutable: summed on first read).
+  mutable std::vector<Node> nodes_;
+  mutable bool settled_ = true;
+  uint64_t total_ = 0;
+  std::vector<StackSlot> stack_slots_;  // size a power of two, at most half full
+  size_t stack_count_ = 0;
+  std::vector<char> stack_keys_;
   std::vector<NodeSlot> node_slots_;  // size a power of two, at most half full
   std::vector<char> names_;           // interned names, back to back
-  std::vector<uint64_t> name_offsets_;
-  std::vector<uint32_t> name_sizes_;
   std::vector<NameSlot> name_slots_;  // size a power of two, at most half full
+  size_t name_count_ = 0;
+  // Add's scratch, per frame: the hash of its name, and of the path from the root to it.
+  std::vector<uint64_t> name_hashes_;
+  std::vector<uint64_t> path_hashes_;
   // The previous stack's nodes (root excluded): a frame equal to the one at its depth there
   // needs no lookup.
   std::vector<NodeId> last_path_;
