@@ -412,15 +412,14 @@ FrameKind GuessKind(std::string_view name) {
 bool LooksFolded(std::span<const std::string_view> lines) {
   std::vector<std::string_view> frames;
   uint64_t count = 0;
-  bool any = false;
+  size_t folded = 0, other = 0;
   for (std::string_view line : lines) {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const char first = line.front();
     if (first == ' ' || first == '\t' || first == '#') return false;
-    if (!ParseFoldedLine(line, &frames, &count)) return false;
-    any = true;
+    ++(ParseFoldedLine(line, &frames, &count) ? folded : other);
   }
-  return any;
+  return folded > other;
 }
 
 }  // namespace jitsym::client

@@ -189,9 +189,10 @@ FrameKind GuessKind(std::string_view name);
 // The name without a `_[k]`/`_[j]`/`_[i]`/`_[w]` annotation (flamegraph.pl does not show them).
 std::string_view StripKindAnnotation(std::string_view name);
 
-// Whether input whose first non-blank lines are `lines` is folded stacks rather than `perf
-// script` text: every one of them (at least one) reads with ParseFoldedLine and starts with
-// neither white space (perf script's callchain lines) nor '#' (its header comments).
+// Whether input whose first lines are `lines` is folded stacks rather than `perf script` text:
+// none of them starts with white space (perf script's callchain lines) or '#' (its header
+// comments), and more of the non-blank ones read with ParseFoldedLine than not (one broken line
+// among the first does not make the rest unreadable).
 bool LooksFolded(std::span<const std::string_view> lines);
 
 }  // namespace jitsym::client

@@ -242,6 +242,8 @@ TEST(LooksFoldedTest, FoldedAndPerfScript) {
   const std::vector<std::string_view> header = {"# ========", "# captured on: x"};
   EXPECT_FALSE(LooksFolded(header));
   EXPECT_FALSE(LooksFolded(std::vector<std::string_view>{"", "  "}));
+  EXPECT_TRUE(LooksFolded(std::vector<std::string_view>{"a;b 1", "cut off", "a;c 2"}));
+  EXPECT_FALSE(LooksFolded(std::vector<std::string_view>{"a;b 1", "cut off"}));
   EXPECT_FALSE(LooksFolded(std::vector<std::string_view>{}));
 }
 
