@@ -83,8 +83,6 @@ bool SameBytes(const char* x, const char* y, size_t n) {
   return true;
 }
 
-uint64_t HashName(std::string_view name) { return HashBytes(0x51ed270b27a4f9c3ULL, name); }
-
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
@@ -114,131 +112,11 @@ FrameKind FrameKindOf(proto::Origin origin) {
   return FrameKind::kUnknown;
 }
 
-FlameTree::FlameTree() {
-  name_slots_.resize(1024);
-  node_slots_.resize(1024);
-  stack_slots_.resize(1024);
-  Node root;
-  root.name_offset = InternName("all", HashName("all"));
-  root.name_size = 3;
-  root.parent = kNoNode;
-  root.depth = 0;
-  root.kind = FrameKind::kRoot;
-  nodes_.push_back(root);
-}
-
-uint64_t FlameTree::InternName(std::string_view name, uint64_t hash) {
-  const size_t mask = name_slots_.size() - 1;
-  for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    NameSlot& slot = name_slots_[i];
-    if (slot.size == UINT32_MAX) {
-      slot.hash = hash;
-      slot.offset = names_.size();
-      slot.size = static_cast<uint32_t>(name.size());
-      names_.insert(names_.end(), name.begin(), name.end());
-      const uint64_t offset = slot.offset;
-      if (++name_count_ * 2 > name_slots_.size()) GrowNames();
-      return offset;
-    }
-    if (slot.hash == hash && slot.size == name.size() &&
-        SameBytes(names_.data() + slot.offset, name.data(), name.size())) {
-      return slot.offset;
-    }
-  }
-}
-
-void FlameTree::GrowNames() {
-  std::vector<NameSlot> slots(name_slots_.size() * 2);
-  const size_t mask = slots.size() - 1;
-  for (const NameSlot& s : name_slots_) {
-    if (s.size == UINT32_MAX) continue;
-    size_t i = s.hash & mask;
-    while (slots[i].size != UINT32_MAX) i = (i + 1) & mask;
-    slots[i] = s;
-  }
-  name_slots_ = std::move(slots);
-}
-
-FlameTree::NodeId FlameTree::Child(NodeId parent, std::string_view name, uint64_t name_hash,
-                                   uint64_t hash, FrameKind kind) {
-  const size_t mask = node_slots_.size() - 1;
-  for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    NodeSlot& slot = node_slots_[i];
-    if (slot.node == kNoNode) {
-      const auto id = static_cast<NodeId>(nodes_.size());
-      Node n;
-      n.name_offset = InternName(name, name_hash);
-      n.name_size = static_cast<uint32_t>(name.size());
-      n.parent = parent;
-      n.kind = kind;
-      n.depth = nodes_[parent].depth + 1;
-      n.next_sibling = nodes_[parent].first_child;
-      nodes_[parent].first_child = id;
-      max_depth_ = std::max(max_depth_, n.depth);
-      nodes_.push_back(n);
-      NodeSlot& fresh = node_slots_[i];  // InternName does not move node_slots_
-      fresh.hash = hash;
-      fresh.name_offset = n.name_offset;
-      fresh.name_size = n.name_size;
-      fresh.parent = parent;
-      fresh.kind = kind;
-      fresh.node = id;
-      if (nodes_.size() * 2 > node_slots_.size()) GrowNodes();
-      return id;
-    }
-    if (slot.hash == hash && slot.parent == parent && slot.kind == kind &&
-        slot.name_size == name.size() &&
-        SameBytes(names_.data() + slot.name_offset, name.data(), name.size())) {
-      return slot.node;
-    }
-  }
-}
-
-void FlameTree::GrowNodes() {
-  std::vector<NodeSlot> slots(node_slots_.size() * 2);
-  const size_t mask = slots.size() - 1;
-  for (const NodeSlot& s : node_slots_) {
-    if (s.node == kNoNode) continue;
-    size_t i = s.hash & mask;
-    while (slots[i].node != kNoNode) i = (i + 1) & mask;
-    slots[i] = s;
-  }
-  node_slots_ = std::move(slots);
-}
-
-// The frames of a new stack, node by node from the root (a prefix shared with the previous new
-// stack is reused without lookups). name_hashes_ and path_hashes_ are the frames'. Returns the
-// leaf.
-FlameTree::NodeId FlameTree::Walk(std::span<const FlameFrame> root_first) {
-  NodeId node = kRootNode;
-  size_t i = 0;
-  const size_t shared = std::min(root_first.size(), last_path_.size());
-  for (; i < shared; ++i) {
-    const NodeId c = last_path_[i];
-    if (nodes_[c].kind != root_first[i].kind || name(c) != root_first[i].name) break;
-    node = c;
-  }
-  last_path_.resize(i);
-  // A node's slot is found by the hash of its path, known for every frame before the first
-  // lookup: the cache misses of a deep new stack overlap instead of following each other.
-  const size_t mask = node_slots_.size() - 1;
-  for (size_t k = i; k < root_first.size(); ++k) {
-    __builtin_prefetch(&node_slots_[path_hashes_[k] & mask]);
-  }
-  for (; i < root_first.size(); ++i) {
-    if (nodes_.size() >= kMaxNodes) {
-      truncated_ = true;
-      break;
-    }
-    node = Child(node, root_first[i].name, name_hashes_[i], path_hashes_[i], root_first[i].kind);
-    last_path_.push_back(node);
-  }
-  return node;
-}
+FlameTree::FlameTree() { stack_slots_.resize(1024); }
 
 bool FlameTree::SameStack(const StackSlot& slot, std::span<const FlameFrame> root_first) const {
   if (slot.frames != root_first.size()) return false;
-  const char* p = stack_keys_.data() + slot.key_offset;
+  const char* p = slot.key;
   for (const FlameFrame& f : root_first) {
     uint32_t size;
     std::memcpy(&size, p, sizeof(size));
@@ -255,9 +133,9 @@ void FlameTree::GrowStacks() {
   std::vector<StackSlot> slots(stack_slots_.size() * 2);
   const size_t mask = slots.size() - 1;
   for (const StackSlot& s : stack_slots_) {
-    if (s.leaf == kNoNode) continue;
+    if (s.frames == kEmptySlot) continue;
     size_t i = s.hash & mask;
-    while (slots[i].leaf != kNoNode) i = (i + 1) & mask;
+    while (slots[i].frames != kEmptySlot) i = (i + 1) & mask;
     slots[i] = s;
   }
   stack_slots_ = std::move(slots);
@@ -265,78 +143,169 @@ void FlameTree::GrowStacks() {
 
 bool FlameTree::Add(std::span<const FlameFrame> root_first, uint64_t count) {
   if (count > kMaxTotal - total_) return false;
+  // A name longer than 4 GiB would not fit the stored key; no line is that long.
+  if (root_first.size() >= kEmptySlot) return false;
   uint64_t hash = root_first.size();
   uint64_t key_size = 0;
   size_t longest = 0;
-  name_hashes_.resize(root_first.size());
-  path_hashes_.resize(root_first.size());
-  uint64_t path = 0;
-  for (size_t i = 0; i < root_first.size(); ++i) {
-    const FlameFrame& f = root_first[i];
-    name_hashes_[i] = HashName(f.name);
-    path = (path ^ name_hashes_[i]) * kMulA + static_cast<uint8_t>(f.kind) + 1;
-    path_hashes_[i] = Mix(path);
+  for (const FlameFrame& f : root_first) {
+    hash = HashBytes(hash + static_cast<uint8_t>(f.kind), f.name);
     key_size += 5 + f.name.size();
     longest = std::max(longest, f.name.size());
   }
-  hash ^= path;
-  // A name longer than 4 GiB would not fit the stored key; no line is that long.
   if (longest > UINT32_MAX) return false;
   hash = Mix(hash);
   total_ += count;
-  settled_ = false;
+  built_ = false;
   const size_t mask = stack_slots_.size() - 1;
   size_t i = hash & mask;
   for (;; i = (i + 1) & mask) {
     StackSlot& slot = stack_slots_[i];
-    if (slot.leaf == kNoNode) break;
+    if (slot.frames == kEmptySlot) break;
     if (slot.hash == hash && slot.key_size == key_size && SameStack(slot, root_first)) {
       slot.count += count;
       return true;
     }
   }
-  // A stack not seen before.
-  StackSlot slot;
+  StackSlot& slot = stack_slots_[i];
   slot.hash = hash;
-  slot.key_offset = stack_keys_.size();
+  if (block_left_ < key_size) {
+    constexpr size_t kBlock = size_t{4} << 20;
+    const size_t size = std::max<size_t>(kBlock, key_size);
+    key_blocks_.push_back(std::make_unique_for_overwrite<char[]>(size));
+    block_free_ = key_blocks_.back().get();
+    block_left_ = size;
+  }
+  slot.key = block_free_;
+  block_free_ += key_size;
+  block_left_ -= key_size;
   slot.key_size = key_size;
   slot.count = count;
   slot.frames = static_cast<uint32_t>(root_first.size());
+  char* p = const_cast<char*>(slot.key);
   for (const FlameFrame& f : root_first) {
     const auto size = static_cast<uint32_t>(f.name.size());
-    const char* p = reinterpret_cast<const char*>(&size);
-    stack_keys_.insert(stack_keys_.end(), p, p + sizeof(size));
-    stack_keys_.push_back(static_cast<char>(f.kind));
-    stack_keys_.insert(stack_keys_.end(), f.name.begin(), f.name.end());
+    std::memcpy(p, &size, sizeof(size));
+    p[4] = static_cast<char>(f.kind);
+    if (size > 0) std::memcpy(p + 5, f.name.data(), size);
+    p += 5 + size;
   }
-  slot.leaf = Walk(root_first);
-  stack_slots_[i] = slot;
   if (++stack_count_ * 2 > stack_slots_.size()) GrowStacks();
   return true;
 }
 
-void FlameTree::Settle() const {
-  if (settled_) return;
-  for (Node& n : nodes_) n.total = n.self = 0;
+namespace {
+
+// One frame of a stored stack key.
+struct KeyFrame {
+  std::string_view name;
+  FrameKind kind;
+};
+
+KeyFrame ReadKeyFrame(const char* p) {
+  uint32_t size;
+  std::memcpy(&size, p, sizeof(size));
+  return {std::string_view(p + 5, size), static_cast<FrameKind>(p[4])};
+}
+
+}  // namespace
+
+void FlameTree::Build() const {
+  struct Stack {
+    const char* key;
+    uint64_t size;
+    uint32_t frames;
+    uint64_t count;
+  };
+  std::vector<Stack> stacks;
+  stacks.reserve(stack_count_);
   for (const StackSlot& s : stack_slots_) {
-    if (s.leaf != kNoNode) nodes_[s.leaf].self += s.count;
+    if (s.frames != kEmptySlot) stacks.push_back({s.key, s.key_size, s.frames, s.count});
   }
-  // A child is made after its parent: from the last node back, every child is complete before
-  // it is added to its parent.
+  // By the bytes of their keys, as --folded sorts its lines: a stack sorts before the stacks it
+  // is a prefix of, and stacks that share a prefix of frames are neighbours (a key frame is
+  // self-delimiting), so one pass makes every node once. Siblings come out in key order, not by
+  // name: SortedChildren sorts them.
+  std::sort(stacks.begin(), stacks.end(), [](const Stack& a, const Stack& b) {
+    const int c = std::memcmp(a.key, b.key, std::min(a.size, b.size));
+    return c != 0 ? c < 0 : a.size < b.size;
+  });
+
+  nodes_.clear();
+  // At most one node per stored frame: reserving (address space, touched as it is used) spares
+  // the copies of a growing vector of millions of nodes.
+  uint64_t frames = 1;
+  for (const Stack& st : stacks) frames += st.frames;
+  nodes_.reserve(std::min<uint64_t>(frames, kMaxNodes + 1));
+  max_depth_ = 0;
+  truncated_ = false;
+  Node root;
+  root.name = nullptr;
+  root.name_size = 3;
+  root.parent = kNoNode;
+  root.depth = 0;
+  root.kind = FrameKind::kRoot;
+  nodes_.push_back(root);
+  // path[d]: the node at depth d of the previous stack; path_keys[d]: where its frame is.
+  std::vector<NodeId> path = {kRootNode};
+  std::vector<const char*> path_keys = {nullptr};
+  for (const Stack& s : stacks) {
+    const char* p = s.key;
+    uint32_t depth = 0;
+    // The prefix shared with the previous stack.
+    while (depth < s.frames && depth + 1 < path.size()) {
+      const KeyFrame mine = ReadKeyFrame(p), theirs = ReadKeyFrame(path_keys[depth + 1]);
+      if (mine.kind != theirs.kind || mine.name != theirs.name) break;
+      p += 5 + mine.name.size();
+      ++depth;
+    }
+    // The previous stack's node below the shared prefix is the last child made there so far.
+    NodeId previous_sibling = depth + 1 < path.size() ? path[depth + 1] : kNoNode;
+    path.resize(depth + 1);
+    path_keys.resize(depth + 1);
+    for (; depth < s.frames; ++depth) {
+      if (nodes_.size() >= kMaxNodes) {
+        truncated_ = true;
+        break;
+      }
+      const KeyFrame f = ReadKeyFrame(p);
+      const auto id = static_cast<NodeId>(nodes_.size());
+      Node n;
+      n.name = p + 5;
+      n.name_size = static_cast<uint32_t>(f.name.size());
+      n.parent = path.back();
+      n.depth = depth + 1;
+      n.kind = f.kind;
+      if (previous_sibling != kNoNode) {
+        nodes_[previous_sibling].next_sibling = id;
+      } else {
+        nodes_[n.parent].first_child = id;
+      }
+      previous_sibling = kNoNode;
+      max_depth_ = std::max(max_depth_, n.depth);
+      nodes_.push_back(n);
+      path.push_back(id);
+      path_keys.push_back(p);
+      p += 5 + f.name.size();
+    }
+    nodes_[path.back()].self += s.count;
+  }
+  // Children come after their parent: from the last node back, each is complete when it is
+  // added to its parent.
   for (size_t id = nodes_.size(); id-- > 0;) {
     Node& n = nodes_[id];
     n.total += n.self;
     if (id != kRootNode) nodes_[n.parent].total += n.total;
   }
-  settled_ = true;
+  built_ = true;
 }
 
 std::vector<FlameTree::NodeId> FlameTree::SortedChildren(NodeId id) const {
   std::vector<NodeId> children;
   for (NodeId c = first_child(id); c != kNoNode; c = next_sibling(c)) children.push_back(c);
   std::sort(children.begin(), children.end(), [this](NodeId a, NodeId b) {
-    const int cmp = name(a).compare(name(b));
-    return cmp != 0 ? cmp < 0 : kind(a) < kind(b);
+    const int c = name(a).compare(name(b));
+    return c != 0 ? c < 0 : kind(a) < kind(b);
   });
   return children;
 }

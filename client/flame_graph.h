@@ -4,17 +4,18 @@
 // `jitsym annotate --folded` write them) and guesses the kind of a frame from its name.
 //
 // FlameTree::Add sits on the per-sample path of `jitsym flamegraph`, which must cost no more than
-// `jitsym annotate --folded` (a std::string key per sample, hashed into an unordered_map). Most
-// samples of a profile repeat a stack seen before, so a sample is first looked up as a whole: one
-// hash over its names, one probe of a flat table of distinct stacks, one comparison with that
-// stack's stored frames, and its count added there; no per-frame lookups, no string built. Only
-// a new stack walks the tree (names interned, (parent, name, kind) -> node in a flat table).
-// Frame totals are summed from the stacks' counts when first read after an Add.
+// `jitsym annotate --folded` (a std::string key per sample, hashed into an unordered_map, and the
+// distinct keys sorted at the end). So Add only counts whole stacks: one inline hash over the
+// names, one probe of a flat table of distinct stacks, one comparison with that stack's stored
+// frames; no string is built, and a new stack is one append of its frames. The tree is built
+// when first read: the distinct stacks sorted (as --folded sorts its lines), then one pass that
+// shares each stack's prefix with the one before, with no lookups at all.
 #ifndef JITSYM_CLIENT_FLAME_GRAPH_H_
 #define JITSYM_CLIENT_FLAME_GRAPH_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,39 +70,41 @@ class FlameTree {
   // are copied. False, and nothing added, when the total would pass kMaxTotal.
   bool Add(std::span<const FlameFrame> root_first, uint64_t count);
 
-  size_t node_count() const { return nodes_.size(); }
   uint64_t total_samples() const { return total_; }
-  // The deepest node's depth (the root's is 0).
-  uint32_t max_depth() const { return max_depth_; }
-  // True when kMaxNodes cut stacks short.
-  bool truncated() const { return truncated_; }
 
+  // The tree. The first read after an Add builds it from the distinct stacks (O(n log n)); not
+  // safe to read from several threads at once before that.
+  size_t node_count() const { return Built().size(); }
+  // The deepest node's depth (the root's is 0).
+  uint32_t max_depth() const {
+    Built();
+    return max_depth_;
+  }
+  // True when kMaxNodes cut stacks short.
+  bool truncated() const {
+    Built();
+    return truncated_;
+  }
   std::string_view name(NodeId id) const {
-    const Node& n = nodes_[id];
-    return std::string_view(names_.data() + n.name_offset, n.name_size);
+    const Node& n = Built()[id];
+    return n.name == nullptr ? std::string_view("all") : std::string_view(n.name, n.name_size);
   }
-  FrameKind kind(NodeId id) const { return nodes_[id].kind; }
-  NodeId parent(NodeId id) const { return nodes_[id].parent; }
-  uint32_t depth(NodeId id) const { return nodes_[id].depth; }
-  // Samples in this frame or below it, and in it alone. The first call after an Add sums the
-  // stacks' counts (O(nodes)): not safe to call from several threads at once before that.
-  uint64_t total(NodeId id) const {
-    Settle();
-    return nodes_[id].total;
-  }
-  uint64_t self(NodeId id) const {
-    Settle();
-    return nodes_[id].self;
-  }
-  // Children in no particular order (newest first): first_child, then next_sibling until kNoNode.
-  NodeId first_child(NodeId id) const { return nodes_[id].first_child; }
-  NodeId next_sibling(NodeId id) const { return nodes_[id].next_sibling; }
+  FrameKind kind(NodeId id) const { return Built()[id].kind; }
+  NodeId parent(NodeId id) const { return Built()[id].parent; }
+  uint32_t depth(NodeId id) const { return Built()[id].depth; }
+  // Samples in this frame or below it, and in it alone.
+  uint64_t total(NodeId id) const { return Built()[id].total; }
+  uint64_t self(NodeId id) const { return Built()[id].self; }
+  // Children in no particular order: first_child, then next_sibling until kNoNode. A child's id
+  // is larger than its parent's.
+  NodeId first_child(NodeId id) const { return Built()[id].first_child; }
+  NodeId next_sibling(NodeId id) const { return Built()[id].next_sibling; }
   // The children of `id` sorted by name (bytes), then kind: the left-to-right order of a graph.
   std::vector<NodeId> SortedChildren(NodeId id) const;
 
  private:
   struct Node {
-    uint64_t name_offset;  // into names_
+    const char* name;  // in a stored stack key; nullptr for the root
     uint32_t name_size;
     NodeId parent;
     NodeId first_child = kNoNode;
@@ -111,61 +114,35 @@ class FlameTree {
     uint64_t total = 0;
     uint64_t self = 0;
   };
-  // (parent, name, kind) -> node, found by the hash of the node's path from the root, with what
-  // a probe compares, so that it reads nothing else but the name's bytes. node == kNoNode: empty.
-  struct NodeSlot {
+  struct StackSlot {  // a distinct stack; frames == kEmptySlot: empty
     uint64_t hash;
-    uint64_t name_offset;
-    uint32_t name_size;
-    NodeId parent;
-    NodeId node = kNoNode;
-    FrameKind kind;
-  };
-  struct StackSlot {  // a distinct stack; leaf == kNoNode: empty
-    uint64_t hash;
-    uint64_t key_offset;  // into stack_keys_: per frame, u32 name size, u8 kind, the name
+    const char* key;  // per frame: u32 name size, u8 kind, the name
     uint64_t key_size;
     uint64_t count;
-    NodeId leaf = kNoNode;
-    uint32_t frames;
+    uint32_t frames = kEmptySlot;
   };
-  struct NameSlot {  // an interned name; size == UINT32_MAX: empty
-    uint64_t hash;
-    uint64_t offset;
-    uint32_t size = UINT32_MAX;
-  };
+  static constexpr uint32_t kEmptySlot = UINT32_MAX;
 
-  // The offset of `name` in names_, copied there when new. `hash` is HashName(name).
-  uint64_t InternName(std::string_view name, uint64_t hash);
-  // `hash` is the hash of the path from the root to the child (parents are compared too).
-  NodeId Child(NodeId parent, std::string_view name, uint64_t name_hash, uint64_t hash,
-               FrameKind kind);
-  NodeId Walk(std::span<const FlameFrame> root_first);
   bool SameStack(const StackSlot& slot, std::span<const FlameFrame> root_first) const;
-  void GrowNames();
-  void GrowNodes();
   void GrowStacks();
-  void Settle() const;
+  const std::vector<Node>& Built() const {
+    if (!built_) Build();
+    return nodes_;
+  }
+  void Build() const;
 
-  // Totals and self counts are valid when settled_ (mutable: summed on first read).
-  mutable std::vector<Node> nodes_;
-  mutable bool settled_ = true;
   uint64_t total_ = 0;
   std::vector<StackSlot> stack_slots_;  // size a power of two, at most half full
   size_t stack_count_ = 0;
-  std::vector<char> stack_keys_;
-  std::vector<NodeSlot> node_slots_;  // size a power of two, at most half full
-  std::vector<char> names_;           // interned names, back to back
-  std::vector<NameSlot> name_slots_;  // size a power of two, at most half full
-  size_t name_count_ = 0;
-  // Add's scratch, per frame: the hash of its name, and of the path from the root to it.
-  std::vector<uint64_t> name_hashes_;
-  std::vector<uint64_t> path_hashes_;
-  // The previous stack's nodes (root excluded): a frame equal to the one at its depth there
-  // needs no lookup.
-  std::vector<NodeId> last_path_;
-  uint32_t max_depth_ = 0;
-  bool truncated_ = false;
+  // The stacks' keys, in blocks that never move (a growing vector would copy them all again).
+  std::vector<std::unique_ptr<char[]>> key_blocks_;
+  char* block_free_ = nullptr;
+  size_t block_left_ = 0;
+  // The tree, built from the stacks when first read (mutable: Build is logically const).
+  mutable std::vector<Node> nodes_;
+  mutable bool built_ = false;
+  mutable uint32_t max_depth_ = 0;
+  mutable bool truncated_ = false;
 };
 
 // Reads one folded-stack line: "comm;outer;...;leaf COUNT". The count is the last
