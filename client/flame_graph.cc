@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <functional>
 
@@ -112,7 +113,13 @@ FrameKind FrameKindOf(proto::Origin origin) {
   return FrameKind::kUnknown;
 }
 
-FlameTree::FlameTree() { stack_slots_.resize(1024); }
+FlameTree::FlameTree() {
+  stack_slots_.resize(1024);
+  // A seed of this run's own: stacks from a hostile file cannot be made to collide in advance
+  // (which would turn the table's probes quadratic). The tree does not depend on it.
+  seed_ = Mix(reinterpret_cast<uintptr_t>(this) ^
+              static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+}
 
 bool FlameTree::SameStack(const StackSlot& slot, std::span<const FlameFrame> root_first) const {
   if (slot.frames != root_first.size()) return false;
@@ -145,7 +152,7 @@ bool FlameTree::Add(std::span<const FlameFrame> root_first, uint64_t count) {
   if (count > kMaxTotal - total_) return false;
   // A name longer than 4 GiB would not fit the stored key; no line is that long.
   if (root_first.size() >= kEmptySlot) return false;
-  uint64_t hash = root_first.size();
+  uint64_t hash = seed_ ^ root_first.size();
   uint64_t key_size = 0;
   size_t longest = 0;
   for (const FlameFrame& f : root_first) {

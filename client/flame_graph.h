@@ -132,6 +132,7 @@ class FlameTree {
   void Build() const;
 
   uint64_t total_ = 0;
+  uint64_t seed_ = 0;
   std::vector<StackSlot> stack_slots_;  // size a power of two, at most half full
   size_t stack_count_ = 0;
   // The stacks' keys, in blocks that never move (a growing vector would copy them all again).
