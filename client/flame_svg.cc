@@ -171,6 +171,11 @@ constexpr char kScript[] = R"JS(
     }
   });
   window.addEventListener('hashchange', applyHash);
+  // A graph taller than the window scrolls; its header (search, details) stays at the top.
+  var header = document.getElementById('header');
+  window.addEventListener('scroll', function () {
+    header.setAttribute('transform', 'translate(0,' + window.scrollY + ')');
+  });
   applyHash();
 })();
 )JS";
@@ -369,7 +374,9 @@ class Renderer {
     Header(height);
     out_.append("<g id=\"frames\">\n");
     for (const Box& b : boxes) Frame(b);
-    out_.append("</g>\n<script type=\"text/ecmascript\"><![CDATA[");
+    out_.append("</g>\n");
+    Controls();
+    out_.append("<script type=\"text/ecmascript\"><![CDATA[");
     out_.append(kScript);
     out_.append("]]></script>\n</svg>\n");
   }
@@ -470,7 +477,15 @@ class Renderer {
     o.append(kStyle);
     o.append(
         "]]></style>\n<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#f8f8f4\"/>\n");
-    o.append("<text id=\"title\" x=\"");
+  }
+
+  // Title, buttons, legend and the details line: after the frames, so that it is drawn over
+  // them when the script keeps it at the top of a scrolled window.
+  void Controls() {
+    std::string& o = out_;
+    o.append("<g id=\"header\"><rect x=\"0\" y=\"0\" width=\"100%\" height=\"");
+    AppendNumber(kTop - 4, &o);
+    o.append("\" fill=\"#f8f8f4\"/>\n<text id=\"title\" x=\"");
     AppendNumber(width_ / 2, &o);
     o.append("\" y=\"24\">");
     AppendXmlText(options_.title, &o, 200);
@@ -491,7 +506,7 @@ class Renderer {
     Legend();
     o.append("<text id=\"details\" x=\"10\" y=\"80\"> </text>\n<text id=\"matched\" x=\"");
     AppendNumber(width_ - kXPad, &o);
-    o.append("\" y=\"80\"></text>\n");
+    o.append("\" y=\"80\"></text>\n</g>\n");
   }
 
   // One swatch per kind the graph has.
