@@ -4,8 +4,10 @@
 (&, <, quotes, ]]>, </script>, non-ASCII, invalid UTF-8, control characters) come out as text,
 a 2,000-frame-deep and a 50,000-leaf-wide profile stay usable, and headless Chromium draws it
 (a screenshot that is not blank) and runs its script: `#search=` highlights matches and shows
-their share, computed by the page, counting nested matches once."""
+their share, computed by the page, counting nested matches once; real mouse and keyboard input
+hovers, zooms, resets and searches (Ctrl-F)."""
 
+import json
 import os
 import re
 import subprocess
@@ -165,6 +167,60 @@ def search_counts_nested_matches_once():
     # Not a regex: taken as text.
     dom = browser.dump_dom("file://" + path + "#search=" + quote("a(", safe=""))
     check("Matched: 0.00%" in dom, "an invalid regex is not searched as text")
+
+
+FRAME_STATE_JS = """[...document.querySelectorAll('g.f')].map(function (g) {
+  var r = g.querySelector('rect');
+  return {name: g.querySelector('title').textContent.split(' (')[0],
+          shown: g.style.display !== 'none', width: +r.getAttribute('width'),
+          anc: g.classList.contains('anc'), label: g.querySelector('text').textContent};
+})"""
+
+
+def centre_of(page, name):
+    """Where on screen the frame named `name` is (the middle of its box)."""
+    return page.eval("""(function () {
+      var g = [...document.querySelectorAll('g.f')].find(function (g) {
+        return g.querySelector('title').textContent.startsWith(%s + ' (');
+      });
+      var b = g.querySelector('rect').getBoundingClientRect();
+      return [b.x + b.width / 2, b.y + b.height / 2];
+    })()""" % json.dumps(name))
+
+
+@h.case
+def hover_zoom_and_keyboard_search():
+    # Real mouse and keyboard input in Chromium (DevTools protocol): hover fills the details
+    # line, a click zooms into a frame (its ancestors stay, full width, others go), Reset Zoom
+    # undoes it, Ctrl-F asks for a regex and shows the matched share.
+    path = render("interactive", "p;main;run;parse 30\np;main;run;eval 50\np;main;gc 20\n"
+                  "p;other 100\n")
+    with browser.Page("file://" + path) as page:
+        x, y = centre_of(page, "run")
+        page.move(x, y)
+        details = page.eval("document.getElementById('details').textContent")
+        check(details == "run (80 samples, 40.00%)", f"hover shows {details!r}")
+        page.click(x, y)
+        state = {f["name"]: f for f in page.eval(FRAME_STATE_JS)}
+        for name in ("all", "p", "main"):
+            check(state[name]["shown"] and state[name]["anc"] and state[name]["width"] == 1180,
+                  f"ancestor {name} after zoom: {state[name]}")
+        check(state["run"]["width"] == 1180 and not state["run"]["anc"], f"run: {state['run']}")
+        check(abs(state["eval"]["width"] - 1180 * 50 / 80) < 0.01, f"eval: {state['eval']}")
+        check(state["eval"]["label"] == "eval", f"eval's label {state['eval']['label']!r}")
+        check(not state["gc"]["shown"] and not state["other"]["shown"], "siblings stay shown")
+        check("hide" not in page.eval("document.getElementById('unzoom').getAttribute('class')"),
+              "no Reset Zoom button")
+        page.click(*page.eval("""(function () {
+          var b = document.getElementById('unzoom').getBoundingClientRect();
+          return [b.x + b.width / 2, b.y + b.height / 2]; })()"""))
+        state = {f["name"]: f for f in page.eval(FRAME_STATE_JS)}
+        check(all(f["shown"] and not f["anc"] for f in state.values()), "reset zoom")
+        check(abs(state["other"]["width"] - 590) < 0.01, f"other after reset: {state['other']}")
+        page.eval("window.prompt = function () { return '^(run|gc)$'; }")
+        page.key("f", "KeyF", 70, modifiers=2)
+        matched = page.eval("document.getElementById('matched').textContent")
+        check(matched == "Matched: 50.00%", f"Ctrl-F search: {matched!r}")
 
 
 @h.case
