@@ -5,6 +5,7 @@
 // script` text is refused with advice for now.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +19,6 @@
 #include "client/command.h"
 #include "client/flame_graph.h"
 #include "client/flame_svg.h"
-#include "client/line_reader.h"
 
 namespace jitsym::client {
 namespace {
@@ -48,6 +48,80 @@ constexpr char kUsage[] =
 
 // How many non-blank lines decide what the input is.
 constexpr size_t kSniffLines = 4;
+
+// Lines of a file descriptor, of any length up to kMaxLine: a folded stack 2,000 frames deep
+// with C++ names is longer than LineReader's 64 KiB. Longer lines are skipped and counted.
+class LongLineReader {
+ public:
+  static constexpr size_t kMaxLine = size_t{64} << 20;
+
+  explicit LongLineReader(int fd) : fd_(fd) {}
+
+  // The next line without its newline, valid until the next call; false at the end of the
+  // input or on a read error (error() is then non-empty).
+  bool Next(std::string_view* line) {
+    for (;;) {
+      const size_t nl = buf_.find('\n', scan_);
+      if (nl != std::string::npos) {
+        *line = std::string_view(buf_).substr(begin_, nl - begin_);
+        begin_ = scan_ = nl + 1;
+        if (skipping_) {
+          skipping_ = false;
+          continue;
+        }
+        return true;
+      }
+      scan_ = buf_.size();
+      if (eof_) {
+        if (begin_ == buf_.size() || skipping_) return false;
+        *line = std::string_view(buf_).substr(begin_);
+        begin_ = scan_ = buf_.size();
+        return true;
+      }
+      if (buf_.size() - begin_ > kMaxLine) {  // drop what there is, up to the next newline
+        if (!skipping_) ++too_long_;
+        skipping_ = true;
+        begin_ = scan_ = buf_.size();
+      }
+      if (begin_ > 0) {
+        buf_.erase(0, begin_);
+        scan_ -= begin_;
+        begin_ = 0;
+      }
+      if (!Fill()) return false;
+    }
+  }
+
+  const std::string& error() const { return error_; }
+  uint64_t too_long() const { return too_long_; }
+
+ private:
+  bool Fill() {
+    constexpr size_t kChunk = 1 << 20;
+    const size_t old = buf_.size();
+    buf_.resize(old + kChunk);
+    ssize_t n;
+    do {
+      n = read(fd_, buf_.data() + old, kChunk);
+    } while (n < 0 && errno == EINTR);
+    buf_.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n < 0) {
+      error_ = std::strerror(errno);
+      return false;
+    }
+    if (n == 0) eof_ = true;
+    return true;
+  }
+
+  int fd_;
+  std::string buf_;
+  size_t begin_ = 0;  // the current line's start
+  size_t scan_ = 0;   // searched for a newline up to here
+  bool eof_ = false;
+  bool skipping_ = false;
+  uint64_t too_long_ = 0;
+  std::string error_;
+};
 
 struct FlamegraphArgs {
   FlameSvgOptions svg;
@@ -99,7 +173,7 @@ std::optional<int> ParseFlamegraphArgs(const std::vector<std::string>& args,
 }
 
 // Reads folded stacks into *tree. `first` are the lines already read to tell the input kind.
-bool ReadFolded(const std::vector<std::string>& first, LineReader& reader, FlameTree* tree) {
+bool ReadFolded(const std::vector<std::string>& first, LongLineReader& reader, FlameTree* tree) {
   std::vector<std::string_view> names;
   std::vector<FlameFrame> frames;
   uint64_t line_no = 0, bad = 0, first_bad = 0, too_many = 0;
@@ -126,6 +200,11 @@ bool ReadFolded(const std::vector<std::string>& first, LineReader& reader, Flame
   if (!reader.error().empty()) {
     std::fprintf(stderr, "jitsym flamegraph: cannot read stdin: %s\n", reader.error().c_str());
     return false;
+  }
+  if (reader.too_long() > 0) {
+    std::fprintf(
+        stderr, "jitsym flamegraph: warning: %llu lines longer than %zu MiB were skipped\n",
+        static_cast<unsigned long long>(reader.too_long()), LongLineReader::kMaxLine >> 20);
   }
   if (bad > 0) {
     std::fprintf(stderr,
@@ -177,7 +256,7 @@ int RunFlamegraph(const GlobalOptions& /*globals*/, const std::vector<std::strin
   FlamegraphArgs parsed;
   if (auto status = ParseFlamegraphArgs(args, &parsed)) return *status;
 
-  LineReader reader(STDIN_FILENO);
+  LongLineReader reader(STDIN_FILENO);
   std::vector<std::string> first;  // every line up to kSniffLines non-blank ones
   std::vector<std::string_view> sniff;
   std::string_view line;

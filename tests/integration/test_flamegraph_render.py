@@ -225,9 +225,11 @@ def hover_zoom_and_keyboard_search():
 
 @h.case
 def deep_profile():
+    # C++-sized names: the deepest line is 94 KB, longer than any LineReader line.
     depth = 2000
-    stack = ";".join(f"frame_{i:04d}" for i in range(depth))
-    lines = [f"deep;{stack} 7", f"deep;{';'.join(f'frame_{i:04d}' for i in range(1000))} 3"]
+    names = [f"namespace_{i:04d}::Widget::render(int, char const*)" for i in range(depth)]
+    lines = [f"deep;{';'.join(names)} 7", f"deep;{';'.join(names[:1000])} 3"]
+    check(len(lines[0]) > 65536, "the deep line is not long")
     path = render("deep", "\n".join(lines) + "\n")
     fs = frames(path)
     check(by_depth_name(fs) == oracle(lines), "deep profile counts differ")
