@@ -40,6 +40,7 @@ int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& ar
 int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunPprof(const GlobalOptions& globals, const std::vector<std::string>& args);
 int RunExplain(const GlobalOptions& globals, const std::vector<std::string>& args);
+int RunFlamegraph(const GlobalOptions& globals, const std::vector<std::string>& args);
 
 }  // namespace jitsym::client
 

@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
      RunAnnotate},
     {"perfmap", "write a perf map of a process's symbols for perf report", RunPerfmap},
     {"pprof", "name the pcs of a gperftools CPU profile", RunPprof},
+    {"flamegraph", "draw folded stacks as an interactive SVG flame graph", RunFlamegraph},
 };
 
 void PrintUsage(std::FILE* out) {

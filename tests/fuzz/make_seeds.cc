@@ -306,5 +306,15 @@ int main(int argc, char** argv) {
   Write(dir, "perf_script_fuzz", perf_script);
   Write(dir, "gperftools_profile_fuzz", profiles);
   Write(dir, "profile_proto_fuzz", ProfileProtoSeeds());
+  // Option byte, then folded stacks: kinds by annotation, offsets, hostile names.
+  Write(dir, "flame_fuzz",
+        {FromString("\x10"
+                    "node;_start;main;run+0x1c 30\nnode;_start;main;gc 20\n"),
+         FromString("\x03"
+                    "node;do_syscall_64_[k];x_[j] 5\r\njava;LazyCompile:*f /a.js:1 7 \n"),
+         FromString("\x05"
+                    "a;</script>;]]>;<![CDATA[;\xff\xfe;a&&b 3\n\n#x\na;;b 1\n"),
+         FromString("\x0c"
+                    "a;b;c;d;e;f;g 1\na;b;c;d;e;f;h 1\na;b;x 99999999999999999999\n")});
   return 0;
 }
