@@ -129,7 +129,7 @@ class AnnotatePipeline {
       : connection_(connection),
         options_(options),
         sink_(sink),
-        reader_(input_fd),
+        reader_(input_fd, options.input ? std::string_view() : options.stdin_prefix),
         times_(options.command) {
     times_.set_quiet(options.quiet);
     for (auto& batch : batches_) {

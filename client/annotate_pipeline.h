@@ -23,6 +23,9 @@ struct AnnotateOptions {
   // With -i: the recording `perf script` runs on, and options added to its command line.
   std::optional<std::string> input;
   std::vector<std::string> perf_args;
+  // Without input: bytes already read from stdin (at most LineReader::kMaxPrefixBytes), which
+  // come first.
+  std::string stdin_prefix;
 };
 
 // The usage text's paragraphs on input, shared by the commands that read perf script.

@@ -177,6 +177,13 @@ constexpr char kScript[] = R"JS(
     header.setAttribute('transform', 'translate(0,' + window.scrollY + ')');
   });
   applyHash();
+  // A flame graph grows up from its root: a graph taller than the window opens scrolled to the
+  // bottom, where the widest frames are (an icicle graph has them at the top already).
+  var root = document.documentElement;
+  var height = parseFloat(root.getAttribute('height'));
+  if (root.getAttribute('data-reverse') !== '1' && height > window.innerHeight) {
+    window.scrollTo(0, height - window.innerHeight);
+  }
 })();
 )JS";
 

@@ -1,8 +1,9 @@
-// jitsym flamegraph: folded stacks in, one self-contained interactive SVG out.
+// jitsym flamegraph: a profile in, one self-contained interactive SVG out.
 //
-// The input is read line by line into a FlameTree (no per-sample strings), which
-// RenderFlameSvg draws. Which input it is, is told by its first lines (LooksFolded); `perf
-// script` text is refused with advice for now.
+// Inputs: `perf script` text on stdin or a recording (-i), named on the way by the annotate
+// pipeline (flame_sink.h); folded stacks on stdin; a gperftools CPU profile (--pprof-profile,
+// named as `jitsym pprof` names it). Which stdin input it is, is told by its first lines
+// (LooksFolded). Stacks go into a FlameTree (no per-sample strings), which RenderFlameSvg draws.
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,36 +16,63 @@
 #include <string_view>
 #include <vector>
 
+#include "client/annotate_pipeline.h"
 #include "client/args.h"
 #include "client/command.h"
+#include "client/cpu_profile_resolve.h"
+#include "client/daemon_call.h"
 #include "client/flame_graph.h"
+#include "client/flame_sink.h"
 #include "client/flame_svg.h"
+#include "client/line_reader.h"
+#include "client/named_stacks.h"
+#include "client/pc_resolver.h"
 
 namespace jitsym::client {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: jitsym flamegraph [-o OUT.svg] [--title TEXT] [--width PX] [--min-width PX]\n"
-    "                         [--reverse] < STACKS\n"
-    "\n"
-    "Reads folded stacks on stdin (comm;outer;...;leaf COUNT: `jitsym annotate --folded`,\n"
-    "`jitsym pprof --folded`, flamegraph.pl's stackcollapse scripts, inferno) and writes one\n"
-    "self-contained SVG flame graph: frames sized by samples, coloured by kind (legend at\n"
-    "the top), hover for name, samples and percentage, click to zoom, Search (or Ctrl-F) for a\n"
-    "regular expression that highlights matches and shows their share; FILE.svg#search=REGEX\n"
-    "opens with a search applied. It needs no network and no fonts.\n"
-    "Offsets (+0x1c) are taken off names; flamegraph.pl's annotations _[k] (kernel), _[j]\n"
-    "(JIT), _[i] (inlined) and V8's JS:/LazyCompile: prefixes choose colours.\n"
-    "\n"
-    "  -o FILE         write the SVG to FILE (default: stdout)\n"
-    "  --title TEXT    the title (default: Flame Graph, or Icicle Graph with --reverse)\n"
-    "  --width PX      image width in pixels (default 1200; 100 to 100000)\n"
-    "  --min-width PX  children of a frame narrower than this are drawn as one\n"
-    "                  \"[N frames merged]\" box (default 0.1)\n"
-    "  --reverse       icicle graph: the root at the top, callees below\n"
-    "\n"
-    "Lines that are not folded stacks are skipped and counted on stderr. Exit status: 0, 1 on\n"
-    "an error (no stacks, unwritable output), 2 usage.\n";
+std::string Usage() {
+  return std::string(
+      "usage: perf script [OPTIONS] | jitsym flamegraph [-o OUT.svg] [SVG OPTIONS]\n"
+      "       jitsym flamegraph -i perf.data [-o OUT.svg] [SVG OPTIONS]\n"
+      "                         [-- PERF-SCRIPT-OPTIONS]\n"
+      "       jitsym flamegraph --pprof-profile PROFILE --pid PID [-o OUT.svg]\n"
+      "       jitsym flamegraph [-o OUT.svg] < FOLDED-STACKS\n"
+      "\n"
+      "Writes one self-contained SVG flame graph: frames sized by samples, coloured by\n"
+      "origin (JIT code by the format that named it, native, kernel, unknown; legend at\n"
+      "the top), hover for name, samples and percentage, click to zoom, Search (or\n"
+      "Ctrl-F) for a regular expression that highlights matches and shows their share;\n"
+      "FILE.svg#search=REGEX opens with a search applied. It needs no network.\n"
+      "\n"
+      "Input, told apart by itself on stdin:\n"
+      "  - `perf script` output: frames are named as `jitsym annotate` names them, the\n"
+      "    same names and counts as `annotate --folded`;\n"
+      "  - folded stacks (comm;outer;...;leaf COUNT: `jitsym annotate --folded`,\n"
+      "    `jitsym pprof --folded`, stackcollapse scripts, inferno): offsets (+0x1c) are\n"
+      "    taken off names; flamegraph.pl's _[k] (kernel), _[j] (JIT), _[i] (inlined)\n"
+      "    and V8's JS:/LazyCompile: prefixes choose colours.\n"
+      "With -i, the recording through `perf script` (as `jitsym annotate -i`); with\n"
+      "--pprof-profile, a gperftools CPU profile named through jitsymd as by\n"
+      "`jitsym pprof` (the same names and counts as its --folded).\n"
+      "\n"
+      "  -o FILE         write the SVG to FILE (default: stdout)\n"
+      "  --title TEXT    the title (default: Flame Graph, or Icicle Graph with --reverse)\n"
+      "  --width PX      image width in pixels (default 1200; 100 to 100000)\n"
+      "  --min-width PX  children of a frame narrower than this are drawn as one\n"
+      "                  \"[N frames merged]\" box (default 0.1)\n"
+      "  --reverse       icicle graph: the root at the top, callees below\n"
+      "  -i FILE         read this perf.data through `perf script`\n"
+      "  --pprof-profile FILE --pid PID\n"
+      "                  a gperftools CPU profile of process PID\n"
+      "  --native        ask jitsymd about native frames too (as annotate --native)\n"
+      "  --quiet         no warnings and no summary\n"
+      "  --batch N       frames per request (default 8192)\n"
+      "\n"
+      "Lines of folded input that are not folded stacks are skipped and counted on stderr.\n"
+      "perf script input ends with annotate's summary on stderr. Exit status: 0, 1 on an\n"
+      "error (no samples, unwritable output, jitsymd unreachable), 2 usage.\n");
+}
 
 // How many non-blank lines decide what the input is.
 constexpr size_t kSniffLines = 4;
@@ -55,7 +83,8 @@ class LongLineReader {
  public:
   static constexpr size_t kMaxLine = size_t{64} << 20;
 
-  explicit LongLineReader(int fd) : fd_(fd) {}
+  // `prefix`: bytes already read from fd, read first.
+  LongLineReader(int fd, std::string prefix) : fd_(fd), buf_(std::move(prefix)) {}
 
   // The next line without its newline, valid until the next call; false at the end of the
   // input or on a read error (error() is then non-empty).
@@ -126,24 +155,38 @@ class LongLineReader {
 struct FlamegraphArgs {
   FlameSvgOptions svg;
   std::optional<std::string> out_path;
+  AnnotateOptions annotate;  // perf script input
+  std::optional<std::string> pprof_profile;
+  std::optional<int64_t> pid;
 };
 
 // Parses the command's options; nullopt to go on, or the exit status to return.
 std::optional<int> ParseFlamegraphArgs(const std::vector<std::string>& args,
                                        FlamegraphArgs* parsed) {
-  std::optional<std::string> out, title, width, min_width;
+  std::optional<std::string> out, title, width, min_width, pid;
   bool reverse = false;
-  ArgParser parser("flamegraph", kUsage);
+  ArgParser parser("flamegraph", Usage());
   parser.AddValue("-o", &out);
   parser.AddValue("--output", &out);
   parser.AddValue("--title", &title);
   parser.AddValue("--width", &width);
   parser.AddValue("--min-width", &min_width);
   parser.AddFlag("--reverse", &reverse);
-  std::vector<std::string> positional;
-  if (auto status = parser.Parse(args, &positional)) return status;
-  if (!positional.empty()) {
-    return parser.UsageError("unexpected argument '" + positional[0] + "' (input is stdin)");
+  parser.AddValue("--pprof-profile", &parsed->pprof_profile);
+  parser.AddValue("--pid", &pid);
+  AnnotateOptions& a = parsed->annotate;
+  a.command = "flamegraph";
+  if (auto status = ParseAnnotateArgs(parser, args, &a)) return status;
+  if (parsed->pprof_profile) {
+    if (a.input) return parser.UsageError("-i and --pprof-profile exclude each other");
+    if (!pid) return parser.UsageError("--pprof-profile needs --pid PID");
+  } else if (pid) {
+    return parser.UsageError("--pid goes with --pprof-profile");
+  }
+  if (pid) {
+    const std::optional<uint64_t> n = proto::ParseDecimal(*pid);
+    if (!n || *n == 0 || *n > 0x7fffffff) return parser.UsageError("invalid PID '" + *pid + "'");
+    parsed->pid = static_cast<int64_t>(*n);
   }
   auto number = [](const std::string& text, double lo, double hi) -> std::optional<double> {
     if (text.empty() || text.find_first_not_of("0123456789.") != std::string::npos) {
@@ -173,7 +216,7 @@ std::optional<int> ParseFlamegraphArgs(const std::vector<std::string>& args,
 }
 
 // Reads folded stacks into *tree. `first` are the lines already read to tell the input kind.
-bool ReadFolded(const std::vector<std::string>& first, LongLineReader& reader, FlameTree* tree) {
+bool ReadFolded(LongLineReader& reader, FlameTree* tree) {
   std::vector<std::string_view> names;
   std::vector<FlameFrame> frames;
   uint64_t line_no = 0, bad = 0, first_bad = 0, too_many = 0;
@@ -194,7 +237,6 @@ bool ReadFolded(const std::vector<std::string>& first, LongLineReader& reader, F
     }
     if (!tree->Add(frames, count)) ++too_many;
   };
-  for (const std::string& line : first) add(line);
   std::string_view line;
   while (reader.Next(&line)) add(line);
   if (!reader.error().empty()) {
@@ -250,39 +292,132 @@ int WriteFlameGraph(const FlameTree& tree, const FlameSvgOptions& options,
   return kExitOk;
 }
 
+// Reads from fd until the first kSniffLines non-blank lines are in *head (or the input ends, or
+// LineReader::kMaxPrefixBytes were read): enough to tell folded stacks from perf script text.
+// Those lines, without their newlines, go into *lines.
+bool ReadHead(int fd, std::string* head, std::vector<std::string_view>* lines) {
+  size_t nonblank = 0, scanned = 0;
+  for (;;) {
+    size_t nl;
+    while ((nl = head->find('\n', scanned)) != std::string::npos) {
+      const std::string_view line(head->data() + scanned, nl - scanned);
+      if (line.find_first_not_of(" \t\r") != std::string_view::npos) ++nonblank;
+      scanned = nl + 1;
+      if (nonblank == kSniffLines) break;
+    }
+    if (nonblank == kSniffLines || head->size() >= LineReader::kMaxPrefixBytes) break;
+    char buf[16384];
+    const size_t room = std::min(sizeof(buf), LineReader::kMaxPrefixBytes - head->size());
+    ssize_t n;
+    do {
+      n = read(fd, buf, room);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      std::fprintf(stderr, "jitsym flamegraph: cannot read stdin: %s\n", std::strerror(errno));
+      return false;
+    }
+    if (n == 0) break;
+    head->append(buf, static_cast<size_t>(n));
+  }
+  for (size_t at = 0; at < head->size();) {
+    size_t nl = head->find('\n', at);
+    if (nl == std::string::npos) nl = head->size();
+    const std::string_view line(head->data() + at, nl - at);
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) lines->push_back(line);
+    at = nl + 1;
+  }
+  return true;
+}
+
+// A gperftools CPU profile named through jitsymd, as `jitsym pprof --folded` names it.
+int DrawCpuProfile(const GlobalOptions& globals, FlamegraphArgs& parsed) {
+  const std::string& path = *parsed.pprof_profile;
+  const Result<std::string> bytes = ReadWholeFile(path);
+  if (!bytes) {
+    std::fprintf(stderr, "jitsym flamegraph: cannot read %s: %s\n", path.c_str(),
+                 bytes.error().message.c_str());
+    return kExitError;
+  }
+  const Result<CpuProfile> profile = ParseCpuProfile(*bytes);
+  if (!profile) {
+    const Error& e = profile.error();
+    std::fprintf(stderr, "jitsym flamegraph: %s: %s%s (offset %llu)\n", path.c_str(),
+                 e.kind == ErrorKind::kNotThisFormat ? "" : "corrupt gperftools profile: ",
+                 e.message.c_str(), static_cast<unsigned long long>(e.offset));
+    return kExitError;
+  }
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return kExitError;
+  PcResolver resolver(*connection);
+  ResolvedPcs resolved;
+  if (!ResolveCpuProfile(*profile, *parsed.pid, &resolver, &resolved)) return kExitError;
+  if (!parsed.annotate.quiet) ReportResolveSummary("flamegraph", *parsed.pid, resolved);
+  const NamedStacks named = CpuProfileStacks(*profile, resolved);
+  FlameTree tree;
+  std::vector<FlameFrame> frames;
+  for (size_t i = 0; i < named.stacks.size(); ++i) {
+    if (named.counts[i] == 0) continue;
+    frames.clear();
+    const auto& stack = named.stacks[i];
+    for (size_t k = stack.size(); k-- > 0;) {  // outermost first
+      const proto::Origin origin = named.origins[i][k];
+      frames.push_back({stack[k], origin == proto::Origin::kUnknown ? FrameKind::kUnknown
+                                                                    : FrameKindOf(origin)});
+    }
+    tree.Add(frames, named.counts[i]);
+  }
+  if (tree.total_samples() == 0) {
+    std::fprintf(stderr, "jitsym flamegraph: no samples in %s\n", path.c_str());
+    return kExitError;
+  }
+  parsed.svg.subtitle = "gperftools profile " + path + " of pid " + std::to_string(*parsed.pid) +
+                        ", " + std::to_string(tree.total_samples()) + " samples";
+  const int status = WriteFlameGraph(tree, parsed.svg, parsed.out_path);
+  return status != kExitOk ? status : resolver.ExitStatus();
+}
+
+// perf script text (stdin or -i), named by the annotate pipeline.
+int DrawPerfScript(const GlobalOptions& globals, FlamegraphArgs& parsed) {
+  FlameTree tree;
+  FlameSink sink(&tree);
+  const int status = RunAnnotatePipeline(globals, parsed.annotate, &sink);
+  if (status != kExitOk) return status;
+  if (tree.total_samples() == 0) {
+    std::fprintf(stderr, "jitsym flamegraph: no samples in the %s\n",
+                 parsed.annotate.input ? "recording" : "perf script input");
+    return kExitError;
+  }
+  const std::string samples = std::to_string(tree.total_samples()) + " samples";
+  parsed.svg.subtitle = parsed.annotate.input
+                            ? "perf script -i " + *parsed.annotate.input + ", " + samples
+                            : "perf script output on stdin, " + samples;
+  return WriteFlameGraph(tree, parsed.svg, parsed.out_path);
+}
+
 }  // namespace
 
-int RunFlamegraph(const GlobalOptions& /*globals*/, const std::vector<std::string>& args) {
+int RunFlamegraph(const GlobalOptions& globals, const std::vector<std::string>& args) {
   FlamegraphArgs parsed;
   if (auto status = ParseFlamegraphArgs(args, &parsed)) return *status;
+  if (parsed.pprof_profile) return DrawCpuProfile(globals, parsed);
+  if (parsed.annotate.input) return DrawPerfScript(globals, parsed);
 
-  LongLineReader reader(STDIN_FILENO);
-  std::vector<std::string> first;  // every line up to kSniffLines non-blank ones
-  std::vector<std::string_view> sniff;
-  std::string_view line;
-  while (sniff.size() < kSniffLines && reader.Next(&line)) {
-    first.emplace_back(line);
-    if (line.find_first_not_of(" \t\r") != std::string_view::npos) sniff.push_back(line);
-  }
-  sniff.clear();
-  for (const std::string& l : first) sniff.push_back(l);
-  if (!reader.error().empty()) {
-    std::fprintf(stderr, "jitsym flamegraph: cannot read stdin: %s\n", reader.error().c_str());
-    return kExitError;
-  }
-  if (first.empty()) {
-    std::fprintf(stderr, "jitsym flamegraph: no input: expected folded stacks on stdin\n");
-    return kExitError;
-  }
-  if (!LooksFolded(sniff)) {
+  std::string head;
+  std::vector<std::string_view> lines;
+  if (!ReadHead(STDIN_FILENO, &head, &lines)) return kExitError;
+  if (lines.empty()) {
     std::fprintf(stderr,
-                 "jitsym flamegraph: stdin is not folded stacks (NAME;...;NAME COUNT); for "
-                 "`perf script` output, fold it first:\n"
-                 "  perf script | jitsym annotate --folded | jitsym flamegraph -o out.svg\n");
+                 "jitsym flamegraph: no input: expected perf script output or folded stacks on "
+                 "stdin\n");
     return kExitError;
   }
+  if (!LooksFolded(lines)) {
+    parsed.annotate.stdin_prefix = std::move(head);
+    return DrawPerfScript(globals, parsed);
+  }
+  LongLineReader reader(STDIN_FILENO, std::move(head));
   FlameTree tree;
-  if (!ReadFolded(first, reader, &tree)) return kExitError;
+  if (!ReadFolded(reader, &tree)) return kExitError;
   parsed.svg.subtitle = "folded stacks from stdin, " + std::to_string(tree.total_samples()) +
                         (tree.total_samples() == 1 ? " sample" : " samples");
   return WriteFlameGraph(tree, parsed.svg, parsed.out_path);

@@ -15,7 +15,10 @@ class LineReader {
   // Lines longer than this are cut; the rest of such a line is skipped.
   static constexpr size_t kMaxLineBytes = 64 * 1024;
 
-  explicit LineReader(int fd);
+  // `prefix`: bytes already read from fd (to tell what the input is), read first. At most
+  // kMaxPrefixBytes.
+  static constexpr size_t kMaxPrefixBytes = 256 * 1024;
+  explicit LineReader(int fd, std::string_view prefix = {});
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;

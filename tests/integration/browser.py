@@ -39,13 +39,12 @@ def _run(args, timeout):
 
 
 def screenshot(url, png_path, width=1200, height=800, timeout=60):
-    """Loads url and writes a PNG of the window; returns png_path."""
+    """Loads url and writes a PNG of the window once its scripts ran (as a person sees it: a
+    page that scrolls itself on load is shown scrolled); returns png_path."""
     if os.path.exists(png_path):
         os.unlink(png_path)
-    res = _run([f"--screenshot={png_path}", f"--window-size={width},{height}", url], timeout)
-    if not os.path.exists(png_path):
-        raise AssertionError(f"chromium wrote no screenshot (status {res.returncode}): "
-                             f"{res.stderr.decode(errors='replace')[-800:]}")
+    with Page(url, width, height, timeout) as page:
+        page.screenshot(png_path)
     return png_path
 
 
@@ -140,7 +139,7 @@ class Page:
         binary = find_chromium()
         if binary is None:
             raise AssertionError("chromium not found (Debian: apt install chromium)")
-        self._profile = tempfile.TemporaryDirectory(prefix="jitsym-chromium-")
+        self._profile = tempfile.mkdtemp(prefix="jitsym-chromium-")
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
 
@@ -156,10 +155,10 @@ class Page:
         self.proc = subprocess.Popen(
             [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-extensions", "--remote-debugging-pipe",
-             f"--user-data-dir={self._profile.name}", f"--window-size={width},{height}",
+             f"--user-data-dir={self._profile}", f"--window-size={width},{height}",
              "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=setup_fds, close_fds=False)
+            preexec_fn=setup_fds, close_fds=False, start_new_session=True)
         for fd in (to_child_r, from_child_w, high_r, high_w):
             os.close(fd)
         self._buf, self._next_id, self._events = b"", 0, []
@@ -180,15 +179,29 @@ class Page:
         self.close()
 
     def close(self):
+        # Chromium's renderer and utility processes outlive a killed browser process and keep
+        # writing into the profile directory: ask it to quit, then end the whole group.
+        import signal
         if self.proc.poll() is None:
-            self.proc.kill()
+            try:
+                self.call("Browser.close", session=None)
+            except (AssertionError, OSError):
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
         self.proc.wait()
         for fd in (self._to_child, self._from_child):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._profile.cleanup()
+        shutil.rmtree(self._profile, ignore_errors=True)
 
     def _read_message(self, deadline):
         import time
@@ -235,6 +248,14 @@ class Page:
         if "exceptionDetails" in result:
             raise AssertionError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def screenshot(self, png_path):
+        """A PNG of the window as a person sees it now (scrolled, zoomed); returns png_path."""
+        import base64
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        with open(png_path, "wb") as f:
+            f.write(base64.b64decode(data))
+        return png_path
 
     def move(self, x, y):
         self.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
