@@ -8,9 +8,17 @@ namespace jitsym::client {
 FrameKind FrameKindOfStackFrame(const StackFrame& frame) {
   if (frame.answer != nullptr) return FrameKindOf(frame.answer->origin);
   if (frame.name.empty()) return FrameKind::kUnknown;
+  // The common case first: a file perf named the frame from (a library, the executable).
+  const std::string_view dso = frame.dso;
+  if (dso.size() > 1 && dso[0] == '/' && dso[1] != '/' && dso.rfind("/memfd:", 0) != 0) {
+    const std::string_view base = dso.substr(dso.rfind('/') + 1);
+    if (!base.starts_with("perf-") && !base.starts_with("jit-") && !base.starts_with("jitted-")) {
+      return FrameKind::kNative;
+    }
+  }
   if (IsKernelDso(frame.dso)) return FrameKind::kKernel;
   // perf itself read a perf map (its dso is the map) or the jitted-*.so of `perf inject --jit`.
-  if (frame.dso.rfind("/tmp/perf-", 0) == 0) return FrameKind::kPerfmap;
+  if (PidOfJitDso(frame.dso)) return FrameKind::kPerfmap;
   if (frame.dso.find("/jitted-") != std::string_view::npos) return FrameKind::kJitdump;
   if (!frame.dso.empty() && IsJitDso(frame.dso)) return FrameKind::kUnknown;
   return FrameKind::kNative;

@@ -11,11 +11,14 @@ bool IsKernelDso(std::string_view dso) {
 
 void AppendFoldName(std::string_view name, std::string* out) {
   const size_t at = out->size();
-  out->append(name);
-  for (size_t i = at; i < out->size(); ++i) {
-    char& c = (*out)[i];
-    if (c == ';') c = ':';
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  out->resize(at + name.size());
+  // Branch-free per byte, so that the compiler vectorizes it: every frame of every sample
+  // passes here.
+  const auto* from = reinterpret_cast<const unsigned char*>(name.data());
+  auto* to = reinterpret_cast<unsigned char*>(out->data() + at);
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = from[i];
+    to[i] = c < 0x20 ? ' ' : c == ';' ? ':' : c;
   }
 }
 

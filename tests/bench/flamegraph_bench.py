@@ -44,6 +44,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--no-pprof", action="store_true", help="skip the pprof writer")
+    ap.add_argument("--callchains", action="store_true",
+                    help="record with -g (deep stacks: about 0.7M samples per GB instead of 5M+)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     perf = shutil.which("perf")
@@ -56,8 +58,8 @@ def main():
     data = os.path.join(root, "perf.data")
     daemon = None
     try:
-        subprocess.run([perf, "record", "-q", "-k", "mono", "-e", "cpu-clock", "-F", "999",
-                        "-g", "-o", data, "--", "node", "--perf-prof", "--expose-gc",
+        subprocess.run([perf, "record", "-q", "-k", "mono", "-e", "cpu-clock", "-F", "999"] +
+                       (["-g"] if args.callchains else []) + ["-o", data, "--", "node", "--perf-prof", "--expose-gc",
                         "--allow-natives-syntax", WORKLOAD, "40", "25", "8"], cwd=watch,
                        check=True, stdout=subprocess.DEVNULL)
         daemon = subprocess.Popen([os.path.abspath(args.jitsymd), "--watch", watch, "--socket",
@@ -85,7 +87,9 @@ def main():
             while written < target:
                 f.write(one)
                 written += len(one)
-        samples = one.count(b"\n\n") * (written // len(one))
+        per_copy = (one.count(b"\n\n") if args.callchains else
+                    sum(1 for l in one.split(b"\n") if l and not l.startswith(b"\t")))
+        samples = per_copy * (written // len(one))
         svg = os.path.join(root, "out.svg")
         pb = os.path.join(root, "out.pb.gz")
         cmds = {
@@ -99,7 +103,8 @@ def main():
             for k, c in cmds.items():
                 times[k].append(timed(c))
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"input: {written / 1e9:.2f} GB of perf script text, about {samples / 1e6:.1f}M "
+        print(f"perf record {'-g ' if args.callchains else ''}of node; "
+              f"input: {written / 1e9:.2f} GB of perf script text, about {samples / 1e6:.1f}M "
               f"samples ({len(one) / 1e6:.1f} MB recording repeated); {args.repeat} "
               "interleaved runs; svg " + f"{os.path.getsize(svg) / 1e6:.2f} MB")
         for k in cmds:
