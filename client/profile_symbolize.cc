@@ -167,7 +167,9 @@ bool SymbolizeProfile(pprof::Profile* profile, std::optional<int64_t> default_pi
     by_file[std::string(p.str(mapping_of(p.location[index])->filename))].push_back(index);
   }
   std::vector<std::pair<size_t, std::string>> build_ids;  // mapping index -> build id learnt
-  for (const auto& [file, which] : by_file) {
+  for (const auto& entry : by_file) {
+    const std::string& file = entry.first;
+    const std::vector<size_t>& which = entry.second;  // a plain reference: lambdas capture it
     std::vector<uint64_t> offsets;
     for (size_t index : which) {
       const pprof::Location& loc = p.location[index];
