@@ -18,7 +18,7 @@ static_assert(kBufferBytes > 2 * LineReader::kMaxLineBytes);
 LineReader::LineReader(int fd, std::string_view prefix) : fd_(fd), buffer_(kBufferBytes) {
   static_assert(kBufferBytes > kMaxPrefixBytes + kMaxLineBytes);
   prefix = prefix.substr(0, kMaxPrefixBytes);
-  std::memcpy(buffer_.data(), prefix.data(), prefix.size());
+  if (!prefix.empty()) std::memcpy(buffer_.data(), prefix.data(), prefix.size());
   end_ = prefix.size();
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
 }
