@@ -35,7 +35,8 @@ std::string Usage() {
          "  --pprof OUT write a gzip'd pprof profile.proto instead (`-`: stdout): JIT frames\n"
          "              named (with source file and line where the JIT gave them), native\n"
          "              frames with their inlined functions, labels pid, tid and comm per\n"
-         "              sample: go tool pprof -top OUT\n"
+         "              sample: go tool pprof -top OUT. Native frames are asked of jitsymd\n"
+         "              too (--native): their inlined functions, lines and build ids\n"
          "  --label K=V with --pprof: a label on every sample (host=..., service=...); may be\n"
          "              repeated\n"
          "  --native    also ask jitsymd about frames perf named in files (ELF images), and use\n"
@@ -64,6 +65,9 @@ int RunAnnotate(const GlobalOptions& globals, const std::vector<std::string>& ar
   }
   if (!labels.empty() && !pprof_out) return parser.UsageError("--label goes with --pprof");
   if (pprof_out) {
+    // A profile that leaves the host should carry what only this host can tell about native
+    // frames too: their inlined functions, source lines and the image's build id.
+    options.native = true;
     PprofSink sink(labels, {options.input ? "jitsym annotate -i " + *options.input
                                           : std::string("jitsym annotate")});
     const int status = RunAnnotatePipeline(globals, options, &sink);

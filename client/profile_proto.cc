@@ -530,7 +530,9 @@ Result<Profile> Decoder::Run(Offsets& offsets) {
   p.string_table.clear();
   ByteReader r(bytes_, ByteOrder::kLittle);
   Field f;
+  size_t fields = 0;
   while (Next(r, 0, f)) {
+    ++fields;
     bool ok = true;
     // clang-format off
     switch (f.number) {
@@ -561,7 +563,14 @@ Result<Profile> Decoder::Run(Offsets& offsets) {
   }
   if (error_) return *error_;
   if (p.string_table.empty()) {
-    return MakeError(ErrorKind::kNotThisFormat, "not a profile.proto (no string table)");
+    // One or two fields that happen to parse say little; more are a profile whose string table
+    // (which Go's runtime writes last) was cut off: a truncated upload must not read as "not a
+    // profile".
+    if (fields < 3) {
+      return MakeError(ErrorKind::kNotThisFormat, "not a profile.proto (no string table)");
+    }
+    return MakeError(ErrorKind::kMalformed, "no string table (a profile.proto cut short?)",
+                     bytes_.size());
   }
   if (Status s = ValidateAt(p, &offsets); !s) return s.error();
   return p;

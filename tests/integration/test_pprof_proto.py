@@ -131,7 +131,20 @@ def annotate_pprof_agrees_with_annotate_folded():
     for want in (f"pid:[{RUN['pid']}]", "tid:[", "comm:[", "host:[test-host]",
                  "service:[a&b <c>]", f"jit-{RUN['pid']}.dump"):
         check(want in raw, f"-raw shows no {want!r}:\n{raw[:1500]}")
-    print(f"  {total} samples; -traces lists {counted}; labels and the jitdump mapping in -raw")
+    # Native frames were asked of jitsymd: node's mapping carries its build id, and functions
+    # inlined into others are lines of one location (more than one line under a location).
+    node = os.path.realpath(shutil.which("node"))
+    build_id = subprocess.run(["readelf", "-n", node], capture_output=True,
+                              text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", build_id)
+    if m:
+        check(re.search(rf"{re.escape(node)}\s+{m.group(1)}", raw),
+              f"no mapping of {node} with build id {m.group(1)} in -raw")
+    inlined = re.findall(r"^\s+\d+: 0x[0-9a-f]+ M=\d+ .*\n(?:\s{10,}\S.*\n)+", raw, re.M)
+    print(f"  {total} samples; -traces lists {counted}; labels, the jitdump mapping"
+          f"{', node with its build id' if m else ''} in -raw; {len(inlined)} locations with "
+          "inlined functions")
+    check(inlined, "no location with inlined functions in -raw")
     check(counted == total, f"-traces counts {counted} samples, annotate --folded {total}")
 
 

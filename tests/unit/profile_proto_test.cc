@@ -224,6 +224,15 @@ TEST(ProfileProtoTest, NotAProfile) {
   EXPECT_EQ(p.error().kind, ErrorKind::kNotThisFormat);
 }
 
+TEST(ProfileProtoTest, AProfileCutBeforeItsStringTableIsMalformed) {
+  // Go's runtime writes the string table last: a profile cut short has every other field.
+  const std::string bytes = RawProto().Varint(12, 5).Varint(9, 77).Varint(10, 3).bytes();
+  auto p = Decode(bytes);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, ErrorKind::kMalformed) << p.error().message;
+  EXPECT_EQ(p.error().offset, bytes.size());
+}
+
 TEST(ProfileProtoTest, WireErrorsCarryOffsets) {
   // Three good fields first (9 bytes): errors in the first three are "not a profile".
   const std::string head = RawProto().Len(6, "").Len(6, "abc").Varint(12, 1).bytes();
