@@ -153,7 +153,12 @@ bool ParseLabel(std::string_view text, std::pair<std::string, std::string>* labe
     *error = "--label wants KEY=VALUE, not '" + std::string(text) + "'";
     return false;
   }
-  label->first = std::string(text.substr(0, eq));
+  const std::string_view key = text.substr(0, eq);
+  if (key == "pid" || key == "tid" || key == "comm") {
+    *error = "--label " + std::string(key) + " is set on every sample already, from the profile";
+    return false;
+  }
+  label->first = std::string(key);
   label->second = std::string(text.substr(eq + 1));
   return true;
 }

@@ -223,6 +223,20 @@ def a_pid_label_per_sample_stands_for_pid():
 
 
 @h.case
+def usage_errors():
+    raw = os.path.join(h.root, "raw.pb.gz")
+    for args in (["annotate", "--label", "host=a"], ["annotate", "--pprof", "x", "--folded"],
+                 ["annotate", "--pprof", "x", "--label", "pid=1"],
+                 ["annotate", "--pprof", "x", "--label", "novalue"],
+                 ["pprof", raw, "--proto", "x", "--text"], ["pprof", raw, "--label", "a=b"]):
+        res = h.client(*args, input="")
+        check(res.returncode == 2, f"{args}: exit {res.returncode}, wanted 2 (usage)")
+    res = h.client("pprof", raw, "--symbolized", os.path.join(h.root, "x.sym"))
+    check(res.returncode == 2 and "--proto" in res.stderr,
+          f"--symbolized of a profile.proto: {res.returncode} {res.stderr}")
+
+
+@h.case
 def corrupt_protobuf_is_an_error_with_an_offset():
     raw = os.path.join(h.root, "raw.pb.gz")
     with gzip.open(raw, "rb") as f:
