@@ -52,7 +52,10 @@ struct NativeFrame {
 struct NativeAnswer {
   bool found = false;
   std::string_view name;  // the outermost (physical) function: symbol table, else DWARF
-  uint64_t start = 0;     // its start address (virtual) and size, when known
+  // The symbol's clone suffix (".part.0", ".cold", ...) when addr is in a compiler-made copy of
+  // the function; `name` is then the function's own name (DWARF's, else the symbol's without it).
+  std::string_view clone;
+  uint64_t start = 0;  // its start address (virtual) and size, when known
   uint64_t size = 0;
   std::vector<NativeFrame> frames;  // innermost first; views into the module's tables
 };
