@@ -9,9 +9,10 @@
 // each extra thread with a libdw handle of its own.
 //
 // The parts, one file each: elf_file (opening, sections, build-id), debug_file_locator (separate
-// debug files, MiniDebugInfo), symbol_table (ELF symbols, PLT names), cu_index (which CU holds an
-// address; lazy and parallel building), cu_tables (one CU's tables from its DIEs), key_index (the
-// search under every table), demangle. This class decides which part supplies what, and answers.
+// debug files, MiniDebugInfo), symbol_table (ELF symbols, PLT names), symbol_names (versions, clone
+// suffixes, the choice among aliases), cu_index (which CU holds an address; lazy and parallel
+// building), cu_tables (one CU's tables from its DIEs), key_index (the search under every table),
+// demangle. This class decides which part supplies what, and answers.
 #ifndef JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 #define JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 
