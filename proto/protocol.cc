@@ -87,7 +87,7 @@ constexpr FieldName kFieldNames[] = {
     {"size", kFieldSize},          {"origin", kFieldOrigin},           {"source", kFieldSource},
     {"loaded_at", kFieldLoadedAt}, {"incarnation", kFieldIncarnation}, {"file", kFieldPosition},
     {"line", kFieldPosition},      {"column", kFieldPosition},         {"image", kFieldImage},
-    {"build_id", kFieldBuildId},   {"frames", kFieldFrames},
+    {"build_id", kFieldBuildId},   {"frames", kFieldFrames},           {"clone", kFieldClone},
 };
 }  // namespace
 

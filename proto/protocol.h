@@ -88,6 +88,7 @@ enum ResultField : uint32_t {
   kFieldImage = 1u << 9,
   kFieldBuildId = 1u << 10,
   kFieldFrames = 1u << 11,
+  kFieldClone = 1u << 12,
   kAllFields = 0xffffffffu,
 };
 // "name" -> kFieldName, ..., "file"/"line"/"column" -> kFieldPosition; 0 for unknown names.
@@ -175,6 +176,7 @@ struct LookupResult {
   std::optional<uint64_t> incarnation;  // which incarnation of the pid answered
   std::string_view build_id;
   std::vector<Frame> frames;
+  std::string_view clone;  // native: the clone suffix (".part.0", ".cold") of the code at addr
 };
 
 struct LookupResponse {

@@ -199,7 +199,7 @@ void ResetResult(LookupResult* r) {
   r->name = {};
   r->offset = r->start = r->size = 0;
   r->origin = Origin::kUnknown;
-  r->image = r->source = r->file = r->build_id = {};
+  r->image = r->source = r->file = r->build_id = r->clone = {};
   r->line = r->column = 0;
   r->loaded_at.reset();
   r->incarnation.reset();
@@ -268,6 +268,7 @@ bool DecodeLookupResult(Decoder& d, LookupResult* r) {
     if (key == "column") return d.Uint(key, &r->column);
     if (key == "image") return d.StringOrIndex(key, &r->image);
     if (key == "build_id") return d.StringOrIndex(key, &r->build_id);
+    if (key == "clone") return d.StringOrIndex(key, &r->clone);
     if (key == "frames") {
       return d.Array(key, [&] { return DecodeFrame(d, &r->frames.emplace_back()); });
     }

@@ -201,6 +201,7 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
     }
     out->push_back(']');
   }
+  if ((fields & kFieldClone) && !r.clone.empty()) strings.Member(",\"clone\":", r.clone, out);
   if (!r.error.empty()) AppendMember(",\"error\":", r.error, out);
   out->push_back('}');
 }
@@ -338,8 +339,8 @@ void EncodeLookupResponseEnd(std::string* out) { out->append("]}\n"); }
 
 size_t LookupResultStringBytes(const LookupResult& r) {
   size_t n = r.name.size() + (r.origin == Origin::kUnknown ? 0 : OriginName(r.origin).size()) +
-             r.source.size() + r.file.size() + r.image.size() + r.build_id.size() + r.error.size() +
-             r.raw.size() + r.detail.size() +
+             r.source.size() + r.file.size() + r.image.size() + r.build_id.size() + r.clone.size() +
+             r.error.size() + r.raw.size() + r.detail.size() +
              (r.reason == Reason::kNone ? 0 : ReasonName(r.reason).size());
   for (const Frame& f : r.frames) n += f.name.size() + f.file.size();
   return n;

@@ -18,7 +18,7 @@ namespace {
 //   "{lambda(auto:1&, int)#3}"                ->  "'lambda1'(auto&, int)"
 //   "{unnamed type#1}"                        ->  "'unnamed'"
 //   "decltype(nullptr)"                       ->  "std::nullptr_t"
-[[maybe_unused]] std::string LlvmStyle(const std::string& in) {
+std::string LlvmStyle(const std::string& in) {
   std::string out;
   out.reserve(in.size());
   size_t i = 0;
@@ -91,24 +91,35 @@ namespace {
 
 }  // namespace
 
-std::string Demangle(std::string_view name) {
-#ifdef JITSYM_HAVE_LLVM_DEMANGLE
-  // What llvm-symbolizer calls: Itanium (and Rust) names demangled, the rest unchanged.
-  std::string input(name), out;
-  if (llvm::nonMicrosoftDemangle(input.c_str(), out)) return out;
-  return input;
-#else
-  if (!name.starts_with("_Z")) return std::string(name);
-  std::string input(name);
+std::optional<std::string> RuntimeDemangle(std::string_view name) {
+  // Only Itanium names, and only short enough: the runtime's demangler keeps two parse nodes per
+  // input byte on the stack (and the result on the heap), so a hostile symbol table must not
+  // choose those sizes.
+  if (!name.starts_with("_Z") || name.size() > kMaxRuntimeDemangleInput) return std::nullopt;
+  const std::string input(name);
   int status = 0;
   char* out = abi::__cxa_demangle(input.c_str(), nullptr, nullptr, &status);
   if (out == nullptr || status != 0) {
     std::free(out);
-    return input;
+    return std::nullopt;
   }
   std::string result(out);
   std::free(out);
   return LlvmStyle(result);
+}
+
+std::string Demangle(std::string_view name) {
+#ifdef JITSYM_HAVE_LLVM_DEMANGLE
+  // What llvm-symbolizer calls: Itanium (and Rust) names demangled; where LLVM 14's demangler
+  // cannot read a name (GCC's transaction clones "_ZGTt...", "operator __alignof__" in
+  // decltype, ...), the C++ runtime's, which c++filt also uses; else the name unchanged.
+  std::string input(name), out;
+  if (llvm::nonMicrosoftDemangle(input.c_str(), out)) return out;
+  if (std::optional<std::string> gnu = RuntimeDemangle(name)) return *std::move(gnu);
+  return input;
+#else
+  std::optional<std::string> gnu = RuntimeDemangle(name);
+  return gnu ? *std::move(gnu) : std::string(name);
 #endif
 }
 

@@ -143,6 +143,7 @@ void NativeModule::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_t
 void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
   out->found = false;
   out->name = {};
+  out->clone = {};
   out->start = out->size = 0;
   out->frames.clear();
   const CuTables* t = nullptr;
@@ -190,9 +191,16 @@ void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
   out->found = true;
   if (out->frames.empty()) out->frames.push_back({});
   // The outermost frame is named by the symbol table when it has a symbol for addr, as
-  // llvm-symbolizer does (and as perf and addr2line name the function).
+  // llvm-symbolizer does (and as perf and addr2line name the function); but a clone
+  // ("f.part.0", "f.cold") is named as its function, and its suffix told apart: by DWARF where
+  // DWARF names it (what llvm-symbolizer prints for a stripped binary), unless the symbol was
+  // mangled: its demangled name is the linkage name, always qualified, where GCC's DWARF for a
+  // cold part may have only DW_AT_name ("CreateTest").
   if (sym != nullptr) {
-    out->frames.back().name = symbols_.Name(*sym);
+    out->clone = symbols_.Clone(*sym);
+    if (out->clone.empty() || out->frames.back().name.empty() || symbols_.Mangled(*sym)) {
+      out->frames.back().name = symbols_.Name(*sym);
+    }
     if (out->frames.back().file.empty()) out->frames.back().file = symbols_.File(*sym);
     out->start = sym->addr;
     out->size = sym->size;

@@ -9,9 +9,10 @@
 // each extra thread with a libdw handle of its own.
 //
 // The parts, one file each: elf_file (opening, sections, build-id), debug_file_locator (separate
-// debug files, MiniDebugInfo), symbol_table (ELF symbols, PLT names), cu_index (which CU holds an
-// address; lazy and parallel building), cu_tables (one CU's tables from its DIEs), key_index (the
-// search under every table), demangle. This class decides which part supplies what, and answers.
+// debug files, MiniDebugInfo), symbol_table (ELF symbols, PLT names), symbol_names (versions, clone
+// suffixes, the choice among aliases), cu_index (which CU holds an address; lazy and parallel
+// building), cu_tables (one CU's tables from its DIEs), key_index (the search under every table),
+// demangle. This class decides which part supplies what, and answers.
 #ifndef JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 #define JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 
@@ -52,7 +53,10 @@ struct NativeFrame {
 struct NativeAnswer {
   bool found = false;
   std::string_view name;  // the outermost (physical) function: symbol table, else DWARF
-  uint64_t start = 0;     // its start address (virtual) and size, when known
+  // The symbol's clone suffix (".part.0", ".cold", ...) when addr is in a compiler-made copy of
+  // the function; `name` is then the function's own name (DWARF's, else the symbol's without it).
+  std::string_view clone;
+  uint64_t start = 0;  // its start address (virtual) and size, when known
   uint64_t size = 0;
   std::vector<NativeFrame> frames;  // innermost first; views into the module's tables
 };

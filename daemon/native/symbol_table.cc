@@ -9,6 +9,7 @@
 
 #include "daemon/native/demangle.h"
 #include "daemon/native/elf_file.h"
+#include "daemon/native/symbol_names.h"
 
 namespace jitsym::native {
 
@@ -34,11 +35,11 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
         const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
         file = kNoFile;
         file_size = 0;
-        if (name != nullptr && name[0] != '\0' &&
-            names_.size() + std::strlen(name) + 1 <= 0xffffffffu) {
+        const size_t len = name == nullptr ? 0 : std::strlen(name);
+        if (len != 0 && len <= 0xffff && names_.size() + len + 1 <= 0xffffffffu) {
           file = static_cast<uint32_t>(names_.size());
-          file_size = static_cast<uint32_t>(std::strlen(name));
-          names_.append(name);
+          file_size = static_cast<uint32_t>(len);
+          names_.append(name, len);
           names_.push_back('\0');
         }
         continue;
@@ -54,15 +55,22 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
       if (name == nullptr || name[0] == '\0') continue;
       if (type == STT_NOTYPE && name[0] == '$') continue;  // mapping symbols
       any = true;
-      // Names are stored demangled: each is shown many times, demangled once.
-      const std::string demangled = Demangle(name);
-      if (names_.size() + demangled.size() + 1 > 0xffffffffu) return any;
+      // The version (in .symtab names made by .symver) and a clone suffix come off first: the
+      // demangler reads neither, and the function is the same function. Names are stored
+      // demangled: each is shown many times, demangled once.
+      SymbolVersion version;
+      const CloneSplit split = SplitClone(StripVersion(name, &version));
+      const bool clone = !split.clone.empty() && split.clone.size() <= 0xff;
+      const std::string demangled = Demangle(clone ? split.base : StripVersion(name));
       const bool local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
-      symbols_.push_back({sym.st_value, sym.st_size, static_cast<uint32_t>(names_.size()),
-                          local ? file : kNoFile, static_cast<uint32_t>(demangled.size()),
-                          local ? file_size : 0});
-      names_.append(demangled);
-      names_.push_back('\0');
+      const bool mangled = name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
+      const uint8_t facts = static_cast<uint8_t>(
+          (local ? kLocal : 0) | (type == STT_FUNC || type == STT_GNU_IFUNC ? kFunction : 0) |
+          (mangled ? kMangled : 0) | (static_cast<uint8_t>(version) << kVersionShift));
+      if (!Add(sym.st_value, sym.st_size, demangled, clone ? split.clone : std::string_view(),
+               local ? file : kNoFile, local ? file_size : 0, facts)) {
+        return any;
+      }
     }
   }
   return any;
@@ -109,24 +117,44 @@ void SymbolTable::AddPltEntries(Elf* elf) {
     }
     const char* name = elf_strptr(elf, dynsym_hdr.sh_link, sym.st_name);
     if (name == nullptr || name[0] == '\0') continue;
-    const std::string full = Demangle(name) + "@plt";
-    if (names_.size() + full.size() + 1 > 0xffffffffu) return;
-    symbols_.push_back({first + i * entry, entry, static_cast<uint32_t>(names_.size()), kNoFile,
-                        static_cast<uint32_t>(full.size()), 0});
-    names_.append(full);
-    names_.push_back('\0');
+    if (!Add(first + i * entry, entry, Demangle(name) + "@plt", {}, kNoFile, 0, kFunction)) return;
   }
 }
 
+bool SymbolTable::Add(uint64_t addr, uint64_t size, const std::string& base, std::string_view clone,
+                      uint32_t file, uint32_t file_size, uint8_t facts) {
+  if (names_.size() + base.size() + clone.size() + 2 > 0xffffffffu) return false;
+  symbols_.push_back({addr, size, static_cast<uint32_t>(names_.size()), file,
+                      static_cast<uint32_t>(base.size()), static_cast<uint16_t>(file_size),
+                      static_cast<uint8_t>(clone.size()), facts});
+  names_.append(base);
+  names_.push_back('\0');
+  if (!clone.empty()) {
+    names_.append(clone);
+    names_.push_back('\0');
+  }
+  return true;
+}
+
 void SymbolTable::Finish() {
-  // Of the symbols that start at one address, llvm-symbolizer keeps the largest, and of equally
-  // large ones the last in symbol table order: so do we.
-  std::stable_sort(symbols_.begin(), symbols_.end(), [](const Symbol& a, const Symbol& b) {
-    return a.addr != b.addr ? a.addr < b.addr : a.size < b.size;
+  // Of the symbols that start at one address, the best by BetterAlias (symbol_names.h) names
+  // it; the order of the symbol table plays no part.
+  auto facts = [this](const Symbol& s) {
+    AliasFacts f;
+    f.size = s.size;
+    f.local = (s.facts & kLocal) != 0;
+    f.function = (s.facts & kFunction) != 0;
+    f.version = static_cast<SymbolVersion>((s.facts >> kVersionShift) & 3);
+    f.name = Name(s);
+    f.clone = Clone(s);
+    return f;
+  };
+  std::stable_sort(symbols_.begin(), symbols_.end(), [&](const Symbol& a, const Symbol& b) {
+    return a.addr != b.addr ? a.addr < b.addr : BetterAlias(facts(a), facts(b));
   });
   size_t out = 0;
   for (size_t i = 0; i < symbols_.size(); ++i) {
-    if (i + 1 < symbols_.size() && symbols_[i + 1].addr == symbols_[i].addr) continue;
+    if (out > 0 && symbols_[out - 1].addr == symbols_[i].addr) continue;
     symbols_[out++] = symbols_[i];
   }
   symbols_.resize(out);

@@ -1,7 +1,9 @@
 // The ELF symbols of one native module, sorted by address for lookup: functions and objects from
-// .symtab or .dynsym (and MiniDebugInfo's .symtab), names stored demangled, each local symbol
-// with the STT_FILE that precedes it, and "function@plt" names for x86 PLT entries, which have no
-// symbols of their own. Filled while the module opens, read-only after Finish().
+// .symtab or .dynsym (and MiniDebugInfo's .symtab), names stored demangled without their version
+// ("@GLIBC_2.28") and with a clone suffix (".part.0", ".cold") kept apart, each local symbol with
+// the STT_FILE that precedes it, and "function@plt" names for x86 PLT entries, which have no
+// symbols of their own. One symbol per address (symbol_names.h chooses). Filled while the module
+// opens, read-only after Finish().
 #ifndef JITSYM_DAEMON_NATIVE_SYMBOL_TABLE_H_
 #define JITSYM_DAEMON_NATIVE_SYMBOL_TABLE_H_
 
@@ -20,9 +22,12 @@ class SymbolTable {
  public:
   struct Symbol {
     uint64_t addr, size;
-    uint32_t name;  // offset into names_
+    uint32_t name;  // offset into names_; the clone suffix follows the name's NUL
     uint32_t file;  // the STT_FILE before a local symbol (offset into names_), or kNoFile
-    uint32_t name_size, file_size;
+    uint32_t name_size;
+    uint16_t file_size;  // longer STT_FILE names are not kept
+    uint8_t clone_size;  // 0: no clone suffix (longer suffixes stay part of the name)
+    uint8_t facts;       // kLocal | kFunction | kMangled | version << kVersionShift
   };
 
   // Adds the symbols of the file's SHT_SYMTAB sections (SHT_DYNSYM ones when `dynamic`). True if
@@ -32,7 +37,7 @@ class SymbolTable {
   void AddPltEntries(Elf* elf);
   // Forgets every symbol (a debug file's full table replaces what the stripped binary had).
   void Clear();
-  // Keeps one symbol per address (llvm-symbolizer's choice) and builds the index.
+  // Keeps one symbol per address (BetterAlias in symbol_names.h) and builds the index.
   void Finish();
 
   bool empty() const { return symbols_.empty(); }
@@ -48,6 +53,13 @@ class SymbolTable {
   std::string_view Name(const Symbol& s) const {
     return std::string_view(names_.data() + s.name, s.name_size);
   }
+  // The symbol's name was mangled (Itanium "_Z", Rust "_R"): Name() is then fully qualified.
+  bool Mangled(const Symbol& s) const { return (s.facts & kMangled) != 0; }
+  // The clone suffix the symbol's name had (".part.0", ".constprop.0.isra.0"); empty if none.
+  std::string_view Clone(const Symbol& s) const {
+    if (s.clone_size == 0) return {};
+    return std::string_view(names_.data() + s.name + s.name_size + 1, s.clone_size);
+  }
   // The source file named by the symbol's STT_FILE; empty if none.
   std::string_view File(const Symbol& s) const {
     if (s.file == kNoFile) return {};
@@ -58,6 +70,11 @@ class SymbolTable {
 
  private:
   static constexpr uint32_t kNoFile = 0xffffffffu;
+  static constexpr uint8_t kLocal = 1, kFunction = 2, kMangled = 16, kVersionShift = 2;
+
+  // Appends one symbol whose name is `base` (demangled) + `clone`; false when names_ is full.
+  bool Add(uint64_t addr, uint64_t size, const std::string& base, std::string_view clone,
+           uint32_t file, uint32_t file_size, uint8_t facts);
 
   std::vector<Symbol> symbols_;
   KeyIndex index_;  // over symbols_[].addr

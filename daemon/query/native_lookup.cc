@@ -38,6 +38,7 @@ Answer FromModule(const native::NativeModule& m, const native::NativeAnswer& a,
   r.image = image;
   r.build_id = m.build_id();
   r.frames = a.frames;
+  r.clone = a.clone;
   if (!a.frames.empty() && !a.frames.front().file.empty()) {
     r.file = a.frames.front().file;
     r.line = a.frames.front().line;

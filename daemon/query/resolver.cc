@@ -16,6 +16,7 @@ void ToWire(const Answer& a, uint64_t addr, uint32_t fields, proto::LookupResult
   r->source = a.source;
   r->image = (fields & proto::kFieldImage) ? a.image : std::string_view();
   r->build_id = (fields & proto::kFieldBuildId) ? a.build_id : std::string_view();
+  r->clone = (fields & proto::kFieldClone) ? a.clone : std::string_view();
   r->file = a.file;
   r->line = a.line;
   r->column = a.column;

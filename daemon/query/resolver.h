@@ -45,6 +45,7 @@ struct Answer {
   std::optional<uint64_t> loaded_at;
   std::optional<uint64_t> incarnation;
   std::span<const native::NativeFrame> frames;  // inlined frames, innermost first
+  std::string_view clone;                       // native: the clone suffix, if any
 };
 
 // The one place answers become wire results. Members the request's `fields` leave out are not

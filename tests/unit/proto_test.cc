@@ -497,6 +497,7 @@ LookupResult FullResult() {
   r.frames[0].line = 3;
   r.frames[0].column = 4;
   r.frames[1].name = "outer";
+  r.clone = ".part.0";
   return r;
 }
 
@@ -529,6 +530,8 @@ TEST(ResponseCodecTest, LookupRoundTrip) {
   EXPECT_EQ(full.incarnation, 2u);
   ASSERT_EQ(full.frames.size(), 2u);
   EXPECT_EQ(full.frames[0].column, 4u);
+  EXPECT_EQ(full.clone, ".part.0");
+  EXPECT_TRUE(results[3].clone.empty());
   EXPECT_EQ(results[2].raw, "zz");
   EXPECT_EQ(results[2].error, "invalid address");
   EXPECT_FALSE(results[3].loaded_at);
@@ -616,12 +619,31 @@ TEST(ResponseCodecTest, LookupAnswerInPiecesEqualsTheWholeAnswer) {
   }
 }
 
+// "clone" is a field of its own: sent when asked for (or all are), in both forms.
+TEST(ResponseCodecTest, CloneIsAFieldOfItsOwn) {
+  EXPECT_EQ(ResultFieldFromName("clone"), kFieldClone);
+  EXPECT_EQ(ResultFieldNames(kFieldClone), std::vector<std::string_view>{"clone"});
+  for (const bool strings : {false, true}) {
+    LookupResponse lookup;
+    lookup.strings = strings;
+    lookup.results.push_back(FullResult());
+    lookup.fields = kFieldName;
+    EXPECT_EQ(Encoded({"", lookup}).find("\"clone\""), std::string::npos);
+    lookup.fields = kFieldName | kFieldClone;
+    const std::string line = Encoded({"", lookup});
+    Result<Response> decoded = DecodeResponse(std::string_view(line).substr(0, line.size() - 1));
+    ASSERT_TRUE(decoded) << decoded.error().message << "\n" << line;
+    EXPECT_EQ(std::get<LookupResponse>(decoded->body).results[0].clone, ".part.0") << line;
+  }
+}
+
 TEST(ResponseCodecTest, ResultStringBytesCountsEveryString) {
   LookupResult r;
   r.name = "abc";
   r.source = "/tmp/x";
   r.frames.push_back({"f", "g.cc", 1, 2});
-  EXPECT_EQ(LookupResultStringBytes(r), 3u + 6u + 1u + 4u);
+  r.clone = ".cold";
+  EXPECT_EQ(LookupResultStringBytes(r), 3u + 6u + 1u + 4u + 5u);
 }
 
 TEST(ResponseCodecTest, WireShapeMatchesTheSpec) {
