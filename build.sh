@@ -24,6 +24,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libdw-dev libelf-dev libsystemd-dev zlib1g-dev liblzma-dev
   libdebuginfod-dev llvm llvm-14-dev binutils xz-utils
+  libc6-dbg  # libc's debug file: native names compared with llvm-symbolizer's
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
   default-jdk-headless
   systemd dpkg-dev man-db  # service tests: systemd-analyze, systemd-socket-activate; cpack -G DEB
