@@ -13,6 +13,8 @@ position; the daemon resolves the inlined chain all the same) and, for warm, wit
 frame of the chain printed on that line, what llvm-symbolizer --inlines prints) and --json (every
 member of every answer). Both tools read the batch from a file and write to a file.
 CPU time (client + daemon for jitsym) is shown beside wall time: the machine may be shared.
+Each jitsym mode is compared with llvm-symbolizer's nearest output: text and --inlines with its
+text output with --inlines, --json with its --output-style=JSON.
 Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / jitsym time.
 
   python3 tests/bench/native_bench.py --jitsymd build/jitsymd --jitsym build/jitsym \\
@@ -115,9 +117,11 @@ def jitsym_batch(jitsym, daemon, elf, inputs, repeat=1, mode="text"):
                     inputs, repeat, lambda: process_cpu(daemon.proc.pid))
 
 
-def llvm_run(elf, inputs, repeat):
-    """(wall, CPU) seconds of a fresh llvm-symbolizer symbolizing the batch `repeat` times."""
-    return run_tool(["llvm-symbolizer", "--inlines", "--obj=" + elf], inputs, repeat)
+def llvm_run(elf, inputs, repeat, json=False):
+    """(wall, CPU) seconds of a fresh llvm-symbolizer symbolizing the batch `repeat` times, in
+    its text output with --inlines, or its JSON (--output-style=JSON, every frame)."""
+    style = ["--output-style=JSON"] if json else []
+    return run_tool(["llvm-symbolizer", "--inlines", *style, "--obj=" + elf], inputs, repeat)
 
 
 def main():
@@ -139,7 +143,7 @@ def main():
         inputs[repeat] = os.path.join(root, f"in{repeat}")
         with open(inputs[repeat], "w") as f:
             f.write(text * repeat)
-    cold_j, cold_l, warm_l = [], [], []  # (wall, cpu) pairs
+    cold_j, cold_l, warm_l, warm_lj = [], [], [], []  # (wall, cpu) pairs
     warm_j = {"text": [], "inlines": [], "json": []}
     elf = os.path.abspath(a.elf)
     try:
@@ -161,6 +165,9 @@ def main():
             more = llvm_run(elf, inputs, 1 + WARM)
             cold_l.append(one)
             warm_l.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
+            one = llvm_run(elf, inputs, 1, json=True)
+            more = llvm_run(elf, inputs, 1 + WARM, json=True)
+            warm_lj.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     size = os.path.getsize(elf) / 1e6
@@ -170,7 +177,7 @@ def main():
           f"{'llvm CPU':>9} {'jitsym CPU':>11} {'ratio':>7}")
     for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j["text"]),
                        ("warm --inlines", warm_l, warm_j["inlines"]),
-                       ("warm --json", warm_l, warm_j["json"])):
+                       ("warm --json", warm_lj, warm_j["json"])):
         lw, lc = (statistics.median(x) for x in zip(*l))
         jw, jc = (statistics.median(x) for x in zip(*j))
         print(f"{name:14} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
