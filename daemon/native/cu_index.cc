@@ -4,6 +4,8 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <libelf.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <algorithm>
 #include <system_error>
@@ -18,14 +20,25 @@ CuIndex::~CuIndex() {
 void CuIndex::Open(Dwarf* dwarf, int fd, std::string file) {
   file_ = std::move(file);
   fd_ = fd;
+  // Prefetch's extra handles map the file (the main handle reads it into memory). A mapped file
+  // that shrinks raises SIGBUS on the next read of a page past its end: only a file no user but
+  // root can truncate, on a file system that is not a user's FUSE server, is mapped.
+  struct stat st;
+  struct statfs fs;
+  constexpr decltype(fs.f_type) kFuseMagic = 0x65735546;
+  mappable_ = fd >= 0 && ::fstat(fd, &st) == 0 && ::fstatfs(fd, &fs) == 0 && st.st_uid == 0 &&
+              (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && fs.f_type != kFuseMagic;
   main_handle_.dwarf = dwarf;
   std::vector<uint64_t> offsets;
   Dwarf_CU* cu = nullptr;
   Dwarf_CU* next = nullptr;
   Dwarf_Half version;
   uint8_t unit_type;
-  Dwarf_Die cudie, subdie;
-  while (dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+  Dwarf_Die cudie;
+  // No sub-DIE asked for: with one, libdw opens the split unit of every skeleton (a .dwo named
+  // by the file, opened without any check: a FIFO there blocks the thread forever, and a file
+  // its owner truncates while mapped raises SIGBUS). Skeletons are not indexed here.
+  while (dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, nullptr) == 0) {
     cu = next;
     if (unit_type != DW_UT_compile && unit_type != DW_UT_partial) continue;
     if (offsets.size() >= (1u << 24)) break;
@@ -101,7 +114,7 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
       todo.push_back(static_cast<uint32_t>(cu));
     }
   }
-  if (todo.size() < 2) return;
+  if (todo.size() < 2 || !mappable_) return;
   // One handle per extra thread, over the same file (the pages are shared), gone afterwards.
   struct ExtraHandle {
     Elf* elf = nullptr;

@@ -93,7 +93,8 @@ class CuIndex {
   const CuTables* Build(uint32_t cu, DwarfHandle& handle);
 
   std::string file_;
-  int fd_ = -1;  // the file main_handle_ reads, for Prefetch's handles
+  int fd_ = -1;            // the file main_handle_ reads, for Prefetch's handles
+  bool mappable_ = false;  // fd_ may be mapped: its owner cannot truncate it under us
   std::unique_ptr<Cu[]> cus_;
   size_t count_ = 0;
   std::vector<CuRange> ranges_;  // sorted by lo

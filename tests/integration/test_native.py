@@ -379,4 +379,31 @@ def hostile_files():
     check(h.client("ping").returncode == 0, "daemon no longer answers")
 
 
+@h.case
+def a_fifo_named_as_a_split_dwarf_unit_does_not_block_lookups():
+    # A -gsplit-dwarf build names its .dwo files; anyone who can write beside them can put a FIFO
+    # there. Opening it blocks forever: a lookup of the binary must not (the function is named
+    # from the symbol table), and the next lookups must not wait behind it.
+    d = os.path.join(FIX["dir"], "split")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "a.c"), "w") as f:
+        f.write("static int helper(int x) { return x * 3 + 1; }\n"
+                "int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += helper(i);"
+                " return s; }\n")
+    with open(os.path.join(d, "m.c"), "w") as f:
+        f.write("int work(int);\nint main(int c, char **v) { return work(c * 1000); }\n")
+    for src in ("a", "m"):
+        run("gcc", "-O2", "-g", "-gsplit-dwarf", "-c", f"{src}.c", "-o", f"{src}.o", cwd=d)
+    run("gcc", "a.o", "m.o", "-o", "app", cwd=d)
+    os.unlink(os.path.join(d, "a.dwo"))
+    os.mkfifo(os.path.join(d, "a.dwo"))
+    app = os.path.join(d, "app")
+    work = symbol(app, "work")
+    for _ in range(3):  # more lookups than query threads
+        res = h.client("lookup", "--image", app, hexaddr(work), timeout=15)
+        check(res.returncode == 0 and "\twork+0x0\t" in res.stdout,
+              f"{res.returncode} {res.stdout!r} {res.stderr!r}")
+    check(h.client("ping").returncode == 0, "daemon no longer answers")
+
+
 h.main()
