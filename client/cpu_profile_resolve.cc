@@ -32,11 +32,6 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return out;
 }
 
-bool IsFileMapping(const ProfileMapping& m) {
-  return !m.path.empty() && m.path[0] == '/' && m.path.rfind("/memfd:", 0) != 0 &&
-         m.path.rfind("/dev/", 0) != 0;
-}
-
 const ProfileMapping* ResolvedPcs::MappingOf(uint64_t pc) const {
   auto it = std::upper_bound(maps.begin(), maps.end(), pc,
                              [](uint64_t a, const ProfileMapping& m) { return a < m.start; });
@@ -60,7 +55,7 @@ bool ResolveCpuProfile(const CpuProfile& profile, int64_t pid, PcResolver* resol
   std::map<std::string, std::vector<uint64_t>> files;  // by file: pcs
   for (uint64_t pc : out->pcs) {
     const ProfileMapping* m = out->MappingOf(pc);
-    if (m != nullptr && IsFileMapping(*m)) {
+    if (m != nullptr && IsNativeFile(m->path)) {
       files[m->path].push_back(pc);
     } else {
       jit.push_back(pc);

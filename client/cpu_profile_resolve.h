@@ -21,9 +21,6 @@ namespace jitsym::client {
 // The whole file (at most 4 GiB); a failure's message is for "cannot read PATH: MESSAGE".
 Result<std::string> ReadWholeFile(const std::string& path);
 
-// Mappings of files that hold native code (not JIT memory: anonymous, memfd, or pseudo files).
-bool IsFileMapping(const ProfileMapping& m);
-
 // The pc pprof resolves for entry k of a sample's pcs: the leaf as recorded, callers minus 1.
 inline uint64_t ResolvedPc(const uint64_t* pcs, uint32_t k) {
   return k == 0 || pcs[k] == 0 ? pcs[k] : pcs[k] - 1;

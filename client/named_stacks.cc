@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <regex>
 
-#include "client/profile_symbolize.h"
+#include "client/pc_resolver.h"
 
 namespace jitsym::client {
 namespace {
@@ -80,13 +80,11 @@ NamedStacks ProtoProfileStacks(const pprof::Profile& p, size_t value) {
   ShortNames short_names;
   for (const pprof::Sample& s : p.sample) {
     auto& stack = named.stacks.emplace_back();
-    auto& origins = named.origins.emplace_back();
     const int64_t v = value < s.value.size() ? s.value[value] : 0;
     named.counts.push_back(v < 0 ? 0 : static_cast<uint64_t>(v));
     for (uint64_t id : s.location_id) {
       const pprof::Location* loc = index.location(id);
       const pprof::Mapping* m = loc == nullptr ? nullptr : index.mapping(loc->mapping_id);
-      // The format that named a JIT frame is not in the profile: such frames count as JIT.
       const bool native = m != nullptr && IsNativeFile(p.str(m->filename));
       bool any = false;
       if (loc != nullptr) {
@@ -95,13 +93,11 @@ NamedStacks ProtoProfileStacks(const pprof::Profile& p, size_t value) {
           if (f == nullptr) continue;
           const std::string name(p.str(f->name));
           stack.push_back(native ? short_names.Of(name) : name);
-          origins.push_back(native ? proto::Origin::kElf : proto::Origin::kJitdump);
           any = true;
         }
       }
       if (!any) {
         stack.push_back(HexPc(loc == nullptr ? 0 : loc->address));
-        origins.push_back(proto::Origin::kUnknown);
       }
     }
   }

@@ -1,14 +1,14 @@
 // A profile's samples as stacks of printable names, leaf first, with counts: what `jitsym pprof`
-// prints (--text, --folded) and `jitsym flamegraph --pprof-profile` draws, made the same way for
-// both. Native function names are shortened as pprof does (no parameter or template lists, no
-// return type), so that tables compare with pprof's line by line; JIT names are kept whole (they
-// are not C++ signatures: V8 puts the script's path, which may hold `<` and `(`, in its names).
+// prints (--text, --folded), and for a gperftools profile what `jitsym flamegraph
+// --pprof-profile` draws, made the same way for both. Native function names are shortened as pprof
+// does (no parameter or template lists, no return type), so that tables compare with pprof's line
+// by line; JIT names are kept whole (they are not C++ signatures: V8 puts the script's path, which
+// may hold `<` and `(`, in its names).
 #ifndef JITSYM_CLIENT_NAMED_STACKS_H_
 #define JITSYM_CLIENT_NAMED_STACKS_H_
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "client/cpu_profile_resolve.h"
@@ -18,8 +18,9 @@ namespace jitsym::client {
 
 struct NamedStacks {
   std::vector<std::vector<std::string>> stacks;  // per sample, leaf first
-  // Parallel to stacks: the format that named each frame (kElf native code, kJitdump, ...),
-  // kUnknown for a pc nobody named.
+  // Parallel to stacks, for the flame graph's colours (gperftools profiles only: a profile.proto
+  // does not say what named a frame): the format that named each frame (kElf native code,
+  // kJitdump, ...), kUnknown for a pc nobody named.
   std::vector<std::vector<proto::Origin>> origins;
   std::vector<uint64_t> counts;
 };

@@ -21,6 +21,12 @@ NamedPc NamePc(const proto::LookupResult& r) {
   return pc;
 }
 
+bool IsNativeFile(std::string_view path) {
+  return !path.empty() && path[0] == '/' && path.rfind("/memfd:", 0) != 0 &&
+         path.rfind("/dev/", 0) != 0 && path.rfind("/tmp/perf-", 0) != 0 &&
+         path.find("(deleted)") == std::string_view::npos;
+}
+
 int PcResolver::ExitStatus() const {
   switch (process_problem_) {
     case proto::Reason::kUnknownProcess:

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/frame_summary.h"
@@ -32,6 +33,10 @@ struct NamedPc {
 };
 
 NamedPc NamePc(const proto::LookupResult& r);
+
+// Whether a mapping's file holds native code jitsymd reads as an ELF image (not anonymous or
+// JIT memory: memfd, /dev, [pseudo] files, or nothing).
+bool IsNativeFile(std::string_view path);
 
 // Resolves pcs with batched requests on one connection; per-request errors leave pcs unnamed
 // (an ELF image the daemon cannot read must not stop the JIT names).

@@ -230,16 +230,18 @@ int RunCpuProfile(const GlobalOptions& globals, const Options& o, const std::str
     }
     std::string binary;
     for (const ProfileMapping& m : profile.mappings) {
-      if (IsFileMapping(m)) {
+      if (IsNativeFile(m.path)) {
         binary = m.path;  // the executable comes first in /proc/self/maps
         break;
       }
     }
     const std::string data = WriteSymbolizedProfile(profile, binary, sorted);
     if (!WriteFileBytes(data, *o.symbolized)) return kExitError;
-    std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
-                 resolved.named.size(), resolved.pcs.size(), o.symbolized->c_str(),
-                 o.symbolized->c_str());
+    if (!o.quiet) {
+      std::fprintf(stderr, "jitsym: named %zu of %zu pcs; wrote %s (google-pprof --text %s)\n",
+                   resolved.named.size(), resolved.pcs.size(), o.symbolized->c_str(),
+                   o.symbolized->c_str());
+    }
     return resolver.ExitStatus();
   }
   if (o.proto_out) {
@@ -302,14 +304,15 @@ int RunProtoProfile(const GlobalOptions& globals, const Options& o, const std::s
     }
   }
   if (o.proto_out) {
-    for (pprof::Sample& s : profile.sample) {
-      for (const auto& [k, v] : o.labels) {
-        pprof::Label l;
-        l.key = AppendString(&profile, k);
-        l.str = AppendString(&profile, v);
-        s.label.push_back(l);
-      }
+    std::vector<pprof::Label> extra;  // the strings once, the labels on every sample
+    for (const auto& [k, v] : o.labels) {
+      pprof::Label l;
+      l.key = AppendString(&profile, k);
+      l.str = AppendString(&profile, v);
+      extra.push_back(l);
     }
+    for (pprof::Sample& s : profile.sample)
+      s.label.insert(s.label.end(), extra.begin(), extra.end());
     profile.comment.push_back(AppendString(&profile, "jitsym pprof: names filled in"));
     if (!WriteProfileFile(profile, *o.proto_out)) return kExitError;
     return resolver.ExitStatus();

@@ -40,11 +40,7 @@ void PprofSink::BeginSample(std::string_view comm, int64_t pid, int64_t tid) {
 }
 
 uint64_t PprofSink::MappingOf(std::string_view file, std::string_view build_id, bool named) {
-  key_.clear();
-  AppendPiece(file, &key_);
-  AppendPiece(build_id, &key_);
-  key_.push_back(named ? 'n' : '-');
-  if (auto it = mappings_.find(key_); it != mappings_.end()) return it->second;
+  // The builder interns mappings by their content: the same file is one mapping.
   pprof::ProfileBuilder::MappingSpec spec;
   spec.filename = file;
   spec.build_id = build_id;
@@ -54,9 +50,7 @@ uint64_t PprofSink::MappingOf(std::string_view file, std::string_view build_id, 
   spec.has_filenames = named;
   spec.has_line_numbers = named;
   spec.has_inline_frames = named;
-  const uint64_t id = builder_.AddMapping(spec);
-  mappings_.emplace(key_, id);
-  return id;
+  return builder_.AddMapping(spec);
 }
 
 void PprofSink::AddFrame(const StackFrame& frame) {
@@ -86,7 +80,6 @@ void PprofSink::AddFrame(const StackFrame& frame) {
     locations_.push_back(id);
     return;
   }
-  const std::string key = key_;  // MappingOf reuses key_
   lines_.clear();
   uint64_t mapping = 0;
   if (r != nullptr) {
@@ -108,12 +101,11 @@ void PprofSink::AddFrame(const StackFrame& frame) {
       lines_.push_back({fn, 0, 0});
     }
   }
-  locations_.push_back(builder_.AddLocationByKey(key, mapping, frame.ip, lines_));
+  locations_.push_back(builder_.AddLocationByKey(key_, mapping, frame.ip, lines_));
 }
 
 pprof::Profile PprofSink::Take() {
   pprof::Profile p = builder_.Take();
-  mappings_.clear();
   auto is_binary = [&](const pprof::Mapping& m) {
     const std::string_view f = p.str(m.filename);
     return !f.empty() && f[0] == '/' && !f.ends_with(".dump") && !f.ends_with(".map") &&

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,7 +18,7 @@ namespace jitsym::client {
 
 class PprofSink : public StackSink {
  public:
-  // `labels` go on every sample (host=..., service=...); `comment` into the profile's comments.
+  // `labels` go on every sample (host=..., service=...); `comments` into the profile's.
   PprofSink(const std::vector<std::pair<std::string, std::string>>& labels,
             const std::vector<std::string>& comments);
 
@@ -30,8 +29,8 @@ class PprofSink : public StackSink {
     return proto::kFieldPosition | proto::kFieldBuildId | proto::kFieldFrames;
   }
 
-  // The profile; the sink starts over empty. Its first mapping is an executable file where
-  // there is one (pprof shows the first mapping as the profile's main binary).
+  // The profile, once, at the end. Its first mapping is an executable file where there is one
+  // (pprof shows the first mapping as the profile's main binary).
   pprof::Profile Take();
 
  private:
@@ -45,7 +44,6 @@ class PprofSink : public StackSink {
   std::vector<pprof::Label> labels_;
   std::vector<pprof::Line> lines_;
   std::string key_;
-  std::unordered_map<std::string, uint64_t> mappings_;
 };
 
 // Writes `data` to `path` ("-": stdout). False after saying why on stderr.

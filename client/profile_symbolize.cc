@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -62,12 +63,6 @@ class Appender {
 
 }  // namespace
 
-bool IsNativeFile(std::string_view path) {
-  return !path.empty() && path[0] == '/' && path.rfind("/memfd:", 0) != 0 &&
-         path.rfind("/dev/", 0) != 0 && path.rfind("/tmp/perf-", 0) != 0 &&
-         path.find("(deleted)") == std::string_view::npos;
-}
-
 bool SymbolizeProfile(pprof::Profile* profile, std::optional<int64_t> default_pid,
                       PcResolver* resolver, FrameSummary* jit, FrameSummary* files,
                       SymbolizeCounts* counts) {
@@ -90,49 +85,49 @@ bool SymbolizeProfile(pprof::Profile* profile, std::optional<int64_t> default_pi
   };
 
   // Which process each unnamed location is asked for: JIT locations belong to the first process
-  // that used them; another process gets a copy. Native ones are the same in every process.
+  // that used them; another process gets a copy. Samples without a pid are one more "process"
+  // (kNoPid), whose copies are not asked about: JIT names of one process never reach samples of
+  // another, nor samples whose process is unknown. Native locations are the same everywhere.
+  constexpr int64_t kNoPid = -1;
   std::unordered_map<uint64_t, int64_t> owner;              // location id -> pid
   std::map<std::pair<uint64_t, int64_t>, uint64_t> copies;  // (location, pid) -> copy
-  std::vector<std::pair<size_t, int64_t>> jit_locations;    // (index, pid)
+  std::map<int64_t, std::vector<size_t>> by_pid;            // pid -> location indices
   std::vector<size_t> file_locations;
-  std::unordered_map<uint64_t, bool> seen_file;
-  std::vector<int64_t> pids;
+  std::unordered_set<uint64_t> seen_file;
+  auto claim = [&](size_t index, int64_t pid) {
+    if (pid == kNoPid) {
+      ++counts->no_pid;
+    } else {
+      by_pid[pid].push_back(index);
+    }
+  };
   for (pprof::Sample& s : p.sample) {
-    const std::optional<int64_t> pid = PidOf(p, s, default_pid);
+    const int64_t pid = PidOf(p, s, default_pid).value_or(kNoPid);
     for (uint64_t& id : s.location_id) {
       auto li = loc_index.find(id);
       if (li == loc_index.end() || !Unnamed(p.location[li->second])) continue;
-      if (in_file(p.location[li->second])) {
-        if (seen_file.emplace(id, true).second) file_locations.push_back(li->second);
+      const size_t index = li->second;
+      if (in_file(p.location[index])) {
+        if (seen_file.insert(id).second) file_locations.push_back(index);
         continue;
       }
-      if (!pid) {
-        if (owner.emplace(id, -1).second) ++counts->no_pid;
-        continue;
-      }
-      auto [o, first] = owner.try_emplace(id, *pid);
+      auto [o, first] = owner.try_emplace(id, pid);
       if (first) {
-        jit_locations.emplace_back(li->second, *pid);
-        if (std::find(pids.begin(), pids.end(), *pid) == pids.end()) pids.push_back(*pid);
+        claim(index, pid);
         continue;
       }
-      if (o->second == *pid) continue;
-      if (o->second == -1) continue;  // first seen without a pid: stays unnamed
-      auto [c, made] = copies.try_emplace({id, *pid}, next_location);
+      if (o->second == pid) continue;
+      auto [c, made] = copies.try_emplace({id, pid}, next_location);
       if (made) {
-        pprof::Location copy = p.location[li->second];
+        pprof::Location copy = p.location[index];
         copy.id = next_location++;
-        loc_index.emplace(copy.id, p.location.size());
         p.location.push_back(copy);
-        jit_locations.emplace_back(p.location.size() - 1, *pid);
-        ++counts->split;
-        if (std::find(pids.begin(), pids.end(), *pid) == pids.end()) pids.push_back(*pid);
+        claim(p.location.size() - 1, pid);
       }
       id = c->second;
     }
   }
-  counts->locations = jit_locations.size() + file_locations.size() + counts->no_pid;
-  counts->pids = pids;
+  for (const auto& entry : by_pid) counts->pids.push_back(entry.first);
 
   Appender add(&p);
   auto fill = [&](size_t index, const NamedPc& named) {
@@ -141,22 +136,17 @@ bool SymbolizeProfile(pprof::Profile* profile, std::optional<int64_t> default_pi
     for (const NamedFrame& f : named.frames) {  // innermost first, as pprof's lines
       loc.line.push_back({add.Function(f.name, f.file), f.line, f.column});
     }
-    ++counts->named;
   };
 
   // JIT code, per process.
-  for (int64_t pid : pids) {
-    std::vector<size_t> which;
+  for (const auto& entry : by_pid) {
+    const std::vector<size_t>& which = entry.second;  // a plain reference: lambdas capture it
     std::vector<uint64_t> addrs;
-    for (const auto& [index, owner_pid] : jit_locations) {
-      if (owner_pid != pid) continue;
-      which.push_back(index);
-      addrs.push_back(p.location[index].address);
-    }
-    proto::LookupRequest by_pid;
-    by_pid.pid = pid;
+    for (size_t index : which) addrs.push_back(p.location[index].address);
+    proto::LookupRequest request;
+    request.pid = entry.first;
     if (!resolver->Ask(
-            by_pid, addrs,
+            request, addrs,
             [&](size_t i, const proto::LookupResult& r) { fill(which[i], NamePc(r)); }, jit)) {
       return false;
     }
@@ -166,7 +156,6 @@ bool SymbolizeProfile(pprof::Profile* profile, std::optional<int64_t> default_pi
   for (size_t index : file_locations) {
     by_file[std::string(p.str(mapping_of(p.location[index])->filename))].push_back(index);
   }
-  std::vector<std::pair<size_t, std::string>> build_ids;  // mapping index -> build id learnt
   for (const auto& entry : by_file) {
     const std::string& file = entry.first;
     const std::vector<size_t>& which = entry.second;  // a plain reference: lambdas capture it
@@ -184,17 +173,14 @@ bool SymbolizeProfile(pprof::Profile* profile, std::optional<int64_t> default_pi
             [&](size_t i, const proto::LookupResult& r) {
               const size_t index = which[i];
               fill(index, NamePc(r));
-              if (!r.build_id.empty()) {
-                build_ids.emplace_back(map_index[p.location[index].mapping_id],
-                                       std::string(r.build_id));
+              pprof::Mapping& m = p.mapping[map_index[p.location[index].mapping_id]];
+              if (!r.build_id.empty() && m.build_id == 0) {
+                m.build_id = add.String(std::string(r.build_id));
               }
             },
             files)) {
       return false;
     }
-  }
-  for (const auto& [m, id] : build_ids) {
-    if (p.mapping[m].build_id == 0) p.mapping[m].build_id = add.String(id);
   }
   // Mappings whose every location now has functions: pprof need not look for their files.
   std::unordered_map<uint64_t, bool> complete;

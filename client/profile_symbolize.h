@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "client/frame_summary.h"
 #include "client/pc_resolver.h"
@@ -19,11 +20,8 @@
 namespace jitsym::client {
 
 struct SymbolizeCounts {
-  uint64_t locations = 0;     // locations without functions, per process they were used in
-  uint64_t named = 0;         // of those, named now
-  uint64_t no_pid = 0;        // used by samples without a pid label and no --pid given
-  uint64_t split = 0;         // locations copied because several processes used them
-  std::vector<int64_t> pids;  // the processes asked about
+  uint64_t no_pid = 0;        // JIT locations used by samples without a pid (and no --pid)
+  std::vector<int64_t> pids;  // the processes asked about, ascending
 };
 
 // Names what it can in *profile (which must have passed pprof::Validate). JIT pcs are counted in
@@ -31,10 +29,6 @@ struct SymbolizeCounts {
 bool SymbolizeProfile(pprof::Profile* profile, std::optional<int64_t> default_pid,
                       PcResolver* resolver, FrameSummary* jit, FrameSummary* files,
                       SymbolizeCounts* counts);
-
-// Whether a mapping's file holds native code jitsymd reads as an ELF image (not anonymous or
-// JIT memory: memfd, /dev, [pseudo] files, or nothing).
-bool IsNativeFile(std::string_view path);
 
 }  // namespace jitsym::client
 
