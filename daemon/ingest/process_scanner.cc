@@ -3,6 +3,7 @@
 #include "daemon/ingest/process_scanner.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -20,7 +21,6 @@
 namespace jitsym::ingest {
 namespace {
 
-constexpr long kOverlayfsMagic = 0x794c7630;
 // Processes tried as the new way to a foreign /tmp when the one it was reported through exits.
 constexpr size_t kMaxReporterCandidates = 64;
 // Foreign /tmp directories remembered per process (a process that mounts over its /tmp again
@@ -85,7 +85,7 @@ bool ReachableWithoutSymlinks(uint32_t pid, const std::string& path, uint64_t de
   // overlayfs maps the backing file, whose device /proc/PID/maps shows; the path shows the
   // overlay's.
   struct statfs fs {};
-  return ::fstatfs(fd.get(), &fs) == 0 && fs.f_type == kOverlayfsMagic;
+  return ::fstatfs(fd.get(), &fs) == 0 && fs.f_type == OVERLAYFS_SUPER_MAGIC;
 }
 
 // A path the daemon can open for the marker file `m` that process `pid` maps, or "".

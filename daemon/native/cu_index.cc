@@ -4,6 +4,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <libelf.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -25,9 +26,8 @@ void CuIndex::Open(Dwarf* dwarf, int fd, std::string file) {
   // root can truncate, on a file system that is not a user's FUSE server, is mapped.
   struct stat st;
   struct statfs fs;
-  constexpr decltype(fs.f_type) kFuseMagic = 0x65735546;
   mappable_ = fd >= 0 && ::fstat(fd, &st) == 0 && ::fstatfs(fd, &fs) == 0 && st.st_uid == 0 &&
-              (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && fs.f_type != kFuseMagic;
+              (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && fs.f_type != FUSE_SUPER_MAGIC;
   main_handle_.dwarf = dwarf;
   std::vector<uint64_t> offsets;
   Dwarf_CU* cu = nullptr;
@@ -103,7 +103,7 @@ const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
 }
 
 void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads) {
-  if (extra_threads == 0 || fd_ < 0 || unread() < 2) return;
+  if (!mappable_ || extra_threads == 0 || unread() < 2) return;
   std::vector<uint32_t> todo;
   std::vector<bool> seen(count_);
   for (uint64_t addr : addrs) {
@@ -114,7 +114,7 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
       todo.push_back(static_cast<uint32_t>(cu));
     }
   }
-  if (todo.size() < 2 || !mappable_) return;
+  if (todo.size() < 2) return;
   // One handle per extra thread, over the same file (the pages are shared), gone afterwards.
   struct ExtraHandle {
     Elf* elf = nullptr;

@@ -54,7 +54,8 @@ struct NativeAnswer {
   bool found = false;
   std::string_view name;  // the outermost (physical) function: symbol table, else DWARF
   // The symbol's clone suffix (".part.0", ".cold", ...) when addr is in a compiler-made copy of
-  // the function; `name` is then the function's own name (DWARF's, else the symbol's without it).
+  // the function; `name` is then the function's own name (the demangled symbol name when it is
+  // mangled, else DWARF's, else the symbol's without the suffix).
   std::string_view clone;
   uint64_t start = 0;  // its start address (virtual) and size, when known
   uint64_t size = 0;

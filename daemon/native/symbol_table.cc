@@ -59,9 +59,10 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
       // demangler reads neither, and the function is the same function. Names are stored
       // demangled: each is shown many times, demangled once.
       SymbolVersion version;
-      const CloneSplit split = SplitClone(StripVersion(name, &version));
+      const std::string_view unversioned = StripVersion(name, &version);
+      const CloneSplit split = SplitClone(unversioned);
       const bool clone = !split.clone.empty() && split.clone.size() <= 0xff;
-      const std::string demangled = Demangle(clone ? split.base : StripVersion(name));
+      const std::string demangled = Demangle(clone ? split.base : unversioned);
       const bool local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
       const bool mangled = name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
       const uint8_t facts = static_cast<uint8_t>(
