@@ -215,8 +215,8 @@ std::optional<int> ParseFlamegraphArgs(const std::vector<std::string>& args,
   return std::nullopt;
 }
 
-// Reads folded stacks into *tree. `first` are the lines already read to tell the input kind.
-bool ReadFolded(LongLineReader& reader, FlameTree* tree) {
+// Reads folded stacks into *tree; warnings (not errors) are left out with `quiet`.
+bool ReadFolded(LongLineReader& reader, bool quiet, FlameTree* tree) {
   std::vector<std::string_view> names;
   std::vector<FlameFrame> frames;
   uint64_t line_no = 0, bad = 0, first_bad = 0, too_many = 0;
@@ -243,24 +243,24 @@ bool ReadFolded(LongLineReader& reader, FlameTree* tree) {
     std::fprintf(stderr, "jitsym flamegraph: cannot read stdin: %s\n", reader.error().c_str());
     return false;
   }
-  if (reader.too_long() > 0) {
+  if (!quiet && reader.too_long() > 0) {
     std::fprintf(
         stderr, "jitsym flamegraph: warning: %llu lines longer than %zu MiB were skipped\n",
         static_cast<unsigned long long>(reader.too_long()), LongLineReader::kMaxLine >> 20);
   }
-  if (bad > 0) {
+  if (!quiet && bad > 0) {
     std::fprintf(stderr,
                  "jitsym flamegraph: warning: %llu lines were not folded stacks (NAME;...;NAME "
                  "COUNT) and were skipped; the first is line %llu\n",
                  static_cast<unsigned long long>(bad), static_cast<unsigned long long>(first_bad));
   }
-  if (too_many > 0) {
+  if (!quiet && too_many > 0) {
     std::fprintf(stderr,
                  "jitsym flamegraph: warning: %llu stacks were skipped: the total would pass "
                  "2^53 samples\n",
                  static_cast<unsigned long long>(too_many));
   }
-  if (tree->truncated()) {
+  if (!quiet && tree->truncated()) {
     std::fprintf(stderr,
                  "jitsym flamegraph: warning: too many distinct frames; deeper frames of later "
                  "stacks were counted in their callers\n");
@@ -417,7 +417,7 @@ int RunFlamegraph(const GlobalOptions& globals, const std::vector<std::string>& 
   }
   LongLineReader reader(STDIN_FILENO, std::move(head));
   FlameTree tree;
-  if (!ReadFolded(reader, &tree)) return kExitError;
+  if (!ReadFolded(reader, parsed.annotate.quiet, &tree)) return kExitError;
   parsed.svg.subtitle = "folded stacks from stdin, " + std::to_string(tree.total_samples()) +
                         (tree.total_samples() == 1 ? " sample" : " samples");
   return WriteFlameGraph(tree, parsed.svg, parsed.out_path);

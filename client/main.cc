@@ -25,8 +25,11 @@ constexpr Command kCommands[] = {
     {"annotate", "name the JIT frames of `perf script` output (a filter, or -i perf.data)",
      RunAnnotate},
     {"perfmap", "write a perf map of a process's symbols for perf report", RunPerfmap},
-    {"pprof", "name the pcs of a gperftools CPU profile", RunPprof},
-    {"flamegraph", "draw folded stacks as an interactive SVG flame graph", RunFlamegraph},
+    {"pprof", "name the pcs of a gperftools or profile.proto CPU profile", RunPprof},
+    {"flamegraph",
+     "draw perf script output, a recording, folded stacks or a gperftools profile as an "
+     "interactive SVG flame graph",
+     RunFlamegraph},
 };
 
 void PrintUsage(std::FILE* out) {
