@@ -24,6 +24,7 @@ constexpr uint32_t kNone = CuTables::kNone;
 
 NativeModule::~NativeModule() {
   if (dwarf_) dwarf_end(dwarf_);
+  dwarf_alt_ = AltDwarf();  // after dwarf_, before the files
   if (debug_elf_) elf_end(debug_elf_);
   if (debug_fd_ >= 0) ::close(debug_fd_);
   if (mini_elf_) elf_end(mini_elf_);
@@ -70,6 +71,7 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
       sizeof(NativeModule) + m->symbols_.Bytes() + m->minidebug_.capacity() + m->cus_.IndexBytes();
   // The debug sections libdw read into memory.
   if (m->dwarf_ != nullptr) bytes += DebugSectionBytes(m->debug_elf_ ? m->debug_elf_ : m->elf_);
+  bytes += m->alt_.Bytes();
   m->bytes_ = bytes;
   return m;
 }
@@ -116,6 +118,10 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_.clear();
     return false;
   }
+  // Before anything reads a DIE: libdw would look for dwz's file itself.
+  alt_.Open(source, debug_file_);
+  dwarf_alt_ = alt_.Attach(dwarf_);
+  cus_.UseAltFile(&alt_);
   cus_.Open(dwarf_, source == debug_elf_ ? debug_fd_ : fd_, debug_file_);
   return true;
 }
