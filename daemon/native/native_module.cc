@@ -106,7 +106,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
       full_symbols_ = symbols_.Load(debug_elf_, false);
       if (!full_symbols_) {
         symbols_.Load(main, true);
-        if (mini_elf_) symbols_.Load(mini_elf_, false);
+        if (mini_elf_) full_symbols_ = symbols_.Load(mini_elf_, false);
       }
     }
   }
