@@ -191,7 +191,7 @@ class PrintedSize {
   }
   template <class T>
   void Walk(const T* node) {
-    node->match([this](const auto&... args) { (Arg(args), ...); });
+    node->match([&](const auto&... args) { (Arg(args), ...); });
   }
   void Walk(const itd::ForwardTemplateReference* ref) {
     // A reference may lead back to itself; printing stops there, and so does this.
