@@ -27,7 +27,8 @@ inline constexpr size_t kMaxRuntimeDemangleInput = 4096;
 // back-references let a 258-byte name print as 142 MB. So LLVM's demangler reads names of at
 // most kMaxDemangleInput bytes, and a name whose printed form would be longer than
 // kMaxDemangledBytes (bounded over LLVM's parse tree before printing; the runtime's printer is
-// stopped there) stays mangled.
+// stopped there) stays mangled. A name longer than the caller's remaining stack can take (a
+// bound per input byte) is demangled on a thread with a stack of that size.
 inline constexpr size_t kMaxDemangleInput = 16384;
 inline constexpr size_t kMaxDemangledBytes = size_t{1} << 20;
 

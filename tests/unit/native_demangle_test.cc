@@ -1,6 +1,7 @@
 // The demangler against hostile names: bounded input, bounded output, and for every real name
 // the same text as LLVM's own (unbounded) demangler, which llvm-symbolizer uses.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <cstdio>
 #include <string>
@@ -44,6 +45,25 @@ void OnThread(F f) {
   t.join();
 }
 
+// Runs `f` on a thread with a stack of `bytes`.
+template <class F>
+void OnSmallStack(size_t bytes, F f) {
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(
+                &thread, &attr,
+                [](void* p) -> void* {
+                  (*static_cast<F*>(p))();
+                  return nullptr;
+                },
+                &f),
+            0);
+  pthread_attr_destroy(&attr);
+  pthread_join(thread, nullptr);
+}
+
 TEST(NativeDemangle, ExponentialNameStaysMangled) {
   // 2^40 times its length if printed; 234 bytes printed 27 MB before the bound.
   const std::string name = Doubling("_Z", 40);
@@ -85,6 +105,19 @@ TEST(NativeDemangle, DeepNestingIsNotReadPastTheInputLimit) {
   OnThread([&] { out = Demangle(limit); });
   EXPECT_TRUE(out.starts_with("f(int*")) << out.substr(0, 40);
   EXPECT_EQ(out.size(), std::string("f(int").size() + kMaxDemangleInput - 5 + 1);
+}
+
+TEST(NativeDemangle, DeepNameOnASmallStackIsRead) {
+  // A caller with 256 KiB of stack (less than the deepest name needs) gets the same answer.
+  const std::string limit = "_Z1fP" + std::string(kMaxDemangleInput - 6, 'P') + "i";
+  std::string on_small;
+  std::string on_default;
+  OnSmallStack(256 << 10, [&] { on_small = Demangle(limit); });
+  OnThread([&] { on_default = Demangle(limit); });
+  EXPECT_TRUE(on_small.starts_with("f(int*")) << on_small.substr(0, 40);
+  EXPECT_EQ(on_small, on_default);
+  OnSmallStack(256 << 10, [&] { on_small = Demangle("_ZN3foo3barEv"); });
+  EXPECT_EQ(on_small, "foo::bar()");
 }
 
 #ifdef JITSYM_HAVE_LLVM_DEMANGLE
