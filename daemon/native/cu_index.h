@@ -25,6 +25,8 @@ typedef struct Dwarf Dwarf;
 
 namespace jitsym::native {
 
+class DwpPackage;
+
 class CuIndex {
  public:
   CuIndex() = default;
@@ -34,7 +36,9 @@ class CuIndex {
 
   // Indexes the CUs of `dwarf`, which reads the file `fd` (named `file` in messages); both must
   // outlive this object. Called once, before any other member.
-  void Open(Dwarf* dwarf, int fd, std::string file);
+  // `dwp`: the package of split units the skeletons' units are read from when their .dwo
+  // files are not found (split_units.h), or null; it too must outlive this object.
+  void Open(Dwarf* dwarf, int fd, std::string file, DwpPackage* dwp = nullptr);
 
   // The CU whose ranges cover addr, or -1. On the lookup path of every native frame: inline.
   int64_t CuOf(uint64_t addr) const {
@@ -93,6 +97,8 @@ class CuIndex {
   const CuTables* Build(uint32_t cu, DwarfHandle& handle);
 
   std::string file_;
+  std::string file_dir_;  // where libdw looks for .dwo files first (split_units.h)
+  DwpPackage* dwp_ = nullptr;
   int fd_ = -1;            // the file main_handle_ reads, for Prefetch's handles
   bool mappable_ = false;  // fd_ may be mapped: its owner cannot truncate it under us
   std::unique_ptr<Cu[]> cus_;
@@ -102,6 +108,7 @@ class CuIndex {
   std::mutex built_mu_;  // with built_cv_: waiting for a CU another thread builds
   std::condition_variable built_cv_;
   std::atomic<size_t> unread_{0};
+  std::atomic<bool> told_missing_{false};  // a missing split part was logged (once per module)
   std::atomic<size_t> tables_bytes_{0};
 };
 

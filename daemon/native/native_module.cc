@@ -7,6 +7,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,8 @@ constexpr uint32_t kNone = CuTables::kNone;
 
 NativeModule::~NativeModule() {
   if (dwarf_) dwarf_end(dwarf_);
+  skeletons_.Close();
+  dwp_.reset();  // after the Dwarf that maps the units written from it
   if (debug_elf_) elf_end(debug_elf_);
   if (debug_fd_ >= 0) ::close(debug_fd_);
   if (mini_elf_) elf_end(mini_elf_);
@@ -109,6 +112,11 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     }
   }
   if (source == nullptr) return false;
+  int fd = source == debug_elf_ ? debug_fd_ : fd_;
+  if (Elf* copy = OpenPackage(source); copy != source) {
+    source = copy;
+    fd = skeletons_.fd;
+  }
   dwarf_ = dwarf_begin_elf(source, DWARF_C_READ, nullptr);
   if (dwarf_ == nullptr) {
     JITSYM_LOG(kWarning, debug_file_, ": cannot read DWARF: ", dwarf_errmsg(-1),
@@ -116,8 +124,36 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_.clear();
     return false;
   }
-  cus_.Open(dwarf_, source == debug_elf_ ? debug_fd_ : fd_, debug_file_);
+  cus_.Open(dwarf_, fd, debug_file_, dwp_.get());
   return true;
+}
+
+Elf* NativeModule::OpenPackage(Elf* source) {
+  std::vector<std::string> candidates = {path_ + ".dwp"};
+  if (debug_file_ != path_) candidates.push_back(debug_file_ + ".dwp");
+  for (const std::string& c : candidates) {
+    struct stat st {};
+    if (::stat(c.c_str(), &st) != 0) continue;
+    std::string error;
+    std::unique_ptr<DwpPackage> dwp = DwpPackage::Open(c, &error);
+    if (dwp == nullptr) {
+      JITSYM_LOG(kWarning, error, "; split units only from .dwo files");
+      continue;
+    }
+    // libdw looks for a skeleton's .dwo beside the file it reads: it reads a copy of the
+    // skeletons in the package's directory, where the units are written.
+    const size_t slash = debug_file_.rfind('/');
+    OpenedElf copy = dwp->WriteDebugSections(
+        source, slash == std::string::npos ? debug_file_ : debug_file_.substr(slash + 1), &error);
+    if (copy.elf == nullptr) {
+      JITSYM_LOG(kWarning, c, ": ", error, "; split units only from .dwo files");
+      continue;
+    }
+    dwp_ = std::move(dwp);
+    skeletons_ = copy;
+    return copy.elf;
+  }
+  return source;
 }
 
 bool NativeModule::InSegment(uint64_t addr) const {
@@ -146,10 +182,12 @@ void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
   out->clone = {};
   out->start = out->size = 0;
   out->frames.clear();
+  out->missing = {};
   const CuTables* t = nullptr;
   if (const int64_t cu = cus_.CuOf(addr); cu >= 0) t = cus_.Tables(static_cast<uint32_t>(cu));
   uint64_t function_start = 0;
   if (t != nullptr) {
+    out->missing = t->missing;
     auto sv = [t](uint32_t id) -> std::string_view {
       return id == kNone ? std::string_view() : std::string_view(t->strings[id]);
     };

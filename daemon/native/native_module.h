@@ -26,6 +26,7 @@
 #include "daemon/native/cu_index.h"
 #include "daemon/native/cu_tables.h"
 #include "daemon/native/demangle.h"  // Demangle(), part of this interface
+#include "daemon/native/dwp_package.h"
 #include "daemon/native/key_index.h"
 #include "daemon/native/symbol_table.h"
 
@@ -60,6 +61,9 @@ struct NativeAnswer {
   uint64_t start = 0;  // its start address (virtual) and size, when known
   uint64_t size = 0;
   std::vector<NativeFrame> frames;  // innermost first; views into the module's tables
+  // The DWARF of addr's unit is split and its split part could not be read: which file is
+  // missing, for a person (then there are no inlined frames). Empty otherwise.
+  std::string_view missing;
 };
 
 class NativeModule {
@@ -76,6 +80,8 @@ class NativeModule {
   const std::string& build_id() const { return build_id_; }  // hex; empty if none
   // Where the DWARF came from ("" when there is none): the file itself or a debug file.
   const std::string& debug_file() const { return debug_file_; }
+  // The DWARF package split units are read from ("" when none is used).
+  const std::string& dwp_file() const { return dwp_ ? dwp_->path() : empty_; }
   bool has_dwarf() const { return dwarf_ != nullptr; }
   size_t symbol_count() const { return symbols_.size(); }
   // Stripped: no full symbol table (.symtab, MiniDebugInfo's, a debug file's) and no DWARF;
@@ -110,6 +116,9 @@ class NativeModule {
   void LoadMiniDebugInfo(Elf* elf);
   bool OpenDwarf(Elf* main, const DebugSearch& search);
   bool InSegment(uint64_t addr) const;
+  // The .dwp package beside the file or its debug file (split_units.h), with the copy of the
+  // skeletons libdw reads instead of `source`; `source` when there is none.
+  Elf* OpenPackage(Elf* source);
 
   std::string path_;
   std::string build_id_;
@@ -126,6 +135,9 @@ class NativeModule {
   Dwarf* dwarf_ = nullptr;
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
+  std::unique_ptr<DwpPackage> dwp_;  // with the copy of the skeletons' sections libdw reads
+  OpenedElf skeletons_;
+  static inline const std::string empty_;
 
   CuIndex cus_;       // over dwarf_ (empty without DWARF)
   size_t bytes_ = 0;  // set by Open(): all but the CU tables, which cus_ counts
