@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Split DWARF (-gsplit-dwarf): programs of several translation units with inlining, built here by
+gcc (DWARF 5 and DWARF 4) and clang (DWARF 5) with the .dwo files beside the objects, and packaged
+into a .dwp (llvm-dwp for clang's units, dwp or llvm-dwp for gcc's DWARF 4 ones), list the same
+frames (names, file, line, column) as `llvm-symbolizer --inlines` given the same files for at
+least 99.5% of 5,000 random addresses in their functions. With the split parts removed, functions
+are still named, and each answer in a unit whose part is missing says `no_debug_info` with the
+missing file (lookup --json and explain --image), logged once per module."""
+
+import glob
+import os
+import shutil
+import subprocess
+
+from harness import Harness, check, hexaddr
+from native_oracle import llvm_frames, our_answers, frames_of, sample_addresses
+
+h = Harness(__doc__)
+SAMPLES = 5000
+REQUIRED = 0.995
+UNITS = 4
+FUNCTIONS = 12
+
+COMMON_H = r"""
+#pragma once
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace common {
+inline unsigned mix(unsigned x) {
+  x ^= x >> 15;
+  x *= 0x2c1b3c6dU;
+  x ^= x >> 12;
+  return x;
+}
+template <typename T>
+inline T accumulate_mixed(const std::vector<T>& v) {
+  T sum{};
+  for (const T& e : v) sum += static_cast<T>(mix(static_cast<unsigned>(e)));
+  return sum;
+}
+template <typename T>
+inline std::vector<T> make_sorted(unsigned n, unsigned seed) {
+  std::vector<T> v(n);
+  for (unsigned i = 0; i < n; ++i) v[i] = static_cast<T>(mix(seed + i) % 1000);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+}  // namespace common
+
+extern "C" unsigned c_checksum(const unsigned* p, unsigned n);
+"""
+
+C_PART = r"""
+static inline unsigned rot(unsigned x, int k) { return (x << k) | (x >> (32 - k)); }
+
+static inline unsigned fold(unsigned h, unsigned v) { return rot(h ^ v, 5) * 16777619u; }
+
+unsigned c_checksum(const unsigned* p, unsigned n) {
+  unsigned h = 2166136261u;
+  for (unsigned i = 0; i < n; ++i) h = fold(h, p[i]);
+  return h;
+}
+"""
+
+
+def unit_source(k):
+    out = ['#include "common.h"', "", "namespace {"]
+    for i in range(FUNCTIONS):
+        out.append(f"inline unsigned step_{k}_{i}(unsigned x) {{ return common::mix(x + {i}) * "
+                   f"{i + 1}u; }}")
+    out.append("}  // namespace\n")
+    for i in range(FUNCTIONS):
+        if i % 3 == 0:
+            body = f"""  std::string s(8 + x % 8, 'a' + {i});
+  for (unsigned j = 0; j < s.size(); ++j) s[j] = static_cast<char>(s[j] + step_{k}_{i}(j) % 3);
+  std::map<std::string, unsigned> m;
+  m[s] = x;
+  m[s + "x"] = step_{k}_{i}(x);
+  unsigned r = 0;
+  for (const auto& [key, v] : m) r += v + static_cast<unsigned>(key.size());
+  return r;"""
+        else:
+            body = f"""  auto v = common::make_sorted<unsigned>(8 + x % 16, x + {i});
+  std::map<unsigned, unsigned> m;
+  for (unsigned e : v) m[e % 7] += step_{k}_{i}(e);
+  unsigned r = common::accumulate_mixed(v);
+  for (const auto& [key, val] : m) r ^= val + key;
+  return r + c_checksum(v.data(), static_cast<unsigned>(v.size()));"""
+        out.append(f"__attribute__((noinline)) unsigned fn_{k}_{i}(unsigned x) {{\n{body}\n}}\n")
+    out.append(f"unsigned unit_{k}(unsigned x) {{\n  unsigned r = 0;")
+    for i in range(FUNCTIONS):
+        out.append(f"  r += fn_{k}_{i}(x + r);")
+    out.append("  return r;\n}\n")
+    return "\n".join(out)
+
+
+def main_source():
+    decls = "".join(f"unsigned unit_{k}(unsigned x);\n" for k in range(UNITS))
+    calls = "".join(f"  r += unit_{k}(r + static_cast<unsigned>(argc));\n" for k in range(UNITS))
+    return (f'#include <cstdio>\n#include "common.h"\n{decls}\nint main(int argc, char**) {{\n'
+            f"  unsigned r = 0;\n{calls}  std::printf(\"%u\\n\", r);\n  return 0;\n}}\n")
+
+
+def run(args, cwd, timeout=300):
+    res = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    check(res.returncode == 0, f"{' '.join(args)} failed ({res.returncode}): {res.stderr[-2000:]}")
+    return res
+
+
+def build(name, cc, cxx, dwarf):
+    """A program in <root>/<name>: sources in src/, objects and .dwo files in build/obj/ (comp_dir
+    build/), the binary build/app; and the same without -gsplit-dwarf, build/app-nosplit (objects
+    in build/obj-nosplit/: the same comp_dir and file names), which must have the same code.
+    Returns the binary's path."""
+    top = os.path.join(h.root, name)
+    src = os.path.join(top, "src")
+    bld = os.path.join(top, "build")
+    os.makedirs(src)
+    os.makedirs(os.path.join(bld, "obj"))
+    files = {"common.h": COMMON_H, "c_part.c": C_PART, "main.cc": main_source()}
+    for k in range(UNITS):
+        files[f"unit{k}.cc"] = unit_source(k)
+    for fname, text in files.items():
+        with open(os.path.join(src, fname), "w") as f:
+            f.write(text)
+    os.makedirs(os.path.join(bld, "obj-nosplit"))
+    for objdir, out, split in (("obj", "app", ["-gsplit-dwarf"]), ("obj-nosplit", "app-nosplit", [])):
+        flags = ["-O2", "-g", dwarf, *split]
+        objs = []
+        for fname in files:
+            if fname.endswith(".h"):
+                continue
+            obj = f"{objdir}/" + fname.rsplit(".", 1)[0] + ".o"
+            compiler, std = (cc, []) if fname.endswith(".c") else (cxx, ["-std=c++17"])
+            run([compiler, *flags, *std, "-c", "../src/" + fname, "-o", obj], cwd=bld)
+            objs.append(obj)
+        run([cxx, *flags, *objs, "-o", out], cwd=bld)
+    dwos = glob.glob(os.path.join(bld, "obj", "*.dwo"))
+    check(len(dwos) == len(objs), f"{name}: {len(dwos)} .dwo files for {len(objs)} objects")
+    nm = [run(["nm", "-S", "--defined-only", os.path.join(bld, b)], cwd=bld).stdout
+          for b in ("app", "app-nosplit")]
+    check(nm[0] == nm[1], f"{name}: -gsplit-dwarf changed the code")
+    return os.path.join(bld, "app")
+
+
+def package(binary, tools):
+    """<binary>.dwp by the first tool of `tools` that makes one in time; the tool's name."""
+    out = binary + ".dwp"
+    for tool in tools:
+        if not shutil.which(tool):
+            continue
+        try:
+            res = subprocess.run([tool, "-e", binary, "-o", out], cwd=os.path.dirname(binary),
+                                 capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            continue
+        if res.returncode == 0 and os.path.getsize(out) > 0:
+            return tool
+        if os.path.exists(out):
+            os.unlink(out)
+    check(False, f"no tool of {tools} packaged {binary}")
+
+
+def hide_dwo_files(binary):
+    """Moves the .dwo files away (beside the binary's directory, where nothing looks)."""
+    obj = os.path.join(os.path.dirname(binary), "obj")
+    away = obj + ".away"
+    os.makedirs(away, exist_ok=True)
+    for f in glob.glob(os.path.join(obj, "*.dwo")):
+        os.rename(f, os.path.join(away, os.path.basename(f)))
+
+
+def fresh_copy(binary, suffix):
+    """A copy under another inode (the daemon caches modules by file): what the daemon reads
+    now, not what it read before the split parts moved."""
+    copy = binary + suffix
+    shutil.copy2(binary, copy)
+    return copy
+
+
+def agreement(what, binary, oracle=None, nosplit=None):
+    """Our frames for `binary` against llvm-symbolizer's for `oracle` (the binary itself, or the
+    unstripped file for a stripped one). Where they differ, llvm-symbolizer's answer for
+    `nosplit` (the same code built without -gsplit-dwarf) decides: LLVM 14 loses inlined frames
+    whose DW_AT_ranges are DW_FORM_rnglistx in a DWARF 5 split unit (clang's), which it finds
+    in the same unit unsplit. Both figures are printed; the second must reach REQUIRED, the
+    first 99%."""
+    oracle = oracle or binary
+    addrs = sample_addresses(oracle, SAMPLES, seed=17)
+    theirs = llvm_frames(oracle, addrs, columns=True)
+    answers = our_answers(h, binary, addrs)
+    ours = [frames_of(a, columns=True) for a in answers]
+    check(len(theirs) == len(addrs), f"llvm-symbolizer: {len(theirs)} answers")
+    differ = [i for i, (t, o) in enumerate(zip(theirs, ours)) if t != o]
+    unsplit = {}
+    if differ and nosplit:
+        unsplit = dict(zip(differ, llvm_frames(nosplit, [addrs[i] for i in differ],
+                                               columns=True)))
+    explained = [i for i in differ if unsplit.get(i) == ours[i]]
+    same = len(addrs) - len(differ)
+    inlined = sum(len(t) > 1 for t in theirs)
+    mismatches = [f"  {hexaddr(addrs[i])}:\n    llvm: {theirs[i]}\n    unsplit: {unsplit.get(i)}"
+                  f"\n    ours: {ours[i]}" for i in differ if i not in explained][:8]
+    ratio = same / len(addrs)
+    settled = (same + len(explained)) / len(addrs)
+    print(f"{what}: {same}/{len(addrs)} addresses list the same frames as llvm-symbolizer "
+          f"({ratio:.2%}); with its answers for the unsplit build where they differ "
+          f"{same + len(explained)}/{len(addrs)} ({settled:.2%}); {inlined} with inlined frames")
+    check(inlined >= len(addrs) // 10, f"{what}: only {inlined} addresses with inlined frames")
+    check(ratio >= 0.99 and settled >= REQUIRED,
+          f"{what}: agreement {ratio:.2%}, {settled:.2%} < {REQUIRED:.1%}; first "
+          "mismatches:\n" + "\n".join(mismatches))
+    return addrs, answers
+
+
+def unsplit(binary):
+    return os.path.join(os.path.dirname(binary), "app-nosplit")
+
+
+def check_missing(what, binary, missing_path_part):
+    """Split parts gone: names as llvm-symbolizer gives them (the symbol table's), and every
+    answer in a unit whose part is missing says which file."""
+    addrs = sample_addresses(binary, SAMPLES // 5, seed=23)
+    theirs = llvm_frames(binary, addrs, columns=True)
+    answers = our_answers(h, binary, addrs)
+    names_same = sum(t[-1][0] == frames_of(a, True)[-1][0] for t, a in zip(theirs, answers))
+    with_reason = [a for a in answers if a.get("reason")]
+    print(f"{what}: {names_same}/{len(addrs)} outer function names as llvm-symbolizer's; "
+          f"{len(with_reason)} answers say what is missing")
+    check(all(a.get("found") for a in answers), f"{what}: an address in a function not found")
+    check(names_same >= REQUIRED * len(addrs), f"{what}: names differ from llvm-symbolizer's")
+    check(len(with_reason) >= len(addrs) * 0.8,
+          f"{what}: only {len(with_reason)} answers carry the missing-file reason")
+    for a in with_reason:
+        check(a["reason"] == "no_debug_info" and missing_path_part in a.get("detail", ""),
+              f"{what}: reason {a.get('reason')!r}, detail {a.get('detail')!r}")
+    sample = with_reason[0]
+    res = h.client("explain", "--image", binary, sample["addr"])
+    check(res.returncode == 0, f"explain failed: {res.stderr}")
+    check("no_debug_info: " in res.stdout and missing_path_part in res.stdout,
+          f"explain does not say what is missing:\n{res.stdout}")
+    logged = [line for line in h.daemon.log_lines()
+              if "split DWARF missing" in line and binary + ":" in line]
+    check(len(logged) == 1, f"{what}: {len(logged)} log lines about the missing parts: {logged}")
+    return sample
+
+
+BINS = {}
+
+
+@h.setup
+def start():
+    for tool in ("gcc", "g++", "clang", "clang++", "llvm-symbolizer", "nm"):
+        check(shutil.which(tool), f"{tool} is needed")
+    BINS["gcc5"] = build("gcc5", "gcc", "g++", "-gdwarf-5")
+    BINS["gcc4"] = build("gcc4", "gcc", "g++", "-gdwarf-4")
+    BINS["clang5"] = build("clang5", "clang", "clang++", "-gdwarf-5")
+    h.start_daemon()
+
+
+@h.case
+def gcc_dwarf5_dwo_files():
+    agreement("gcc -gdwarf-5 -gsplit-dwarf, .dwo", BINS["gcc5"], nosplit=unsplit(BINS["gcc5"]))
+
+
+@h.case
+def gcc_dwarf4_dwo_files():
+    agreement("gcc -gdwarf-4 -gsplit-dwarf, .dwo", BINS["gcc4"], nosplit=unsplit(BINS["gcc4"]))
+
+
+@h.case
+def clang_dwarf5_dwo_files():
+    agreement("clang -gdwarf-5 -gsplit-dwarf, .dwo", BINS["clang5"],
+              nosplit=unsplit(BINS["clang5"]))
+
+
+@h.case
+def stripped_binary_with_a_debug_file():
+    """The skeletons in a separate debug file (found by its build-id... or debuglink beside the
+    binary): the .dwo files still come from comp_dir."""
+    src = BINS["gcc5"]
+    d = os.path.join(h.root, "stripped")
+    os.makedirs(d)
+    binary = os.path.join(d, "app")
+    run(["objcopy", "--only-keep-debug", src, binary + ".debug"], cwd=d)
+    run(["objcopy", "--strip-all", "--add-gnu-debuglink=app.debug", src, binary], cwd=d)
+    # llvm-symbolizer given the stripped file names outer frames from DWARF (it has no symbol
+    # table there), jitsym from the debug file's: the unstripped file is the oracle.
+    agreement("gcc -gdwarf-5 -gsplit-dwarf, stripped + debug file, .dwo", binary, oracle=src,
+              nosplit=unsplit(src))
+
+
+@h.case
+def clang_dwarf5_dwp_package():
+    binary = fresh_copy(BINS["clang5"], "-dwp")
+    tool = package(binary, ["llvm-dwp"])
+    hide_dwo_files(BINS["clang5"])
+    try:
+        agreement(f"clang -gdwarf-5 -gsplit-dwarf, .dwp by {tool}", binary,
+                  nosplit=unsplit(binary))
+    finally:
+        os.unlink(binary + ".dwp")
+
+
+@h.case
+def gcc_dwarf4_dwp_package():
+    binary = fresh_copy(BINS["gcc4"], "-dwp")
+    tool = package(binary, ["dwp", "llvm-dwp"])
+    hide_dwo_files(BINS["gcc4"])
+    try:
+        agreement(f"gcc -gdwarf-4 -gsplit-dwarf, .dwp by {tool}", binary,
+                  nosplit=unsplit(binary))
+    finally:
+        os.unlink(binary + ".dwp")
+
+
+@h.case
+def missing_dwo_files_named():
+    for name in ("gcc5", "gcc4", "clang5"):
+        hide_dwo_files(BINS[name])
+        binary = fresh_copy(BINS[name], "-nodwo")
+        sample = check_missing(f"{name} without .dwo", binary, "/obj/")
+        print(f"  e.g. {sample['addr']} {sample['name']}: {sample['detail']}")
+
+
+h.main()
