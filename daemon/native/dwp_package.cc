@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace jitsym::native {
@@ -334,9 +335,11 @@ std::unique_ptr<DwpPackage> DwpPackage::Open(const std::string& path, std::strin
     for (const DwpUnit::Part& part : u.parts) {
       const Section* s = p->Find(DwpSectionName(p->index_.version, part.section));
       if (s != nullptr && uint64_t{part.offset} + part.size > s->size) {
-        *error = path + ": .debug_cu_index: unit " + std::to_string(u.id) + ": " + s->name +
-                 " contribution at " + std::to_string(part.offset) + "+" +
-                 std::to_string(part.size) + " past its end (" + std::to_string(s->size) + ")";
+        char id[24];
+        std::snprintf(id, sizeof(id), "0x%016llx", static_cast<unsigned long long>(u.id));
+        *error = path + ": .debug_cu_index: unit " + id + ": " + s->name + " contribution at " +
+                 std::to_string(part.offset) + "+" + std::to_string(part.size) + " past its end (" +
+                 std::to_string(s->size) + ")";
         return nullptr;
       }
     }

@@ -151,7 +151,9 @@ SplitUnit FindSplitUnit(Dwarf_Die* skeleton, const std::string& file,
     out.missing += " nor " + dwp->path();
     if (!dwp_error.empty()) out.missing += " (" + dwp_error + ")";
   } else {
+    struct stat st {};
     out.missing += " nor " + file + ".dwp";
+    if (::stat((file + ".dwp").c_str(), &st) == 0) out.missing += " (unreadable: see the log)";
   }
   out.missing += " (" + what + ")";
   return out;

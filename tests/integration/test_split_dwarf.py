@@ -173,6 +173,13 @@ def hide_dwo_files(binary):
         os.rename(f, os.path.join(away, os.path.basename(f)))
 
 
+def show_dwo_files(binary):
+    """Moves the .dwo files back where comp_dir says."""
+    obj = os.path.join(os.path.dirname(binary), "obj")
+    for f in glob.glob(obj + ".away/*.dwo"):
+        os.rename(f, os.path.join(obj, os.path.basename(f)))
+
+
 def fresh_copy(binary, suffix):
     """A copy under another inode (the daemon caches modules by file): what the daemon reads
     now, not what it read before the split parts moved."""
@@ -324,6 +331,75 @@ def missing_dwo_files_named():
         binary = fresh_copy(BINS[name], "-nodwo")
         sample = check_missing(f"{name} without .dwo", binary, "/obj/")
         print(f"  e.g. {sample['addr']} {sample['name']}: {sample['detail']}")
+
+
+def function_address(binary, name):
+    out = run(["nm", "--defined-only", binary], cwd=os.path.dirname(binary)).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == name:
+            return int(parts[0], 16) + 2
+    check(False, f"{name} not in {binary}")
+
+
+@h.case
+def a_fifo_where_a_dwo_should_be_is_not_opened():
+    """libdw would block in open() on a FIFO: the path is refused before libdw sees it, and the
+    answer says so (the lookup returns, names the function)."""
+    src = BINS["gcc5"]
+    hide_dwo_files(src)
+    fifo = os.path.join(os.path.dirname(src), "obj", "unit1.dwo")
+    os.mkfifo(fifo)
+    try:
+        binary = fresh_copy(src, "-fifo")
+        addr = function_address(binary, "_Z6fn_1_1j")
+        [a] = our_answers(h, binary, [addr])
+        check(a.get("found") and a.get("name") == "fn_1_1(unsigned int)", f"answer: {a}")
+        check(a.get("reason") == "no_debug_info" and
+              f"{fifo} is not a regular file" in a.get("detail", ""), f"answer: {a}")
+    finally:
+        os.unlink(fifo)
+
+
+@h.case
+def corrupt_and_truncated_packages_are_reported_and_ignored():
+    src = BINS["gcc4"]
+    show_dwo_files(src)
+    good = fresh_copy(src, "-pkg")
+    package(good, ["dwp", "llvm-dwp"])
+    hide_dwo_files(src)
+    with open(good + ".dwp", "rb") as f:
+        dwp = f.read()
+    cases = {
+        "-trunc": dwp[:len(dwp) // 2],  # section headers past the end
+        "-junk": b"\x7fELF" + bytes(range(256)) * 64,
+    }
+    # A real package whose unit index claims contributions past its sections: its rows
+    # (offsets, then sizes) are the last bytes of .debug_cu_index; make every size huge.
+    index = run(["readelf", "-S", "-W", good + ".dwp"], cwd=h.root).stdout
+    for line in index.splitlines():
+        if ".debug_cu_index" in line:
+            fields = line.split("]", 1)[1].split()
+            off, size = int(fields[3], 16), int(fields[4], 16)
+            bad = bytearray(dwp)
+            bad[off + size - 16:off + size] = b"\xff" * 16
+            cases["-index"] = bytes(bad)
+    check("-index" in cases, "no .debug_cu_index in the package")
+    os.unlink(good + ".dwp")
+    addr = function_address(src, "_Z6fn_2_2j")
+    for suffix, data in cases.items():
+        binary = fresh_copy(src, suffix)
+        with open(binary + ".dwp", "wb") as f:
+            f.write(data)
+        [a] = our_answers(h, binary, [addr])
+        check(a.get("found") and a.get("name") == "fn_2_2(unsigned int)" and
+              a.get("reason") == "no_debug_info" and
+              f"{binary}.dwp (unreadable: see the log)" in a.get("detail", ""),
+              f"{suffix}: answer {a}")
+        logged = [line for line in h.daemon.log_lines() if binary + ".dwp" in line and
+                  "split units only from .dwo files" in line]
+        check(len(logged) == 1, f"{suffix}: the package's problem is not logged once: {logged}")
+        print(f"  {suffix}: {logged[0].split('warning: ', 1)[-1][:160]}")
 
 
 h.main()
