@@ -355,6 +355,12 @@ std::unique_ptr<DwpPackage> DwpPackage::Open(const std::string& path, std::strin
   return p;
 }
 
+size_t DwpPackage::Bytes() const {
+  size_t n = sizeof(*this) + index_.units.size() * (sizeof(DwpUnit) + 8 * sizeof(DwpUnit::Part));
+  for (const Section& s : sections_) n += s.size;
+  return n;
+}
+
 const DwpPackage::Section* DwpPackage::Find(std::string_view name) const {
   if (name.empty()) return nullptr;
   for (const Section& s : sections_) {

@@ -75,6 +75,8 @@ class DwpPackage {
 
   const std::string& path() const { return path_; }
   const std::string& dir() const { return dir_; }  // the private directory, with a trailing '/'
+  // Bytes of the package's sections held in memory.
+  size_t Bytes() const;
 
   // Makes <dir>/<dwo_name> a .dwo holding the unit `id`, unless it exists. False (and *error)
   // when the package has no such unit, the name is unsafe, or writing fails. Thread-safe.

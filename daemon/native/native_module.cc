@@ -72,7 +72,13 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
   size_t bytes =
       sizeof(NativeModule) + m->symbols_.Bytes() + m->minidebug_.capacity() + m->cus_.IndexBytes();
   // The debug sections libdw read into memory.
-  if (m->dwarf_ != nullptr) bytes += DebugSectionBytes(m->debug_elf_ ? m->debug_elf_ : m->elf_);
+  if (m->dwarf_ != nullptr) {
+    // libdw reads the copy of the skeletons when there is a package (held in memory too).
+    bytes += DebugSectionBytes(m->skeletons_.elf ? m->skeletons_.elf
+                               : m->debug_elf_   ? m->debug_elf_
+                                                 : m->elf_);
+  }
+  if (m->dwp_) bytes += m->dwp_->Bytes();
   m->bytes_ = bytes;
   return m;
 }
