@@ -188,16 +188,18 @@ def fresh_copy(binary, suffix):
     return copy
 
 
-def agreement(what, binary, oracle=None, nosplit=None):
+def agreement(what, binary, oracle=None, nosplit=None, then=None):
     """Our frames for `binary` against llvm-symbolizer's for `oracle` (the binary itself, or the
     unstripped file for a stripped one). Where they differ, llvm-symbolizer's answer for
     `nosplit` (the same code built without -gsplit-dwarf) decides: LLVM 14 loses some inlined
     frames with DW_AT_ranges in split units (c_checksum's inlined fold and rot, with gcc and
     clang), which it lists for the same code unsplit. Both figures are printed; the second must reach REQUIRED, the
-    first 99%."""
+    first 99%. `then` runs between llvm-symbolizer's answers and ours."""
     oracle = oracle or binary
     addrs = sample_addresses(oracle, SAMPLES, seed=17)
     theirs = llvm_frames(oracle, addrs, columns=True)
+    if then:
+        then()
     answers = our_answers(h, binary, addrs)
     ours = [frames_of(a, columns=True) for a in answers]
     check(len(theirs) == len(addrs), f"llvm-symbolizer: {len(theirs)} answers")
@@ -301,7 +303,24 @@ def stripped_binary_with_a_debug_file():
 
 
 @h.case
+def a_moved_build_tree_beside_the_binary():
+    """The build tree moved (comp_dir gone): the .dwo files are found beside the binary, under
+    the relative DW_AT_dwo_name."""
+    src = BINS["clang5"]
+    show_dwo_files(src)
+    moved = os.path.join(h.root, "moved")
+    os.makedirs(os.path.join(moved, "obj"))
+    binary = os.path.join(moved, "app")
+    shutil.copy2(src, binary)
+    for f in glob.glob(os.path.join(os.path.dirname(src), "obj", "*.dwo")):
+        shutil.copy2(f, os.path.join(moved, "obj"))
+    agreement("clang -gdwarf-5 -gsplit-dwarf, moved with its .dwo files", binary, oracle=src,
+              nosplit=unsplit(src), then=lambda: hide_dwo_files(src))
+
+
+@h.case
 def clang_dwarf5_dwp_package():
+    show_dwo_files(BINS["clang5"])
     binary = fresh_copy(BINS["clang5"], "-dwp")
     tool = package(binary, ["llvm-dwp"])
     hide_dwo_files(BINS["clang5"])
@@ -314,6 +333,7 @@ def clang_dwarf5_dwp_package():
 
 @h.case
 def gcc_dwarf4_dwp_package():
+    show_dwo_files(BINS["gcc4"])
     binary = fresh_copy(BINS["gcc4"], "-dwp")
     tool = package(binary, ["dwp", "llvm-dwp"])
     hide_dwo_files(BINS["gcc4"])
