@@ -108,9 +108,11 @@ SplitUnit FindSplitUnit(Dwarf_Die* skeleton, const std::string& file,
   }
   const std::vector<std::string> candidates =
       DwoCandidates(skeleton_dir, comp_dir != nullptr ? comp_dir : "", dwo_name);
-  bool any_regular = false;
-  bool dwo_found = false;  // outside the package's directory
+  bool any_regular = false;  // outside the package's directory
   for (const std::string& c : candidates) {
+    // The package's directory holds only what WriteUnit wrote (or is writing, for another
+    // handle: not looked at here, WriteUnit waits for it).
+    if (dwp != nullptr && c.starts_with(dwp->dir())) continue;
     std::string why;
     const Found f = Inspect(c, &why);
     if (f == Found::kRefused) {
@@ -119,12 +121,12 @@ SplitUnit FindSplitUnit(Dwarf_Die* skeleton, const std::string& file,
       return out;
     }
     any_regular = any_regular || f == Found::kRegular;
-    dwo_found =
-        dwo_found || (f == Found::kRegular && (dwp == nullptr || !c.starts_with(dwp->dir())));
   }
   std::string dwp_error;
-  if (dwp != nullptr && !dwo_found) {
-    // libdw tries <skeleton_dir>/<dwo_name> first: the unit from the package goes there.
+  if (dwp != nullptr) {
+    // libdw tries <skeleton_dir>/<dwo_name> first: the unit from the package goes there, and
+    // wins over a .dwo, as in llvm-symbolizer (a package is made from the build's .dwo files;
+    // those left behind may be older).
     any_regular = dwp->WriteUnit(dwo_id, dwo_name, &dwp_error) || any_regular;
   }
   if (any_regular) {

@@ -43,8 +43,9 @@ struct SplitUnit {
 
 // The split unit of the skeleton CU DIE `skeleton`, read from a Dwarf over the file `file`
 // (`skeleton_dir` from DirectoryOfFd). With a package `dwp` (dwp_package.h; then the Dwarf reads
-// the skeletons' copy in its directory, `skeleton_dir`), a unit whose .dwo is not under
-// comp_dir is written from the package there first. Not thread-safe for one Dwarf.
+// the skeletons' copy in its directory, `skeleton_dir`), the unit is written from the package
+// there first, so that libdw takes it before a .dwo under comp_dir. Not thread-safe for one
+// Dwarf.
 SplitUnit FindSplitUnit(Dwarf_Die* skeleton, const std::string& file,
                         const std::string& skeleton_dir, DwpPackage* dwp);
 

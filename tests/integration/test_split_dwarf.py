@@ -332,6 +332,25 @@ def clang_dwarf5_dwp_package():
 
 
 @h.case
+def a_package_wins_over_a_stale_dwo():
+    """A .dwo left under comp_dir that is not the unit's (another unit's, here) does not hide
+    the package's unit: the package comes first, as in llvm-symbolizer."""
+    src = BINS["clang5"]
+    show_dwo_files(src)
+    binary = fresh_copy(src, "-stale")
+    package(binary, ["llvm-dwp"])
+    hide_dwo_files(src)
+    obj = os.path.join(os.path.dirname(src), "obj")
+    shutil.copy2(os.path.join(obj + ".away", "unit1.dwo"), os.path.join(obj, "unit0.dwo"))
+    try:
+        agreement("clang -gdwarf-5 -gsplit-dwarf, .dwp and a stale .dwo", binary,
+                  nosplit=unsplit(binary))
+    finally:
+        os.unlink(os.path.join(obj, "unit0.dwo"))
+        os.unlink(binary + ".dwp")
+
+
+@h.case
 def gcc_dwarf4_dwp_package():
     show_dwo_files(BINS["gcc4"])
     binary = fresh_copy(BINS["gcc4"], "-dwp")
