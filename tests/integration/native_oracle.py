@@ -25,8 +25,9 @@ def without_clone(name):
     return CLONE.sub("", name)
 
 
-def sample_addresses(path, n, seed=4):
-    """Random addresses inside the functions of the symbol table."""
+def sample_addresses(path, n, seed=4, distinct=False):
+    """Random addresses inside the functions of the symbol table: n draws (repeats dropped), or
+    with `distinct` n different addresses (fewer if the functions hold fewer bytes)."""
     out = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True,
                          check=True).stdout
     funcs = []
@@ -35,6 +36,13 @@ def sample_addresses(path, n, seed=4):
         if len(parts) == 4 and parts[2] in "tTwW" and int(parts[1], 16) > 0:
             funcs.append((int(parts[0], 16), int(parts[1], 16)))
     rng = random.Random(seed)
+    if distinct:
+        n = min(n, sum(size for _, size in funcs))
+        out = set()
+        while len(out) < n:
+            start, size = rng.choice(funcs)
+            out.add(start + rng.randrange(size))
+        return sorted(out)
     return sorted({start + rng.randrange(size) for start, size in
                    (rng.choice(funcs) for _ in range(n))})
 

@@ -196,7 +196,7 @@ def agreement(what, binary, oracle=None, nosplit=None, then=None):
     clang), which it lists for the same code unsplit. Both figures are printed; the second must reach REQUIRED, the
     first 99%. `then` runs between llvm-symbolizer's answers and ours."""
     oracle = oracle or binary
-    addrs = sample_addresses(oracle, SAMPLES, seed=17)
+    addrs = sample_addresses(oracle, SAMPLES, seed=17, distinct=True)
     theirs = llvm_frames(oracle, addrs, columns=True)
     if then:
         then()
@@ -230,17 +230,21 @@ def unsplit(binary):
 
 
 def check_missing(what, binary, missing_path_part):
-    """Split parts gone: names as llvm-symbolizer gives them (the symbol table's), and every
-    answer in a unit whose part is missing says which file."""
-    addrs = sample_addresses(binary, SAMPLES // 5, seed=23)
+    """Split parts gone: names and positions as llvm-symbolizer gives them (the symbol table's
+    names, the skeleton's line table), and every answer in a unit whose part is missing says
+    which file."""
+    addrs = sample_addresses(binary, SAMPLES // 5, seed=23, distinct=True)
     theirs = llvm_frames(binary, addrs, columns=True)
     answers = our_answers(h, binary, addrs)
     names_same = sum(t[-1][0] == frames_of(a, True)[-1][0] for t, a in zip(theirs, answers))
+    frames_same = sum(t == frames_of(a, True) for t, a in zip(theirs, answers))
     with_reason = [a for a in answers if a.get("reason")]
-    print(f"{what}: {names_same}/{len(addrs)} outer function names as llvm-symbolizer's; "
-          f"{len(with_reason)} answers say what is missing")
+    print(f"{what}: {names_same}/{len(addrs)} outer function names as llvm-symbolizer's "
+          f"({frames_same} with the same file:line:column too); {len(with_reason)} answers say "
+          "what is missing")
     check(all(a.get("found") for a in answers), f"{what}: an address in a function not found")
-    check(names_same >= REQUIRED * len(addrs), f"{what}: names differ from llvm-symbolizer's")
+    check(names_same >= REQUIRED * len(addrs) and frames_same >= REQUIRED * len(addrs),
+          f"{what}: names or positions differ from llvm-symbolizer's")
     check(len(with_reason) >= len(addrs) * 0.8,
           f"{what}: only {len(with_reason)} answers carry the missing-file reason")
     for a in with_reason:
