@@ -11,8 +11,9 @@
 // The parts, one file each: elf_file (opening, sections, build-id), debug_file_locator (separate
 // debug files, MiniDebugInfo), symbol_table (ELF symbols, PLT names), symbol_names (versions, clone
 // suffixes, the choice among aliases), cu_index (which CU holds an address; lazy and parallel
-// building), cu_tables (one CU's tables from its DIEs), key_index (the search under every table),
-// demangle. This class decides which part supplies what, and answers.
+// building), cu_tables (one CU's tables from its DIEs), split_units (a skeleton's split unit, from
+// checked copies of its .dwo libdw reads), dwp_package (.dwp packages), key_index (the search
+// under every table), demangle. This class decides which part supplies what, and answers.
 #ifndef JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 #define JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 
