@@ -4,14 +4,12 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <libelf.h>
-#include <linux/magic.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
 
 #include <algorithm>
 #include <system_error>
 #include <thread>
 
+#include "daemon/native/file_trust.h"
 #include "daemon/native/split_units.h"
 #include "daemon/util/log.h"
 
@@ -21,18 +19,13 @@ CuIndex::~CuIndex() {
   for (size_t i = 0; i < count_; ++i) delete cus_[i].tables.load();
 }
 
-void CuIndex::Open(Dwarf* dwarf, int fd, std::string file, DwpPackage* dwp) {
+void CuIndex::Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split) {
   file_ = std::move(file);
-  dwp_ = dwp;
-  file_dir_ = DirectoryOfFd(fd);
+  split_ = split;
   fd_ = fd;
-  // Prefetch's extra handles map the file (the main handle reads it into memory). A mapped file
-  // that shrinks raises SIGBUS on the next read of a page past its end: only a file no user but
-  // root can truncate, on a file system that is not a user's FUSE server, is mapped.
-  struct stat st;
-  struct statfs fs;
-  mappable_ = fd >= 0 && ::fstat(fd, &st) == 0 && ::fstatfs(fd, &fs) == 0 && st.st_uid == 0 &&
-              (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && fs.f_type != FUSE_SUPER_MAGIC;
+  // Prefetch's extra handles map the file (the main handle reads it into memory): only a file
+  // no user but root can truncate (file_trust.h).
+  mappable_ = FdOwnerCannotChange(fd);
   main_handle_.dwarf = dwarf;
   std::vector<uint64_t> offsets;
   Dwarf_CU* cu = nullptr;
@@ -96,7 +89,7 @@ const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
     std::unique_ptr<CuTables> built;
     {
       std::lock_guard lock(handle.mu);
-      built = BuildCuTables(handle.dwarf, c.die_offset, file_, file_dir_, dwp_, &handle.demangled);
+      built = BuildCuTables(handle.dwarf, c.die_offset, file_, split_, &handle.demangled);
     }
     if (built && !built->missing.empty() && !told_missing_.exchange(true)) {
       JITSYM_LOG(kWarning, file_, ": split DWARF missing: ", built->missing,

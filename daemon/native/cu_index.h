@@ -25,7 +25,7 @@ typedef struct Dwarf Dwarf;
 
 namespace jitsym::native {
 
-class DwpPackage;
+class SplitUnits;
 
 class CuIndex {
  public:
@@ -36,9 +36,9 @@ class CuIndex {
 
   // Indexes the CUs of `dwarf`, which reads the file `fd` (named `file` in messages); both must
   // outlive this object. Called once, before any other member.
-  // `dwp`: the package of split units the skeletons' units are read from when their .dwo
-  // files are not found (split_units.h), or null; it too must outlive this object.
-  void Open(Dwarf* dwarf, int fd, std::string file, DwpPackage* dwp = nullptr);
+  // `split`: where the skeletons' split units come from (split_units.h), or null (then none is
+  // read); it too must outlive this object.
+  void Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split = nullptr);
 
   // The CU whose ranges cover addr, or -1. On the lookup path of every native frame: inline.
   int64_t CuOf(uint64_t addr) const {
@@ -97,8 +97,7 @@ class CuIndex {
   const CuTables* Build(uint32_t cu, DwarfHandle& handle);
 
   std::string file_;
-  std::string file_dir_;  // where libdw looks for .dwo files first (split_units.h)
-  DwpPackage* dwp_ = nullptr;
+  SplitUnits* split_ = nullptr;
   int fd_ = -1;            // the file main_handle_ reads, for Prefetch's handles
   bool mappable_ = false;  // fd_ may be mapped: its owner cannot truncate it under us
   std::unique_ptr<Cu[]> cus_;

@@ -80,8 +80,7 @@ size_t CuTables::Bytes() const {
 }
 
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        const std::string& file_dir, DwpPackage* dwp,
-                                        DemangledNames* demangled) {
+                                        SplitUnits* split, DemangledNames* demangled) {
   Dwarf_Die cudie;
   if (dwarf_offdie(dwarf, die_offset, &cudie) == nullptr) {
     JITSYM_LOG(kWarning, file, ": CU at offset ", die_offset, ": ", dwarf_errmsg(-1));
@@ -97,11 +96,16 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
     // The DIEs are the split unit's; libdw takes its line table (and, through the skeleton,
     // its addresses) from the skeleton. Without it, the skeleton's line table still places
     // addresses, and the symbol table names their functions.
-    SplitUnit split = FindSplitUnit(&cudie, file, file_dir, dwp);
-    if (split.found) {
-      cudie = split.die;
+    SplitUnit unit;
+    if (split != nullptr) {
+      unit = split->Find(&cudie);
     } else {
-      t->missing = std::move(split.missing);
+      unit.missing = file + ": split units not read (see the log)";
+    }
+    if (unit.found) {
+      cudie = unit.die;
+    } else {
+      t->missing = std::move(unit.missing);
       walk_dies = false;
     }
   }

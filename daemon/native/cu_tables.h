@@ -54,13 +54,11 @@ struct CuTables {
 using DemangledNames = std::unordered_map<const char*, std::string>;
 
 // Reads the CU whose DIE is at `die_offset`. nullptr (logged, naming `file`) when libdw cannot
-// read it. `file_dir` is the directory of the file `dwarf` reads as DirectoryOfFd
-// (split_units.h) gives it, `dwp` the package of split units, if any (FindSplitUnit).
-// Not thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
-class DwpPackage;
+// read it. A skeleton unit's split unit comes from `split` (split_units.h); with none, only the
+// skeleton is read. Not thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
+class SplitUnits;
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        const std::string& file_dir, DwpPackage* dwp,
-                                        DemangledNames* demangled);
+                                        SplitUnits* split, DemangledNames* demangled);
 
 }  // namespace jitsym::native
 

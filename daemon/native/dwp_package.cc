@@ -278,14 +278,6 @@ bool SafeRelativeName(std::string_view name) {
   return name.find('\0') == std::string_view::npos;
 }
 
-DwpPackage::~DwpPackage() {
-  for (auto it = written_.rbegin(); it != written_.rend(); ++it) {
-    if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
-  }
-  if (!dir_.empty()) ::rmdir(dir_.c_str());
-  elf_.Close();
-}
-
 std::unique_ptr<DwpPackage> DwpPackage::Open(const std::string& path, std::string* error) {
   std::unique_ptr<DwpPackage> p(new DwpPackage());
   p->path_ = path;
@@ -344,14 +336,6 @@ std::unique_ptr<DwpPackage> DwpPackage::Open(const std::string& path, std::strin
       }
     }
   }
-  const char* tmp = ::getenv("TMPDIR");
-  std::string templ =
-      std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") + "/jitsymd-dwp-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) {
-    *error = templ + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  p->dir_ = templ + "/";
   return p;
 }
 
@@ -369,31 +353,13 @@ const DwpPackage::Section* DwpPackage::Find(std::string_view name) const {
   return nullptr;
 }
 
-bool DwpPackage::WriteUnit(uint64_t id, std::string_view dwo_name, std::string* error) {
-  if (!SafeRelativeName(dwo_name)) {
-    *error = "the dwo name '" + std::string(dwo_name) + "' cannot be placed (absolute, or '..')";
-    return false;
-  }
+bool DwpPackage::WriteUnit(uint64_t id, const std::string& out, size_t* written,
+                           std::string* error) const {
   auto it = by_id_.find(id);
   const DwpUnit* unit = it == by_id_.end() ? nullptr : &index_.units[it->second];
   if (unit == nullptr) {
     *error = "no unit with that dwo id";
     return false;
-  }
-  std::lock_guard lock(mu_);
-  const std::string out = dir_ + std::string(dwo_name);
-  struct stat st {};
-  if (::lstat(out.c_str(), &st) == 0) return true;  // written before (or by another handle)
-  // The directories of the name, made under dir_ (private: nobody else writes there).
-  for (size_t slash = dwo_name.find('/'); slash != std::string_view::npos;
-       slash = dwo_name.find('/', slash + 1)) {
-    const std::string d = dir_ + std::string(dwo_name.substr(0, slash));
-    if (::mkdir(d.c_str(), 0700) == 0) {
-      written_.push_back(d);
-    } else if (errno != EEXIST) {
-      *error = d + ": " + std::strerror(errno);
-      return false;
-    }
   }
   std::vector<OutSection> sections;
   const Section* str = Find(".debug_str.dwo");
@@ -418,18 +384,16 @@ bool DwpPackage::WriteUnit(uint64_t id, std::string_view dwo_name, std::string* 
                         compact ? strings.data() : str->data,
                         compact ? strings.size() : str->size});
   }
-  if (!WriteElf(out, elf_class_, elf_data_, machine_, sections, error)) return false;
-  written_.push_back(out);
-  return true;
+  for (const OutSection& o : sections) *written += o.size;
+  return WriteElf(out, elf_class_, elf_data_, machine_, sections, error);
 }
 
-OpenedElf DwpPackage::WriteDebugSections(Elf* elf, const std::string& name, std::string* error) {
-  std::lock_guard lock(mu_);
+bool WriteDebugSections(Elf* elf, const std::string& out, std::string* error) {
   GElf_Ehdr eh;
   size_t shstrndx = 0;
   if (gelf_getehdr(elf, &eh) == nullptr || elf_getshdrstrndx(elf, &shstrndx) != 0) {
     *error = "bad ELF header";
-    return {};
+    return false;
   }
   std::vector<OutSection> sections;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
@@ -445,12 +409,7 @@ OpenedElf DwpPackage::WriteDebugSections(Elf* elf, const std::string& name, std:
     sections.push_back(
         {n, sh.sh_type, sh.sh_flags & SHF_COMPRESSED, sh.sh_addralign, d->d_buf, d->d_size});
   }
-  const std::string out = dir_ + name;
-  if (!WriteElf(out, eh.e_ident[EI_CLASS], eh.e_ident[EI_DATA], eh.e_machine, sections, error)) {
-    return {};
-  }
-  written_.push_back(out);
-  return OpenElf(out, error);
+  return WriteElf(out, eh.e_ident[EI_CLASS], eh.e_ident[EI_DATA], eh.e_machine, sections, error);
 }
 
 }  // namespace jitsym::native

@@ -8,10 +8,10 @@
 //   N u32    the section id of each column
 //   U*N u32  offsets of each unit's contributions, then U*N u32 sizes
 //
-// DwpPackage writes one unit's contributions as a .dwo file of its own (the package's
-// .debug_str.dwo whole) into a private directory, at the skeleton's DW_AT_dwo_name, where
-// libdw then finds and links it like any .dwo; WriteDebugSections puts a copy of the skeletons'
-// sections there for libdw to read them from (it looks for a .dwo beside the file it reads).
+// DwpPackage writes one unit's contributions as a .dwo file of its own (with only the strings it
+// uses) where split_units.h asks: in its private directory, at the skeleton's DW_AT_dwo_name,
+// where libdw then finds and links it like any .dwo; WriteDebugSections writes the copy of the
+// skeletons' sections libdw reads there (it looks for a .dwo beside the file it reads).
 // Every input is hostile: the index is checked against the sections before anything is cut.
 #ifndef JITSYM_DAEMON_NATIVE_DWP_PACKAGE_H_
 #define JITSYM_DAEMON_NATIVE_DWP_PACKAGE_H_
@@ -20,7 +20,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,26 +64,22 @@ bool SafeRelativeName(std::string_view name);
 
 class DwpPackage {
  public:
-  ~DwpPackage();
+  ~DwpPackage() { elf_.Close(); }
   DwpPackage(const DwpPackage&) = delete;
   DwpPackage& operator=(const DwpPackage&) = delete;
 
-  // Opens a package (OpenElf's checks) and its index, and makes the private directory the
-  // units are written to (removed with this object). nullptr and *error on failure.
+  // Opens a package (OpenElf's checks: read into memory, never mapped) and its index. nullptr
+  // and *error on failure.
   static std::unique_ptr<DwpPackage> Open(const std::string& path, std::string* error);
 
   const std::string& path() const { return path_; }
-  const std::string& dir() const { return dir_; }  // the private directory, with a trailing '/'
   // Bytes of the package's sections held in memory.
   size_t Bytes() const;
 
-  // Makes <dir>/<dwo_name> a .dwo holding the unit `id`, unless it exists. False (and *error)
-  // when the package has no such unit, the name is unsafe, or writing fails. Thread-safe.
-  bool WriteUnit(uint64_t id, std::string_view dwo_name, std::string* error);
-
-  // Writes the .debug_* sections of `elf` (the skeletons' file) to <dir>/<name> as an ELF file
-  // of their own, and opens it; elf null and *error on failure.
-  OpenedElf WriteDebugSections(Elf* elf, const std::string& name, std::string* error);
+  // Writes the new file `out` (O_EXCL) as a .dwo holding the unit `id`. False (and *error) when
+  // the package has no such unit or writing fails; the bytes written are added to *written.
+  // Thread-safe (const).
+  bool WriteUnit(uint64_t id, const std::string& out, size_t* written, std::string* error) const;
 
  private:
   DwpPackage() = default;
@@ -102,10 +97,11 @@ class DwpPackage {
   DwpIndex index_;
   std::unordered_map<uint64_t, size_t> by_id_;  // dwo id -> index_.units
   std::vector<Section> sections_;               // the package's .dwo sections
-  std::string dir_;
-  std::mutex mu_;
-  std::vector<std::string> written_;  // files and directories made under dir_, in order
 };
+
+// Writes the .debug_* sections of `elf` (the skeletons' file) to the new file `out` as an ELF
+// file of their own (what libdw needs to read them); false and *error on failure.
+bool WriteDebugSections(Elf* elf, const std::string& out, std::string* error);
 
 }  // namespace jitsym::native
 

@@ -14,6 +14,7 @@
 
 #include "daemon/native/debug_file_locator.h"
 #include "daemon/native/elf_file.h"
+#include "daemon/native/split_units.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -25,8 +26,7 @@ constexpr uint32_t kNone = CuTables::kNone;
 
 NativeModule::~NativeModule() {
   if (dwarf_) dwarf_end(dwarf_);
-  skeletons_.Close();
-  dwp_.reset();  // after the Dwarf that maps the units written from it
+  split_.reset();  // after the Dwarf that maps the copies it removes
   if (debug_elf_) elf_end(debug_elf_);
   if (debug_fd_ >= 0) ::close(debug_fd_);
   if (mini_elf_) elf_end(mini_elf_);
@@ -72,13 +72,7 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
   size_t bytes =
       sizeof(NativeModule) + m->symbols_.Bytes() + m->minidebug_.capacity() + m->cus_.IndexBytes();
   // The debug sections libdw read into memory.
-  if (m->dwarf_ != nullptr) {
-    // libdw reads the copy of the skeletons when there is a package (held in memory too).
-    bytes += DebugSectionBytes(m->skeletons_.elf ? m->skeletons_.elf
-                               : m->debug_elf_   ? m->debug_elf_
-                                                 : m->elf_);
-  }
-  if (m->dwp_) bytes += m->dwp_->Bytes();
+  if (m->dwarf_ != nullptr) bytes += DebugSectionBytes(m->debug_elf_ ? m->debug_elf_ : m->elf_);
   m->bytes_ = bytes;
   return m;
 }
@@ -119,10 +113,6 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   }
   if (source == nullptr) return false;
   int fd = source == debug_elf_ ? debug_fd_ : fd_;
-  if (Elf* copy = OpenPackage(source); copy != source) {
-    source = copy;
-    fd = skeletons_.fd;
-  }
   dwarf_ = dwarf_begin_elf(source, DWARF_C_READ, nullptr);
   if (dwarf_ == nullptr) {
     JITSYM_LOG(kWarning, debug_file_, ": cannot read DWARF: ", dwarf_errmsg(-1),
@@ -130,36 +120,27 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_.clear();
     return false;
   }
-  cus_.Open(dwarf_, fd, debug_file_, dwp_.get());
-  return true;
-}
-
-Elf* NativeModule::OpenPackage(Elf* source) {
-  std::vector<std::string> candidates = {path_ + ".dwp"};
-  if (debug_file_ != path_) candidates.push_back(debug_file_ + ".dwp");
-  for (const std::string& c : candidates) {
-    struct stat st {};
-    if (::stat(c.c_str(), &st) != 0) continue;
+  // Split DWARF: libdw reads a copy of the skeletons in a private directory, where each split
+  // unit is placed, checked, before libdw links it (split_units.h). A build without skeleton
+  // units costs nothing more: its unit headers are read once, here, and kept by libdw.
+  if (HasSkeletonUnits(dwarf_)) {
     std::string error;
-    std::unique_ptr<DwpPackage> dwp = DwpPackage::Open(c, &error);
-    if (dwp == nullptr) {
-      JITSYM_LOG(kWarning, error, "; split units only from .dwo files");
-      continue;
+    split_ = SplitUnits::Open(path_, fd_, debug_file_, fd, source, &error);
+    Dwarf* copy =
+        split_ != nullptr ? dwarf_begin_elf(split_->skeletons(), DWARF_C_READ, nullptr) : nullptr;
+    if (copy != nullptr) {
+      dwarf_end(dwarf_);
+      dwarf_ = copy;
+      fd = split_->skeletons_fd();
+    } else {
+      if (split_ != nullptr) error = split_->dir() + ": " + dwarf_errmsg(-1);
+      JITSYM_LOG(kWarning, debug_file_, ": split DWARF units not read: ", error,
+                 "; skeleton units and symbol tables only");
+      split_.reset();
     }
-    // libdw looks for a skeleton's .dwo beside the file it reads: it reads a copy of the
-    // skeletons in the package's directory, where the units are written.
-    const size_t slash = debug_file_.rfind('/');
-    OpenedElf copy = dwp->WriteDebugSections(
-        source, slash == std::string::npos ? debug_file_ : debug_file_.substr(slash + 1), &error);
-    if (copy.elf == nullptr) {
-      JITSYM_LOG(kWarning, c, ": ", error, "; split units only from .dwo files");
-      continue;
-    }
-    dwp_ = std::move(dwp);
-    skeletons_ = copy;
-    return copy.elf;
   }
-  return source;
+  cus_.Open(dwarf_, fd, debug_file_, split_.get());
+  return true;
 }
 
 bool NativeModule::InSegment(uint64_t addr) const {

@@ -27,8 +27,8 @@
 #include "daemon/native/cu_index.h"
 #include "daemon/native/cu_tables.h"
 #include "daemon/native/demangle.h"  // Demangle(), part of this interface
-#include "daemon/native/dwp_package.h"
 #include "daemon/native/key_index.h"
+#include "daemon/native/split_units.h"
 #include "daemon/native/symbol_table.h"
 
 typedef struct Elf Elf;
@@ -82,7 +82,7 @@ class NativeModule {
   // Where the DWARF came from ("" when there is none): the file itself or a debug file.
   const std::string& debug_file() const { return debug_file_; }
   // The DWARF package split units are read from ("" when none is used).
-  const std::string& dwp_file() const { return dwp_ ? dwp_->path() : empty_; }
+  const std::string& dwp_file() const { return split_ ? split_->dwp_file() : empty_; }
   bool has_dwarf() const { return dwarf_ != nullptr; }
   size_t symbol_count() const { return symbols_.size(); }
   // Stripped: no full symbol table (.symtab, MiniDebugInfo's, a debug file's) and no DWARF;
@@ -106,7 +106,7 @@ class NativeModule {
   size_t unread_cus() const { return cus_.unread(); }
 
   // Bytes held (tables read so far, symbol tables, section data read by libelf/libdw).
-  size_t Bytes() const { return bytes_ + cus_.TablesBytes(); }
+  size_t Bytes() const { return bytes_ + cus_.TablesBytes() + (split_ ? split_->Bytes() : 0); }
 
  private:
   struct Segment {
@@ -117,9 +117,6 @@ class NativeModule {
   void LoadMiniDebugInfo(Elf* elf);
   bool OpenDwarf(Elf* main, const DebugSearch& search);
   bool InSegment(uint64_t addr) const;
-  // The .dwp package beside the file or its debug file (split_units.h), with the copy of the
-  // skeletons libdw reads instead of `source`; `source` when there is none.
-  Elf* OpenPackage(Elf* source);
 
   std::string path_;
   std::string build_id_;
@@ -136,8 +133,9 @@ class NativeModule {
   Dwarf* dwarf_ = nullptr;
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
-  std::unique_ptr<DwpPackage> dwp_;  // with the copy of the skeletons' sections libdw reads
-  OpenedElf skeletons_;
+  // Split DWARF: the private directory libdw reads the skeletons and split units from; null
+  // without skeleton units.
+  std::unique_ptr<SplitUnits> split_;
   static inline const std::string empty_;
 
   CuIndex cus_;       // over dwarf_ (empty without DWARF)

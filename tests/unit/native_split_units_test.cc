@@ -1,6 +1,8 @@
-// Where a skeleton unit's .dwo is looked for (DwoCandidates): libdw's order, which the checks
-// before libdw opens anything must cover exactly.
+// The pure parts of split DWARF: where a skeleton unit's .dwo is looked for (DwoCandidates: beside
+// the binary, beside the skeletons' file, under comp_dir), the .dwp index and string tables, the
+// names a copy may be placed at, and the trust rule for files libdw opens itself (file_trust.h).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "daemon/native/dwp_package.h"
+#include "daemon/native/file_trust.h"
 #include "daemon/native/split_units.h"
 
 namespace jitsym::native {
@@ -16,39 +19,77 @@ namespace {
 using Paths = std::vector<std::string>;
 
 TEST(DwoCandidates, BesideTheSkeletonFileThenUnderCompDir) {
-  EXPECT_EQ(DwoCandidates("/opt/app/bin/", "/home/u/build", "obj/a.dwo"),
+  EXPECT_EQ(DwoCandidates("", "/opt/app/bin/", "/home/u/build", "obj/a.dwo"),
             (Paths{"/opt/app/bin/obj/a.dwo", "/home/u/build/obj/a.dwo"}));
 }
 
 TEST(DwoCandidates, DirectoriesWithoutTrailingSlash) {
-  EXPECT_EQ(DwoCandidates("/opt/app/bin", "/home/u/build/", "a.dwo"),
+  EXPECT_EQ(DwoCandidates("", "/opt/app/bin", "/home/u/build/", "a.dwo"),
             (Paths{"/opt/app/bin/a.dwo", "/home/u/build/a.dwo"}));
 }
 
 TEST(DwoCandidates, AnAbsoluteNameIsTheOnlyPlace) {
-  EXPECT_EQ(DwoCandidates("/opt/app/bin/", "/home/u/build", "/abs/a.dwo"), (Paths{"/abs/a.dwo"}));
+  EXPECT_EQ(DwoCandidates("", "/opt/app/bin/", "/home/u/build", "/abs/a.dwo"),
+            (Paths{"/abs/a.dwo"}));
 }
 
 TEST(DwoCandidates, ARelativeCompDirIsUnderTheSkeletonFilesDirectory) {
-  EXPECT_EQ(DwoCandidates("/opt/app/bin/", "build", "a.dwo"),
+  EXPECT_EQ(DwoCandidates("", "/opt/app/bin/", "build", "a.dwo"),
             (Paths{"/opt/app/bin/a.dwo", "/opt/app/bin/build/a.dwo"}));
 }
 
 TEST(DwoCandidates, NoCompDir) {
-  EXPECT_EQ(DwoCandidates("/opt/app/bin/", "", "a.dwo"), (Paths{"/opt/app/bin/a.dwo"}));
+  EXPECT_EQ(DwoCandidates("", "/opt/app/bin/", "", "a.dwo"), (Paths{"/opt/app/bin/a.dwo"}));
 }
 
 TEST(DwoCandidates, UnknownSkeletonDirectory) {
-  EXPECT_EQ(DwoCandidates("", "/home/u/build", "a.dwo"), (Paths{"/home/u/build/a.dwo"}));
-  EXPECT_EQ(DwoCandidates("", "build", "a.dwo"), Paths{});
+  EXPECT_EQ(DwoCandidates("", "", "/home/u/build", "a.dwo"), (Paths{"/home/u/build/a.dwo"}));
+  EXPECT_EQ(DwoCandidates("", "", "build", "a.dwo"), Paths{});
 }
 
 TEST(DwoCandidates, TheSamePlaceOnce) {
-  EXPECT_EQ(DwoCandidates("/home/u/build/", "/home/u/build", "a.dwo"),
+  EXPECT_EQ(DwoCandidates("", "/home/u/build/", "/home/u/build", "a.dwo"),
             (Paths{"/home/u/build/a.dwo"}));
 }
 
-TEST(DwoCandidates, NoNameNoPlace) { EXPECT_EQ(DwoCandidates("/a/", "/b", ""), Paths{}); }
+TEST(DwoCandidates, NoNameNoPlace) { EXPECT_EQ(DwoCandidates("", "/a/", "/b", ""), Paths{}); }
+
+TEST(DwoCandidates, BesideTheBinaryBeforeBesideItsDebugFile) {
+  EXPECT_EQ(
+      DwoCandidates("/opt/app/bin/", "/usr/lib/debug/opt/app/bin/", "/home/u/build", "a.dwo"),
+      (Paths{"/opt/app/bin/a.dwo", "/usr/lib/debug/opt/app/bin/a.dwo", "/home/u/build/a.dwo"}));
+  EXPECT_EQ(DwoCandidates("/opt/app/bin/", "/opt/app/bin/", "", "a.dwo"),
+            (Paths{"/opt/app/bin/a.dwo"}));
+}
+
+TEST(OwnerCannotChange, RootsAloneOffFuse) {
+  constexpr int64_t kExt4 = 0xEF53, kFuse = 0x65735546;
+  EXPECT_TRUE(OwnerCannotChange({0, S_IFREG | 0644, kExt4}));
+  EXPECT_TRUE(OwnerCannotChange({0, S_IFDIR | 0755, kExt4}));
+  std::string why;
+  EXPECT_FALSE(OwnerCannotChange({1000, S_IFREG | 0644, kExt4}, &why));
+  EXPECT_EQ(why, "owned by uid 1000");
+  EXPECT_FALSE(OwnerCannotChange({0, S_IFREG | 0664, kExt4}, &why));
+  EXPECT_EQ(why, "writable by group or others");
+  EXPECT_FALSE(OwnerCannotChange({0, S_IFDIR | 01777, kExt4}, &why));  // /tmp: anyone's files
+  EXPECT_FALSE(OwnerCannotChange({0, S_IFREG | 0644, kFuse}, &why));
+  EXPECT_EQ(why, "on a FUSE file system");
+}
+
+TEST(PathOwnerCannotChange, EveryDirectoryOnTheWay) {
+  std::string why;
+  // /usr/bin/env and its directories are root's on any system these tests run on.
+  EXPECT_TRUE(PathOwnerCannotChange("/usr/bin/env", &why)) << why;
+  char dir[] = "/tmp/jitsym-trust-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  // It leads to root's file, through a directory its owner can replace with a link.
+  EXPECT_FALSE(PathOwnerCannotChange(std::string(dir) + "/../../usr/bin/env", &why));
+  EXPECT_FALSE(PathOwnerCannotChange(dir, &why));  // /tmp is writable by others
+  EXPECT_NE(why.find("/tmp"), std::string::npos) << why;
+  EXPECT_FALSE(PathOwnerCannotChange(std::string(dir) + "/absent.dwo", &why));
+  EXPECT_NE(why.find("absent.dwo"), std::string::npos) << why;
+  rmdir(dir);
+}
 
 TEST(DirectoryOfFd, TheResolvedDirectoryWithATrailingSlash) {
   char dir[] = "/tmp/jitsym-split-XXXXXX";
