@@ -8,9 +8,12 @@ are still named, and each answer in a unit whose part is missing says `no_debug_
 missing file (lookup --json and explain --image), logged once per module."""
 
 import glob
+import json
 import os
 import shutil
 import subprocess
+import threading
+import time
 
 from harness import Harness, check, hexaddr
 from native_oracle import llvm_frames, our_answers, frames_of, sample_addresses
@@ -443,6 +446,202 @@ def corrupt_and_truncated_packages_are_reported_and_ignored():
                   "split units only from .dwo files" in line]
         check(len(logged) == 1, f"{suffix}: the package's problem is not logged once: {logged}")
         print(f"  {suffix}: {logged[0].split('warning: ', 1)[-1][:160]}")
+
+
+def all_dwo_files(binary):
+    return sorted(glob.glob(os.path.join(os.path.dirname(binary), "obj", "*.dwo")))
+
+
+def unit_addresses(binary, unit, n=6):
+    """Addresses inside the first `n` functions of translation unit `unit` (fn_<unit>_<j>)."""
+    return [function_address(binary, f"_Z{len(f'fn_{unit}_{j}')}fn_{unit}_{j}j") for j in range(n)]
+
+
+def same(answer, good):
+    """The same answer, for another copy of the binary."""
+    return {**answer, "image": ""} == {**good, "image": ""}
+
+
+def honest(answer, good):
+    """`answer` is `good` (the answer with every split part), or names the same function and says
+    which split part it went without."""
+    if same(answer, good):
+        return True
+    return (answer.get("found") and answer.get("name") == good.get("name") and
+            answer.get("reason") == "no_debug_info" and bool(answer.get("detail")))
+
+
+@h.case
+def libdw_opens_no_dwo_file_of_a_user():
+    """What libdw opens itself it maps (SIGBUS when its owner truncates it) and opens blocking (a
+    FIFO stops the thread): every .dwo the daemon opens outside its private directory is opened
+    here, non-blocking. Seen by strace on the running daemon, for .dwo files and a package."""
+    if not shutil.which("strace"):
+        print("  strace not installed: skipped")
+        return
+    src = BINS["clang5"]
+    show_dwo_files(src)
+    for suffix, with_package in (("-trace", False), ("-trace-dwp", True)):
+        binary = fresh_copy(src, suffix)
+        if with_package:
+            package(binary, ["llvm-dwp"])
+        trace = os.path.join(h.root, "strace" + suffix)
+        tracer = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", trace,
+                                   "-p", str(h.daemon.proc.pid)], stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)  # attached
+            addrs = [a for k in range(UNITS) for a in unit_addresses(binary, k, 2)]
+            answers = our_answers(h, binary, addrs)
+        finally:
+            tracer.terminate()
+            tracer.wait(timeout=30)
+        check(all(a.get("found") and not a.get("reason") for a in answers),
+              f"{suffix}: answers without their split parts: {answers[:2]}")
+        with open(trace) as f:
+            opens = [line for line in f if ".dwo" in line or ".dwp" in line]
+        users = [line for line in opens if "/jitsymd-split-" not in line]
+        bad = [line for line in users if "O_NONBLOCK" not in line]
+        print(f"  {suffix}: {len(opens)} opens of .dwo/.dwp files, {len(users)} of the user's "
+              f"files, all non-blocking: {not bad}")
+        check(users, f"{suffix}: the trace shows no open of the user's files: {opens[:5]}")
+        check(not bad, f"{suffix}: opened blocking (by libdw):\n" + "".join(bad[:5]))
+        if with_package:
+            os.unlink(binary + ".dwp")
+
+
+@h.case
+def truncated_dwo_and_dwp_files_after_a_unit_was_read():
+    """A user truncates his .dwo files (or his .dwp) once the daemon has read a unit: the daemon
+    lives, the unit it read keeps its answers, other units answer from what is there now
+    (named, with the reason when the part is gone)."""
+    src = BINS["gcc4"]
+    show_dwo_files(src)
+    dwos = all_dwo_files(src)
+    saved = {p: open(p, "rb").read() for p in dwos}
+    good_binary = fresh_copy(src, "-trunc-good")
+    addrs = {k: unit_addresses(src, k) for k in range(UNITS)}
+    good = {k: our_answers(h, good_binary, v) for k, v in addrs.items()}
+    try:
+        for suffix, with_package in (("-trunc-dwo", False), ("-trunc-dwp", True)):
+            binary = fresh_copy(src, suffix)
+            if with_package:
+                package(binary, ["dwp", "llvm-dwp"])
+            first = our_answers(h, binary, addrs[1][:1])
+            check(same(first[0], good[1][0]), f"{suffix}: first answer {first} != {good[1][:1]}")
+            for p in dwos:
+                os.truncate(p, len(saved[p]) // 3)
+            if with_package:
+                os.truncate(binary + ".dwp", os.path.getsize(binary + ".dwp") // 3)
+            for k in (1, 0, 2, 3):
+                answers = our_answers(h, binary, addrs[k])
+                check(h.daemon.alive(), f"{suffix}: the daemon died")
+                for a, g in zip(answers, good[k]):
+                    check(honest(a, g), f"{suffix}: unit {k}:\n  {a}\n  not like {g}")
+                    if k == 1:  # the unit read before: the same answers
+                        check(same(a, g), f"{suffix}: unit 1 changed:\n  {a}\n  {g}")
+            gone = [a for k in (0, 2, 3) for a in our_answers(h, binary, addrs[k])
+                    if a.get("reason")]
+            print(f"  {suffix}: daemon alive; {len(gone)} answers in other units say what is "
+                  f"missing, e.g. {gone[0].get('detail') if gone else None}")
+            check(with_package or gone, f"{suffix}: truncated .dwo files read as good ones")
+            for p in dwos:
+                with open(p, "wb") as f:
+                    f.write(saved[p])
+            if with_package:
+                os.unlink(binary + ".dwp")
+    finally:
+        for p, data in saved.items():
+            with open(p, "wb") as f:
+                f.write(data)
+
+
+@h.case
+def dwo_files_changing_under_the_daemon():
+    """A FIFO and a regular file swapped in turn at each .dwo path, and .dwo files truncated in
+    place, while the daemon reads them for fresh modules: no lookup blocks, the daemon lives, and
+    every answer is right or says what it went without."""
+    src = BINS["gcc5"]
+    show_dwo_files(src)
+    dwos = all_dwo_files(src)
+    saved = {p: open(p, "rb").read() for p in dwos}
+    addrs = [a for k in range(UNITS) for a in unit_addresses(src, k, 3)]
+    good = our_answers(h, fresh_copy(src, "-race-good"), addrs)
+    for p in dwos:
+        shutil.copy2(p, p + ".reg")
+        os.mkfifo(p + ".fifo")
+    stop = threading.Event()
+
+    def swapper():
+        i = 0
+        while not stop.is_set():
+            for p in dwos:
+                tmp = p + ".tmp"
+                if i % 3 == 2:  # truncated in place, then whole again
+                    os.truncate(p, len(saved[p]) // 2)
+                    with open(p, "r+b") as f:
+                        f.write(saved[p])
+                    continue
+                os.link(p + (".fifo" if i % 3 == 0 else ".reg"), tmp)
+                os.replace(tmp, p)
+            i += 1
+
+    t = threading.Thread(target=swapper, daemon=True)
+    t.start()
+    refused = 0
+    try:
+        for i in range(24):
+            binary = fresh_copy(src, f"-race{i}")
+            try:
+                res = h.client("lookup", "--image", binary, "--json",
+                               input="".join(hexaddr(a) + "\n" for a in addrs), timeout=20)
+            except subprocess.TimeoutExpired:
+                check(False, f"round {i}: a lookup blocked")
+            check(res.returncode == 0, f"round {i}: {res.stderr[:300]}")
+            answers = [json.loads(line) for line in res.stdout.splitlines()]
+            check(len(answers) == len(addrs), f"round {i}: {len(answers)} answers")
+            for a, g in zip(answers, good):
+                check(honest(a, g), f"round {i}:\n  {a}\n  not like {g}")
+            refused += sum(bool(a.get("reason")) for a in answers)
+            os.unlink(binary)
+    finally:
+        stop.set()
+        t.join(timeout=30)
+        for p, data in saved.items():
+            for extra in (".reg", ".fifo", ".tmp"):
+                if os.path.lexists(p + extra):
+                    os.unlink(p + extra)
+            if os.path.lexists(p):
+                os.unlink(p)
+            with open(p, "wb") as f:
+                f.write(data)
+    check(h.daemon.alive(), "the daemon died")
+    print(f"  24 rounds of {len(addrs)} addresses, none blocked; {refused} answers said what "
+          "they went without")
+
+
+@h.case
+def an_absolute_dwo_name_a_user_can_change_is_not_read():
+    """libdw opens an absolute DW_AT_dwo_name as it is (no copy can stand in): under /tmp, where
+    anyone may put a file, it is not read, and the answer says why."""
+    d = os.path.join(h.root, "absolute")
+    os.makedirs(d)
+    with open(os.path.join(d, "a.c"), "w") as f:
+        f.write("static inline int sq(int x) { return x * x; }\n"
+                "int f(int x) { return sq(x) + 1; }\n"
+                "int main(int argc, char** argv) { return f(argc); }\n")
+    for cc in ("gcc", "clang"):
+        obj = os.path.join(d, cc + ".o")
+        run([cc, "-O2", "-g", "-gsplit-dwarf", "-c", os.path.join(d, "a.c"), "-o", obj], cwd=d)
+        binary = os.path.join(d, "app-" + cc)
+        run([cc, obj, "-o", binary], cwd=d)
+        dwo = obj[:-2] + ".dwo"
+        info = run(["readelf", "--debug-dump=info", binary], cwd=d).stdout
+        check(dwo in info, f"{cc}: the dwo name is not the absolute {dwo}")
+        [a] = our_answers(h, binary, [function_address(binary, "f")])
+        print(f"  {cc}: {a.get('name')}: {a.get('detail')}")
+        check(a.get("found") and a.get("name") == "f" and a.get("reason") == "no_debug_info",
+              f"{cc}: {a}")
+        check(f"{dwo} not read: " in a.get("detail", ""), f"{cc}: detail {a.get('detail')!r}")
 
 
 h.main()
