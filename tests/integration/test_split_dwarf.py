@@ -326,6 +326,26 @@ def a_moved_build_tree_beside_the_binary():
 
 
 @h.case
+def a_moved_stripped_binary_with_its_debug_file_apart():
+    """The skeletons in a debug file in .debug/ beside a stripped binary, the build tree gone:
+    the .dwo files are found beside the binary (not the debug file)."""
+    src = BINS["gcc4"]
+    show_dwo_files(src)
+    moved = os.path.join(h.root, "moved-stripped")
+    os.makedirs(os.path.join(moved, "obj"))
+    os.makedirs(os.path.join(moved, ".debug"))
+    binary = os.path.join(moved, "app")
+    run(["objcopy", "--only-keep-debug", src, os.path.join(moved, ".debug", "app.debug")],
+        cwd=moved)
+    run(["objcopy", "--strip-all", "--add-gnu-debuglink=" +
+         os.path.join(moved, ".debug", "app.debug"), src, binary], cwd=moved)
+    for f in glob.glob(os.path.join(os.path.dirname(src), "obj", "*.dwo")):
+        shutil.copy2(f, os.path.join(moved, "obj"))
+    agreement("gcc -gdwarf-4 -gsplit-dwarf, moved, stripped + .debug/app.debug", binary,
+              oracle=src, nosplit=unsplit(src), then=lambda: hide_dwo_files(src))
+
+
+@h.case
 def clang_dwarf5_dwp_package():
     show_dwo_files(BINS["clang5"])
     binary = fresh_copy(BINS["clang5"], "-dwp")
