@@ -130,7 +130,8 @@ def build(name, cc, cxx, dwarf):
         with open(os.path.join(src, fname), "w") as f:
             f.write(text)
     os.makedirs(os.path.join(bld, "obj-nosplit"))
-    for objdir, out, split in (("obj", "app", ["-gsplit-dwarf"]), ("obj-nosplit", "app-nosplit", [])):
+    for objdir, out, split in (("obj", "app", ["-gsplit-dwarf"]),
+                               ("obj-nosplit", "app-nosplit", [])):
         flags = ["-O2", "-g", dwarf, *split]
         objs = []
         for fname in files:
@@ -196,8 +197,8 @@ def agreement(what, binary, oracle=None, nosplit=None, then=None):
     unstripped file for a stripped one). Where they differ, llvm-symbolizer's answer for
     `nosplit` (the same code built without -gsplit-dwarf) decides: LLVM 14 loses some inlined
     frames with DW_AT_ranges in split units (c_checksum's inlined fold and rot, with gcc and
-    clang), which it lists for the same code unsplit. Both figures are printed; the second must reach REQUIRED, the
-    first 99%. `then` runs between llvm-symbolizer's answers and ours."""
+    clang), which it lists for the same code unsplit. Both figures are printed; the second must
+    reach REQUIRED, the first 99%. `then` runs between llvm-symbolizer's answers and ours."""
     oracle = oracle or binary
     addrs = sample_addresses(oracle, SAMPLES, seed=17, distinct=True)
     theirs = llvm_frames(oracle, addrs, columns=True)
