@@ -26,7 +26,7 @@ bool OwnerCannotChange(const FileFacts& f, std::string* why) {
   std::string reason;
   if (f.uid != 0) {
     reason = "owned by uid " + std::to_string(f.uid);
-  } else if ((f.mode & (S_IWGRP | S_IWOTH)) != 0) {
+  } else if (!S_ISLNK(f.mode) && (f.mode & (S_IWGRP | S_IWOTH)) != 0) {  // a link's bits: unused
     reason = "writable by group or others";
   } else if (f.fs_type == FUSE_SUPER_MAGIC) {
     reason = "on a FUSE file system";

@@ -19,7 +19,8 @@ struct FileFacts {
   int64_t fs_type = 0;  // statfs f_type
 };
 
-// The rule: owned by root, not writable by group or others, not on FUSE. Pure. *why (when not
+// The rule: owned by root, not writable by group or others (a symbolic link's own mode bits are
+// not used by the system), not on FUSE. Pure. *why (when not
 // null) says what fails it.
 bool OwnerCannotChange(const FileFacts& f, std::string* why = nullptr);
 

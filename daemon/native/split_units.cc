@@ -159,8 +159,8 @@ std::unique_ptr<SplitUnits> SplitUnits::Open(const std::string& binary, int bina
     return nullptr;
   }
   s->dir_ = templ + "/";
-  // The skeletons' copy, named as their file is (a name no skeleton's dwo name is, in practice;
-  // one that is finds the copy refused by its dwo id check).
+  // The skeletons' copy, named as their file is (libdw reads a Dwarf's name nowhere; a dwo name
+  // that is the same cannot be placed, the file exists: that unit is reported missing).
   const std::string copy = s->dir_ + BaseName(skeleton_file);
   if (!WriteDebugSections(source, copy, error)) return nullptr;
   s->written_.push_back(copy);

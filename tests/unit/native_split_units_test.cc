@@ -72,6 +72,8 @@ TEST(OwnerCannotChange, RootsAloneOffFuse) {
   EXPECT_FALSE(OwnerCannotChange({0, S_IFREG | 0664, kExt4}, &why));
   EXPECT_EQ(why, "writable by group or others");
   EXPECT_FALSE(OwnerCannotChange({0, S_IFDIR | 01777, kExt4}, &why));  // /tmp: anyone's files
+  EXPECT_TRUE(OwnerCannotChange({0, S_IFLNK | 0777, kExt4}));          // /lib -> usr/lib
+  EXPECT_FALSE(OwnerCannotChange({1000, S_IFLNK | 0777, kExt4}));
   EXPECT_FALSE(OwnerCannotChange({0, S_IFREG | 0644, kFuse}, &why));
   EXPECT_EQ(why, "on a FUSE file system");
 }
@@ -80,6 +82,7 @@ TEST(PathOwnerCannotChange, EveryDirectoryOnTheWay) {
   std::string why;
   // /usr/bin/env and its directories are root's on any system these tests run on.
   EXPECT_TRUE(PathOwnerCannotChange("/usr/bin/env", &why)) << why;
+  EXPECT_TRUE(PathOwnerCannotChange("/bin/sh", &why)) << why;  // through root's links
   char dir[] = "/tmp/jitsym-trust-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   // It leads to root's file, through a directory its owner can replace with a link.
