@@ -253,10 +253,16 @@ SplitUnits::Placed SplitUnits::Place(std::string_view dwo_name, uint64_t id,
   Placed p;
   const std::string out = dir_ + std::string(dwo_name);
   std::string error;
-  if (!MakeParents(dwo_name, &error)) {
-    p.notes = error;
-    return p;
-  }
+  // The name's directories, made once a file is to be written (not for names never found).
+  bool parents = false;
+  auto make_parents = [&]() {
+    if (!parents && !MakeParents(dwo_name, &error)) {
+      p.notes += (p.notes.empty() ? "" : "; ") + error;
+      return false;
+    }
+    parents = true;
+    return true;
+  };
   auto keep_if_linked = [&](size_t bytes, const std::string& from) {
     written_.push_back(out);
     p.ids = SplitIds(out);
@@ -278,6 +284,7 @@ SplitUnits::Placed SplitUnits::Place(std::string_view dwo_name, uint64_t id,
   // build's .dwo files; those left behind may be older).
   if (dwp_ != nullptr) {
     size_t written = 0;
+    if (!make_parents()) return p;
     if (dwp_->WriteUnit(id, out, &written, &error)) {
       if (keep_if_linked(written, dwp_->path())) return p;
     } else {
@@ -295,6 +302,7 @@ SplitUnits::Placed SplitUnits::Place(std::string_view dwo_name, uint64_t id,
       }
       continue;
     }
+    if (!make_parents()) return p;
     if (!WriteAll(out, bytes, &error)) {
       p.notes += (p.notes.empty() ? "" : "; ") + error;
       continue;
