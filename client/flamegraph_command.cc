@@ -411,7 +411,9 @@ int RunFlamegraph(const GlobalOptions& globals, const std::vector<std::string>& 
                  "stdin\n");
     return kExitError;
   }
-  if (!LooksFolded(lines)) {
+  const bool cut = head.size() >= LineReader::kMaxPrefixBytes && lines.size() == 1 &&
+                   head.find('\n') == std::string::npos;
+  if (cut ? !LooksFoldedStart(lines[0]) : !LooksFolded(lines)) {
     parsed.annotate.stdin_prefix = std::move(head);
     return DrawPerfScript(globals, parsed);
   }

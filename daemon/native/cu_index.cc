@@ -125,6 +125,7 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
   struct ExtraHandle {
     Elf* elf = nullptr;
     DwarfHandle handle;
+    AltDwarf alt;  // ended after handle.dwarf
     ~ExtraHandle() {
       if (handle.dwarf != nullptr) dwarf_end(handle.dwarf);
       if (elf != nullptr) elf_end(elf);
@@ -137,6 +138,7 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
     h->elf = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
     if (h->elf != nullptr) h->handle.dwarf = dwarf_begin_elf(h->elf, DWARF_C_READ, nullptr);
     if (h->handle.dwarf == nullptr) break;
+    if (alt_ != nullptr) h->alt = alt_->Attach(h->handle.dwarf);
     extra.push_back(std::move(h));
   }
   if (extra.empty()) return;

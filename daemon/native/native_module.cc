@@ -26,7 +26,8 @@ constexpr uint32_t kNone = CuTables::kNone;
 
 NativeModule::~NativeModule() {
   if (dwarf_) dwarf_end(dwarf_);
-  split_.reset();  // after the Dwarf that maps the copies it removes
+  dwarf_alt_ = AltDwarf();  // after dwarf_, before the files
+  split_.reset();           // after the Dwarf that maps the copies it removes
   if (debug_elf_) elf_end(debug_elf_);
   if (debug_fd_ >= 0) ::close(debug_fd_);
   if (mini_elf_) elf_end(mini_elf_);
@@ -73,6 +74,7 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
       sizeof(NativeModule) + m->symbols_.Bytes() + m->minidebug_.capacity() + m->cus_.IndexBytes();
   // The debug sections libdw read into memory.
   if (m->dwarf_ != nullptr) bytes += DebugSectionBytes(m->debug_elf_ ? m->debug_elf_ : m->elf_);
+  bytes += m->alt_.Bytes();
   m->bytes_ = bytes;
   return m;
 }
@@ -107,7 +109,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
       full_symbols_ = symbols_.Load(debug_elf_, false);
       if (!full_symbols_) {
         symbols_.Load(main, true);
-        if (mini_elf_) symbols_.Load(mini_elf_, false);
+        if (mini_elf_) full_symbols_ = symbols_.Load(mini_elf_, false);
       }
     }
   }
@@ -120,6 +122,9 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_.clear();
     return false;
   }
+  // Before anything reads a DIE: libdw would look for dwz's file itself.
+  alt_.Open(source, debug_file_);
+  dwarf_alt_ = alt_.Attach(dwarf_);
   // Split DWARF: libdw reads a copy of the skeletons in a private directory, where each split
   // unit is placed, checked, before libdw links it (split_units.h). A build without skeleton
   // units costs nothing more: its unit headers are read once, here, and kept by libdw.
@@ -131,6 +136,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     if (copy != nullptr) {
       dwarf_end(dwarf_);
       dwarf_ = copy;
+      dwarf_alt_ = alt_.Attach(dwarf_);  // the original's view ends here, after the original
       fd = split_->skeletons_fd();
     } else {
       if (split_ != nullptr) error = split_->dir() + ": " + dwarf_errmsg(-1);
@@ -139,6 +145,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
       split_.reset();
     }
   }
+  cus_.UseAltFile(&alt_);
   cus_.Open(dwarf_, fd, debug_file_, split_.get());
   return true;
 }

@@ -24,9 +24,11 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/native/alt_file.h"
 #include "daemon/native/cu_index.h"
 #include "daemon/native/cu_tables.h"
 #include "daemon/native/demangle.h"  // Demangle(), part of this interface
+#include "daemon/native/elf_file.h"  // HexBuildId(), part of this interface
 #include "daemon/native/key_index.h"
 #include "daemon/native/split_units.h"
 #include "daemon/native/symbol_table.h"
@@ -41,9 +43,6 @@ struct DebugSearch {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};  // roots of .build-id trees
   std::vector<std::string> extra_files;  // debug files known for this build-id (debuginfod)
 };
-
-// Raw build-id bytes -> lower-case hex.
-std::string HexBuildId(std::string_view bytes);
 
 struct NativeFrame {
   std::string_view name;  // empty: unknown
@@ -133,6 +132,8 @@ class NativeModule {
   Dwarf* dwarf_ = nullptr;
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
+  AltFile alt_;         // dwz's shared file, when the debug file names one
+  AltDwarf dwarf_alt_;  // dwarf_'s view of it (ended before alt_)
   // Split DWARF: the private directory libdw reads the skeletons and split units from; null
   // without skeleton units.
   std::unique_ptr<SplitUnits> split_;

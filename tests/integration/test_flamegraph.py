@@ -194,4 +194,19 @@ def a_gperftools_profile_agrees_with_pprof_folded():
     same_paths(svg, res.stdout, "--pprof-profile")
 
 
+@h.case
+def folded_input_with_a_first_line_longer_than_the_sniffed_head():
+    """A deep stack of long names makes a folded line longer than the 256 KiB read to tell
+    folded stacks from perf script text."""
+    deep = ";".join(f"ns{i}::Template<std::vector<int>, {i}>::run()" for i in range(7000))
+    text = f"{deep} 3\nmain;leaf 2\n"
+    check(len(deep) > 256 * 1024, f"the first line is only {len(deep)} bytes")
+    svg = os.path.join(h.root, "long-line.svg")
+    flamegraph(svg, "--min-width", "0", input=text)
+    paths, _ = frames(svg)
+    roots = {p[0]: n for p, n in paths.items() if len(p) == 1}
+    check(roots == {"ns0::Template<std::vector<int>, 0>::run()": 3, "main": 2},
+          f"roots {roots}")
+
+
 h.main()
