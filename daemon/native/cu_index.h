@@ -26,6 +26,8 @@ typedef struct Dwarf Dwarf;
 
 namespace jitsym::native {
 
+class SplitUnits;
+
 class CuIndex {
  public:
   CuIndex() = default;
@@ -35,7 +37,9 @@ class CuIndex {
 
   // Indexes the CUs of `dwarf`, which reads the file `fd` (named `file` in messages); both must
   // outlive this object. Called once, before any other member but UseAltFile.
-  void Open(Dwarf* dwarf, int fd, std::string file);
+  // `split`: where the skeletons' split units come from (split_units.h), or null (then none is
+  // read); it too must outlive this object.
+  void Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split = nullptr);
   // The dwz file the handles Prefetch makes read alt references from (alt_file.h); it must
   // outlive this object.
   void UseAltFile(AltFile* alt) { alt_ = alt; }
@@ -97,6 +101,7 @@ class CuIndex {
   const CuTables* Build(uint32_t cu, DwarfHandle& handle);
 
   std::string file_;
+  SplitUnits* split_ = nullptr;
   AltFile* alt_ = nullptr;
   int fd_ = -1;            // the file main_handle_ reads, for Prefetch's handles
   bool mappable_ = false;  // fd_ may be mapped: its owner cannot truncate it under us
@@ -107,6 +112,7 @@ class CuIndex {
   std::mutex built_mu_;  // with built_cv_: waiting for a CU another thread builds
   std::condition_variable built_cv_;
   std::atomic<size_t> unread_{0};
+  std::atomic<bool> told_missing_{false};  // a missing split part was logged (once per module)
   std::atomic<size_t> tables_bytes_{0};
 };
 
