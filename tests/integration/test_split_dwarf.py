@@ -3,19 +3,22 @@
 gcc (DWARF 5 and DWARF 4) and clang (DWARF 5) with the .dwo files beside the objects, and packaged
 into a .dwp (llvm-dwp for clang's units, dwp or llvm-dwp for gcc's DWARF 4 ones), list the same
 frames (names, file, line, column) as `llvm-symbolizer --inlines` given the same files for at
-least 99.5% of 5,000 random addresses in their functions. With the split parts removed, functions
-are still named, and each answer in a unit whose part is missing says `no_debug_info` with the
-missing file (lookup --json and explain --image), logged once per module."""
+least 99.5% of 5,000 random addresses in their functions, also when the skeletons are in a
+separate debug file, local or fetched from a debuginfod server. With the split parts removed,
+functions are still named, and each answer in a unit whose part is missing says `no_debug_info`
+with the missing file (lookup --json and explain --image), logged once per module."""
 
 import glob
+import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
 import time
 
-from harness import Harness, check, hexaddr
+from harness import Harness, check, hexaddr, wait_until
 from native_oracle import llvm_frames, our_answers, frames_of, sample_addresses
 
 h = Harness(__doc__)
@@ -266,6 +269,36 @@ def check_missing(what, binary, missing_path_part):
 
 
 BINS = {}
+SERVED = {}  # build id -> debug file, served as a debuginfod server would
+FETCHED = []  # build ids the server sent
+
+
+class DebuginfodHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        parts = self.path.strip("/").split("/")
+        if len(parts) == 3 and parts[0] == "buildid" and parts[2] == "debuginfo" and \
+                parts[1] in SERVED:
+            with open(SERVED[parts[1]], "rb") as f:
+                data = f.read()
+            FETCHED.append(parts[1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        else:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def build_id(path):
+    out = run(["readelf", "-n", path], cwd=os.path.dirname(path)).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    check(m, f"{path}: no build id")
+    return m.group(1)
 
 
 @h.setup
@@ -275,6 +308,11 @@ def start():
     BINS["gcc5"] = build("gcc5", "gcc", "g++", "-gdwarf-5")
     BINS["gcc4"] = build("gcc4", "gcc", "g++", "-gdwarf-4")
     BINS["clang5"] = build("clang5", "clang", "clang++", "-gdwarf-5")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DebuginfodHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    os.environ["DEBUGINFOD_URLS"] = f"http://127.0.0.1:{server.server_address[1]}"
+    os.environ["DEBUGINFOD_CACHE_PATH"] = os.path.join(h.root, "debuginfod-cache")
+    os.environ["DEBUGINFOD_TIMEOUT"] = "10"
     h.start_daemon()
 
 
@@ -308,6 +346,31 @@ def stripped_binary_with_a_debug_file():
     # table there), jitsym from the debug file's: the unstripped file is the oracle.
     agreement("gcc -gdwarf-5 -gsplit-dwarf, stripped + debug file, .dwo", binary, oracle=src,
               nosplit=unsplit(src))
+
+
+@h.case
+def stripped_binary_with_its_debug_file_from_debuginfod():
+    """A stripped binary whose skeletons are in a debug file only a debuginfod server has: once
+    fetched (in the background), the .dwo files come from comp_dir as for a local one."""
+    bld = os.path.dirname(BINS["gcc5"])
+    full = os.path.join(bld, "app-remote")  # the same objects, a build id of its own
+    objs = sorted(os.path.relpath(o, bld) for o in glob.glob(os.path.join(bld, "obj", "*.o")))
+    run(["g++", "-O2", "-g", "-gdwarf-5", "-gsplit-dwarf", *objs, "-o", full,
+         "-Wl,--build-id=0x" + os.urandom(20).hex()], cwd=bld)
+    d = os.path.join(h.root, "remote")
+    os.makedirs(d)
+    binary = os.path.join(d, "app")
+    run(["objcopy", "--only-keep-debug", full, full + ".debug"], cwd=bld)
+    run(["strip", "--strip-all", "-o", binary, full], cwd=bld)
+    SERVED[build_id(binary)] = full + ".debug"
+
+    def fetched():
+        a = our_answers(h, binary, [function_address(full, "main")])[0]
+        return a if a.get("found") and a.get("frames") else None
+    wait_until(fetched, 30, "the debuginfod-fetched debug file to answer")
+    check(FETCHED == [build_id(binary)], f"debuginfod sent {FETCHED}")
+    agreement("gcc -gdwarf-5 -gsplit-dwarf, stripped, debug file from debuginfod, .dwo", binary,
+              oracle=full, nosplit=unsplit(BINS["gcc5"]))
 
 
 @h.case
