@@ -56,6 +56,8 @@ constexpr char kUsage[] =
     "                  (and so is the position column of an answer without one)\n"
     "  --json          one JSON object per address per line (JSON Lines)\n"
     "  --batch N       addresses per request (default 8192)\n"
+    "  --wire E        how answers travel: binary (default; JSON from a daemon that does\n"
+    "                  not speak it) or json. The output is the same either way\n"
     "\n"
     "ADDR is hex with or without 0x. Unknown addresses are normal (exit status 0); a malformed\n"
     "line prints `LINE<TAB>?\?<TAB>error: ...` and the rest goes on. REASON is one of\n"
@@ -375,7 +377,7 @@ class LookupPipeline {
 }  // namespace
 
 int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args) {
-  std::optional<std::string> pid_text, image, build_id, time_text, origin, batch_text;
+  std::optional<std::string> pid_text, image, build_id, time_text, origin, batch_text, wire;
   bool json = false;
   bool inlines = false;
   bool file_offset = false;
@@ -389,8 +391,12 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   parser.AddValue("--batch", &batch_text);
   parser.AddFlag("--json", &json);
   parser.AddFlag("--inlines", &inlines);
+  parser.AddValue("--wire", &wire);
   std::vector<std::string> addrs;
   if (auto status = parser.Parse(args, &addrs)) return *status;
+  if (wire && *wire != "binary" && *wire != "json") {
+    return parser.UsageError("--wire is binary or json");
+  }
   if (json && inlines) {
     return parser.UsageError("--inlines is for text output (--json always has the frames)");
   }
@@ -446,6 +452,8 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
     if (inlines) prototype.fields |= proto::kFieldFrames;
   }
   prototype.strings = true;  // batches repeat names and paths: send each once
+  // Decoding binary answers is a fraction of decoding JSON (docs/performance.md, Native).
+  prototype.binary = !wire || *wire == "binary";
   size_t batch_size = kDefaultBatch;
   if (batch_text) {
     const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);
