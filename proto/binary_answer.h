@@ -4,8 +4,8 @@
 //   frame    := length:u32le payload[length]          (length 0: the end of the answer)
 //   payload  := count:u32le result[count]
 //   result   := members:uleb  (addr:uleb | raw:text)  the members the bits name, in bit order
-//   string   := uleb k: 0 = a new string follows as text (the frame's next index), k >= 1 =
-//               the frame's string k - 1
+//   string   := uleb k: 0 = a new string follows as text (the answer's next index), k >= 1 =
+//               the answer's string k - 1 (sent by this frame or an earlier one)
 //   text     := length:uleb bytes[length]
 //   frames   := count:uleb (name:string file:string line:uleb column:uleb)[count]
 #ifndef JITSYM_PROTO_BINARY_ANSWER_H_

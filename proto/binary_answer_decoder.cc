@@ -16,11 +16,10 @@ using namespace binary;  // NOLINT: the member bits
 
 class FrameDecoder {
  public:
-  // `payload` is one frame's payload; `base` its offset in the frames.
+  // `payload` is one frame's payload; `base` its offset in the frames; `table` the strings
+  // the answer sent so far.
   FrameDecoder(std::string_view payload, size_t base, std::vector<std::string_view>* table)
-      : r_(payload, ByteOrder::kLittle), base_(base), table_(table) {
-    table_->clear();
-  }
+      : r_(payload, ByteOrder::kLittle), base_(base), table_(table) {}
 
   const std::string& error() const { return error_; }
   size_t remaining() const { return r_.remaining(); }
@@ -61,7 +60,7 @@ class FrameDecoder {
     *s = std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     return true;
   }
-  // A new string (k = 0) joins the frame's table; k >= 1 names entry k - 1.
+  // A new string (k = 0) joins the answer's table; k >= 1 names entry k - 1.
   bool String(std::string_view what, std::string_view* s) {
     uint64_t k = 0;
     if (!Uleb(what, &k)) return false;

@@ -45,12 +45,13 @@ void AppendText(std::string_view s, std::string* out) {
 
 class FrameWriter {
  public:
-  explicit FrameWriter(std::string* out) : out_(out) {}
+  FrameWriter(StringInterner* strings, uint32_t base, std::string* out)
+      : out_(out), strings_(*strings), base_(base) {}
 
   void String(std::string_view s) {
     const StringInterner::Entry e = strings_.Intern(s);
     if (!e.added) {
-      AppendUleb(uint64_t{e.index} + 1, out_);
+      AppendUleb(uint64_t{base_} + e.index + 1, out_);
       return;
     }
     out_->push_back('\0');
@@ -121,7 +122,8 @@ class FrameWriter {
 
  private:
   std::string* out_;
-  StringInterner strings_;
+  StringInterner& strings_;
+  uint32_t base_;
 };
 
 }  // namespace
@@ -135,11 +137,11 @@ void EncodeBinaryLookupBegin(std::string_view id_json, std::string* out) {
   out->append(",\"ok\":true,\"encoding\":\"binary\"}\n");
 }
 
-size_t EncodeBinaryLookupFrame(std::span<const LookupResult> results, uint32_t fields,
-                               size_t max_bytes, std::string* out) {
+size_t BinaryAnswerEncoder::EncodeFrame(std::span<const LookupResult> results, uint32_t fields,
+                                        size_t max_bytes, std::string* out) {
   const size_t start = out->size();
   out->append(2 * kBinaryFramePrefixBytes, '\0');  // length and count, written at the end
-  FrameWriter writer(out);
+  FrameWriter writer(&strings_, base_, out);
   size_t n = 0;
   while (n < results.size() && (n == 0 || out->size() - start < max_bytes)) {
     writer.Result(results[n++], fields);
@@ -148,6 +150,11 @@ size_t EncodeBinaryLookupFrame(std::span<const LookupResult> results, uint32_t f
   AppendU32(static_cast<uint32_t>(length), out->data() + start);
   AppendU32(static_cast<uint32_t>(n), out->data() + start + kBinaryFramePrefixBytes);
   return n;
+}
+
+void BinaryAnswerEncoder::ForgetStrings() {
+  base_ += static_cast<uint32_t>(strings_.strings().size());
+  strings_.Clear();
 }
 
 void EncodeBinaryLookupEnd(std::string* out) { out->append(kBinaryFramePrefixBytes, '\0'); }

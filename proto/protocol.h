@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "proto/result.h"
+#include "proto/string_interner.h"
 #include "proto/wire_enums.h"
 
 namespace jitsym::proto {
@@ -409,10 +410,23 @@ inline constexpr size_t kBinaryFramePrefixBytes = 4;
 
 // The header line, {"v":1,"id":ID,"ok":true,"encoding":"binary"} and '\n'.
 void EncodeBinaryLookupBegin(std::string_view id_json, std::string* out);
-// Appends one frame holding results[0, n) and returns n: results are added until the frame
-// reaches max_bytes (at least one, if there is one). Each frame has its own string table.
-size_t EncodeBinaryLookupFrame(std::span<const LookupResult> results, uint32_t fields,
-                               size_t max_bytes, std::string* out);
+// Writes the frames of one binary answer. Strings are sent once per answer: a frame may refer
+// to any string an earlier frame of the answer sent. The encoder remembers strings by address,
+// so whoever owns them says when they may go away (ForgetStrings): later frames then send them
+// again under new indices.
+class BinaryAnswerEncoder {
+ public:
+  // Appends one frame holding results[0, n) and returns n: results are added until the frame
+  // reaches max_bytes (at least one, if there is one).
+  size_t EncodeFrame(std::span<const LookupResult> results, uint32_t fields, size_t max_bytes,
+                     std::string* out);
+  // The strings seen so far may be freed: never refer to them again.
+  void ForgetStrings();
+
+ private:
+  StringInterner strings_;
+  uint32_t base_ = 0;  // strings the answer sent before strings_ was cleared
+};
 // The end marker (a frame length of 0).
 void EncodeBinaryLookupEnd(std::string* out);
 // The length a frame prefix announces (the 4 bytes little-endian).

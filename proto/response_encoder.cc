@@ -473,9 +473,10 @@ void EncodeResponse(const Response& response, std::string* out) {
   if (const auto* lookup = std::get_if<LookupResponse>(&response.body);
       lookup != nullptr && lookup->binary) {
     EncodeBinaryLookupBegin(response.id_json, out);
+    BinaryAnswerEncoder encoder;
     std::span<const LookupResult> rest(lookup->results);
     while (!rest.empty()) {
-      rest = rest.subspan(EncodeBinaryLookupFrame(rest, lookup->fields, kBinaryFrameTarget, out));
+      rest = rest.subspan(encoder.EncodeFrame(rest, lookup->fields, kBinaryFrameTarget, out));
     }
     EncodeBinaryLookupEnd(out);
     return;

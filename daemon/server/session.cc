@@ -81,6 +81,9 @@ struct Session::Stream {
   size_t total_emitted = 0;
   bool started = false;  // the answer's head has been written
   bool binary = false;   // the binary answer form: frames of results after a header line
+  // Its string table: the slice's strings are borrowed from what the slice keeps alive, so it
+  // forgets them with the slice.
+  proto::BinaryAnswerEncoder encoder;
   uint64_t charged = 0;  // charged to ServerState::memory for `addrs`
 
   const std::vector<proto::LookupResult>& results() const {
@@ -463,8 +466,8 @@ void Session::Produce() {
   const size_t high_water = state_->options.output_high_water;
   if (s.binary) {
     while (s.emitted < results.size() && out_.size() < high_water) {
-      s.emitted += proto::EncodeBinaryLookupFrame(std::span(results).subspan(s.emitted), fields,
-                                                  proto::kBinaryFrameTarget, &out_);
+      s.emitted += s.encoder.EncodeFrame(std::span(results).subspan(s.emitted), fields,
+                                         proto::kBinaryFrameTarget, &out_);
     }
   }
   while (s.emitted < results.size() && out_.size() < high_water) {
@@ -474,6 +477,7 @@ void Session::Produce() {
   if (s.emitted == results.size()) {
     s.have_slice = false;
     s.slice = proto::Response{};  // drops the slice's keepalive (index view, modules)
+    s.encoder.ForgetStrings();
     if (s.next == s.addrs.size() && s.started) {
       EndAnswer(s);
       EndStream();

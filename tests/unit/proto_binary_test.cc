@@ -168,13 +168,15 @@ TEST(BinaryAnswerTest, SmallFramesDecodeToTheSameResults) {
   g.lookup.fields = kAllFields;
   for (const size_t target : {size_t{1}, size_t{100}, size_t{4096}, kBinaryFrameTarget}) {
     std::string frames;
+    BinaryAnswerEncoder encoder;
     std::span<const LookupResult> rest(g.lookup.results);
     size_t count = 0;
     while (!rest.empty()) {
-      const size_t n = EncodeBinaryLookupFrame(rest, kAllFields, target, &frames);
+      const size_t n = encoder.EncodeFrame(rest, kAllFields, target, &frames);
       ASSERT_GE(n, 1u);
       rest = rest.subspan(n);
-      ++count;
+      // Later frames refer to earlier frames' strings, until the encoder forgets them.
+      if (++count % 3 == 0) encoder.ForgetStrings();
     }
     EncodeBinaryLookupEnd(&frames);
     if (target == 1) {
@@ -229,7 +231,8 @@ TEST(BinaryAnswerTest, WireBytesMatchTheSpec) {
   miss.reason = Reason::kNoSymbol;
   std::string frames;
   const uint32_t fields = kFieldName | kFieldOffset | kFieldOrigin | kFieldPosition | kFieldFrames;
-  ASSERT_EQ(EncodeBinaryLookupFrame(lookup.results, fields, kBinaryFrameTarget, &frames), 2u);
+  BinaryAnswerEncoder encoder;
+  ASSERT_EQ(encoder.EncodeFrame(lookup.results, fields, kBinaryFrameTarget, &frames), 2u);
   const std::string expected =
       std::string("\x3b\x00\x00\x00", 4) +  // frame length 59
       std::string("\x02\x00\x00\x00", 4) +  // 2 results
@@ -347,8 +350,11 @@ TEST(BinaryAnswerTest, EveryTruncationAndByteFlipIsAnErrorOrAnAnswer) {
   Generated g = Generate(rng, 40);
   std::string frames;
   std::span<const LookupResult> rest(g.lookup.results);
-  while (!rest.empty())
-    rest = rest.subspan(EncodeBinaryLookupFrame(rest, kAllFields, 300, &frames));
+  BinaryAnswerEncoder encoder;
+  while (!rest.empty()) {
+    rest = rest.subspan(encoder.EncodeFrame(rest, kAllFields, 300, &frames));
+    if (rng() % 3 == 0) encoder.ForgetStrings();  // strings sent again under new indices
+  }
   EncodeBinaryLookupEnd(&frames);
   ASSERT_TRUE(DecodeFrames(frames));
   for (size_t cut = 0; cut < frames.size(); ++cut) {
