@@ -23,7 +23,8 @@ PACKAGES=(
   libboost-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libdw-dev libelf-dev libsystemd-dev zlib1g-dev liblzma-dev
-  libdebuginfod-dev llvm llvm-14-dev binutils xz-utils
+  libdebuginfod-dev llvm llvm-14-dev libiberty-dev binutils xz-utils
+  dwz  # debug files shrunk as distributions ship them (integration_native_dwz)
   libc6-dbg  # libc's debug file: native names compared with llvm-symbolizer's
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
   default-jdk-headless

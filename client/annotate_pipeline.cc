@@ -80,10 +80,15 @@ struct Batch {
   size_t last_target = 0;
   std::vector<std::pair<uint32_t, uint32_t>> queries;  // (request, index in its addrs)
   std::vector<proto::Response> responses;
+  // Per target, for images: address -> its query. An answer without a time is the same answer
+  // each time (a -g profile repeats the same native frames in most of its samples), so an
+  // address is asked about once per batch.
+  std::vector<std::unordered_map<uint64_t, int32_t>> asked;
 
   void Clear() {
     text.clear();
     lines.clear();
+    for (size_t i = 0; i < targets.size() && i < asked.size(); ++i) asked[i].clear();
     targets.clear();
     for (size_t i = 0; i < used_requests; ++i) {
       std::get<proto::LookupRequest>(requests[i].body).addrs.clear();
@@ -181,6 +186,15 @@ class AnnotatePipeline {
       }
       req.body = std::move(lookup);
       batch->used_requests = batch->targets.size();
+    }
+    if (!time) {
+      if (batch->asked.size() <= t) batch->asked.resize(t + 1);
+      auto [it, fresh] =
+          batch->asked[t].try_emplace(addr, static_cast<int32_t>(batch->queries.size()));
+      if (!fresh) {
+        rec->query = it->second;
+        return;
+      }
     }
     auto& addrs = std::get<proto::LookupRequest>(batch->requests[t].body).addrs;
     proto::AddressQuery& q = addrs.emplace_back();

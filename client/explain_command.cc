@@ -136,6 +136,12 @@ void Print(const proto::ExplainResponse& e, std::string* out) {
       if (a->column != 0) out->append(":").append(std::to_string(a->column));
     }
     out->append("\n");
+    // Found, but without what debug info would give (a split DWARF part is missing).
+    if (a->reason != proto::Reason::kNone) {
+      out->append("  ").append(proto::ReasonName(a->reason));
+      if (!a->detail.empty()) out->append(": ").append(a->detail);
+      out->append("\n");
+    }
   } else {
     // As jitsym lookup prints a miss: the reason code, then its sentence.
     out->append("??");

@@ -398,4 +398,11 @@ bool LooksFolded(std::span<const std::string_view> lines) {
   return folded > other;
 }
 
+bool LooksFoldedStart(std::string_view cut_line) {
+  if (cut_line.empty()) return false;
+  const char first = cut_line.front();
+  return first != ' ' && first != '\t' && first != '#' &&
+         cut_line.find(';') != std::string_view::npos;
+}
+
 }  // namespace jitsym::client

@@ -172,6 +172,11 @@ std::string_view StripKindAnnotation(std::string_view name);
 // comments), and more of the non-blank ones read with ParseFoldedLine than not (one broken line
 // among the first does not make the rest unreadable).
 bool LooksFolded(std::span<const std::string_view> lines);
+// The same for input whose first line is longer than what is read to decide (so it has no
+// count yet): folded unless it starts as perf script's callchain lines and headers do
+// (whitespace, '#'), and it holds a ';' between frames. A perf script line that long would
+// have no reason to exist; a deep stack of long C++ names does.
+bool LooksFoldedStart(std::string_view cut_line);
 
 }  // namespace jitsym::client
 

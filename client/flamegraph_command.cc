@@ -215,6 +215,22 @@ std::optional<int> ParseFlamegraphArgs(const std::vector<std::string>& args,
   return std::nullopt;
 }
 
+// Says what the tree could not hold: `skipped` stacks whose samples would have passed 2^53 (a
+// count past what the SVG's numbers and shares can carry exactly), and frames cut off.
+void WarnTreeLimits(const FlameTree& tree, uint64_t skipped) {
+  if (skipped > 0) {
+    std::fprintf(stderr,
+                 "jitsym flamegraph: warning: %llu stacks were skipped: the total would pass "
+                 "2^53 samples\n",
+                 static_cast<unsigned long long>(skipped));
+  }
+  if (tree.truncated()) {
+    std::fprintf(stderr,
+                 "jitsym flamegraph: warning: too many distinct frames; deeper frames of later "
+                 "stacks were counted in their callers\n");
+  }
+}
+
 // Reads folded stacks into *tree; warnings (not errors) are left out with `quiet`.
 bool ReadFolded(LongLineReader& reader, bool quiet, FlameTree* tree) {
   std::vector<std::string_view> names;
@@ -254,17 +270,7 @@ bool ReadFolded(LongLineReader& reader, bool quiet, FlameTree* tree) {
                  "COUNT) and were skipped; the first is line %llu\n",
                  static_cast<unsigned long long>(bad), static_cast<unsigned long long>(first_bad));
   }
-  if (!quiet && too_many > 0) {
-    std::fprintf(stderr,
-                 "jitsym flamegraph: warning: %llu stacks were skipped: the total would pass "
-                 "2^53 samples\n",
-                 static_cast<unsigned long long>(too_many));
-  }
-  if (!quiet && tree->truncated()) {
-    std::fprintf(stderr,
-                 "jitsym flamegraph: warning: too many distinct frames; deeper frames of later "
-                 "stacks were counted in their callers\n");
-  }
+  if (!quiet) WarnTreeLimits(*tree, too_many);
   if (tree->total_samples() == 0) {
     std::fprintf(stderr, "jitsym flamegraph: no samples in the input\n");
     return false;
@@ -355,6 +361,7 @@ int DrawCpuProfile(const GlobalOptions& globals, FlamegraphArgs& parsed) {
   const NamedStacks named = CpuProfileStacks(*profile, resolved);
   FlameTree tree;
   std::vector<FlameFrame> frames;
+  uint64_t skipped = 0;
   for (size_t i = 0; i < named.stacks.size(); ++i) {
     if (named.counts[i] == 0) continue;
     frames.clear();
@@ -364,8 +371,9 @@ int DrawCpuProfile(const GlobalOptions& globals, FlamegraphArgs& parsed) {
       frames.push_back({stack[k], origin == proto::Origin::kUnknown ? FrameKind::kUnknown
                                                                     : FrameKindOf(origin)});
     }
-    tree.Add(frames, named.counts[i]);
+    if (!tree.Add(frames, named.counts[i])) ++skipped;
   }
+  if (!parsed.annotate.quiet) WarnTreeLimits(tree, skipped);
   if (tree.total_samples() == 0) {
     std::fprintf(stderr, "jitsym flamegraph: no samples in %s\n", path.c_str());
     return kExitError;
@@ -382,6 +390,7 @@ int DrawPerfScript(const GlobalOptions& globals, FlamegraphArgs& parsed) {
   FlameSink sink(&tree);
   const int status = RunAnnotatePipeline(globals, parsed.annotate, &sink);
   if (status != kExitOk) return status;
+  if (!parsed.annotate.quiet) WarnTreeLimits(tree, sink.dropped());
   if (tree.total_samples() == 0) {
     std::fprintf(stderr, "jitsym flamegraph: no samples in the %s\n",
                  parsed.annotate.input ? "recording" : "perf script input");
@@ -411,7 +420,9 @@ int RunFlamegraph(const GlobalOptions& globals, const std::vector<std::string>& 
                  "stdin\n");
     return kExitError;
   }
-  if (!LooksFolded(lines)) {
+  const bool cut = head.size() >= LineReader::kMaxPrefixBytes && lines.size() == 1 &&
+                   head.find('\n') == std::string::npos;
+  if (cut ? !LooksFoldedStart(lines[0]) : !LooksFolded(lines)) {
     parsed.annotate.stdin_prefix = std::move(head);
     return DrawPerfScript(globals, parsed);
   }

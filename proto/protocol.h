@@ -163,6 +163,8 @@ struct LookupResult {
   uint64_t addr = 0;
   bool found = false;
   // When not found: why (kNone for an input error), and a sentence for a person (may be empty).
+  // When found: kNone, or kNoDebugInfo for an answer without the frames debug info would give
+  // (a split DWARF part is missing; detail names it).
   Reason reason = Reason::kNone;  // next to `found`: in its padding
   std::string error;              // per-address error (bad input, permission); found is false
   std::string raw;  // with error: the unparsable input, sent as "addr" instead of the value

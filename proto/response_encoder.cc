@@ -161,6 +161,9 @@ void EncodeResult(const LookupResult& r, uint32_t fields, const StringWriter& st
     out->push_back(']');
   }
   if ((fields & kFieldClone) && !r.clone.empty()) strings.Member(",\"clone\":", r.clone, out);
+  // An answer missing what debug info would give says why, as a miss does (plain strings).
+  if (r.reason != Reason::kNone) AppendMember(",\"reason\":", ReasonName(r.reason), out);
+  if (!r.detail.empty()) AppendMember(",\"detail\":", r.detail, out);
   if (!r.error.empty()) AppendMember(",\"error\":", r.error, out);
   out->push_back('}');
 }

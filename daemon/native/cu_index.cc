@@ -4,13 +4,14 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <libelf.h>
-#include <linux/magic.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
 
 #include <algorithm>
 #include <system_error>
 #include <thread>
+
+#include "daemon/native/file_trust.h"
+#include "daemon/native/split_units.h"
+#include "daemon/util/log.h"
 
 namespace jitsym::native {
 
@@ -18,16 +19,13 @@ CuIndex::~CuIndex() {
   for (size_t i = 0; i < count_; ++i) delete cus_[i].tables.load();
 }
 
-void CuIndex::Open(Dwarf* dwarf, int fd, std::string file) {
+void CuIndex::Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split) {
   file_ = std::move(file);
+  split_ = split;
   fd_ = fd;
-  // Prefetch's extra handles map the file (the main handle reads it into memory). A mapped file
-  // that shrinks raises SIGBUS on the next read of a page past its end: only a file no user but
-  // root can truncate, on a file system that is not a user's FUSE server, is mapped.
-  struct stat st;
-  struct statfs fs;
-  mappable_ = fd >= 0 && ::fstat(fd, &st) == 0 && ::fstatfs(fd, &fs) == 0 && st.st_uid == 0 &&
-              (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && fs.f_type != FUSE_SUPER_MAGIC;
+  // Prefetch's extra handles map the file (the main handle reads it into memory): only a file
+  // no user but root can truncate (file_trust.h).
+  mappable_ = FdOwnerCannotChange(fd);
   main_handle_.dwarf = dwarf;
   std::vector<uint64_t> offsets;
   Dwarf_CU* cu = nullptr;
@@ -35,12 +33,15 @@ void CuIndex::Open(Dwarf* dwarf, int fd, std::string file) {
   Dwarf_Half version;
   uint8_t unit_type;
   Dwarf_Die cudie;
-  // No sub-DIE asked for: with one, libdw opens the split unit of every skeleton (a .dwo named
-  // by the file, opened without any check: a FIFO there blocks the thread forever, and a file
-  // its owner truncates while mapped raises SIGBUS). Skeletons are not indexed here.
+  // No sub-DIE asked for: with one, libdw opens the split unit of every skeleton itself (a .dwo
+  // named by the file, unchecked: a FIFO there blocks the thread forever, a file its owner
+  // truncates while mapped raises SIGBUS). A skeleton's split unit is looked for when its
+  // tables are built, from a checked copy (split_units.h).
   while (dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, nullptr) == 0) {
     cu = next;
-    if (unit_type != DW_UT_compile && unit_type != DW_UT_partial) continue;
+    if (unit_type != DW_UT_compile && unit_type != DW_UT_partial && unit_type != DW_UT_skeleton) {
+      continue;
+    }
     if (offsets.size() >= (1u << 24)) break;
     const uint32_t index = static_cast<uint32_t>(offsets.size());
     offsets.push_back(dwarf_dieoffset(&cudie));
@@ -88,7 +89,12 @@ const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
     std::unique_ptr<CuTables> built;
     {
       std::lock_guard lock(handle.mu);
-      built = BuildCuTables(handle.dwarf, c.die_offset, file_, &handle.demangled);
+      built = BuildCuTables(handle.dwarf, c.die_offset, file_, split_, &handle.demangled);
+    }
+    if (built && !built->missing.empty() && !told_missing_.exchange(true)) {
+      JITSYM_LOG(kWarning, file_, ": split DWARF missing: ", built->missing,
+                 "; no inlined frames there (further missing parts of this module are not "
+                 "logged)");
     }
     if (built) {
       tables_bytes_.fetch_add(built->Bytes(), std::memory_order_relaxed);
@@ -119,6 +125,7 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
   struct ExtraHandle {
     Elf* elf = nullptr;
     DwarfHandle handle;
+    AltDwarf alt;  // ended after handle.dwarf
     ~ExtraHandle() {
       if (handle.dwarf != nullptr) dwarf_end(handle.dwarf);
       if (elf != nullptr) elf_end(elf);
@@ -131,6 +138,7 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
     h->elf = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
     if (h->elf != nullptr) h->handle.dwarf = dwarf_begin_elf(h->elf, DWARF_C_READ, nullptr);
     if (h->handle.dwarf == nullptr) break;
+    if (alt_ != nullptr) h->alt = alt_->Attach(h->handle.dwarf);
     extra.push_back(std::move(h));
   }
   if (extra.empty()) return;

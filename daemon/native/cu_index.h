@@ -19,11 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "daemon/native/alt_file.h"
 #include "daemon/native/cu_tables.h"
 
 typedef struct Dwarf Dwarf;
 
 namespace jitsym::native {
+
+class SplitUnits;
 
 class CuIndex {
  public:
@@ -33,8 +36,13 @@ class CuIndex {
   CuIndex& operator=(const CuIndex&) = delete;
 
   // Indexes the CUs of `dwarf`, which reads the file `fd` (named `file` in messages); both must
-  // outlive this object. Called once, before any other member.
-  void Open(Dwarf* dwarf, int fd, std::string file);
+  // outlive this object. Called once, before any other member but UseAltFile.
+  // `split`: where the skeletons' split units come from (split_units.h), or null (then none is
+  // read); it too must outlive this object.
+  void Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split = nullptr);
+  // The dwz file the handles Prefetch makes read alt references from (alt_file.h); it must
+  // outlive this object.
+  void UseAltFile(AltFile* alt) { alt_ = alt; }
 
   // The CU whose ranges cover addr, or -1. On the lookup path of every native frame: inline.
   int64_t CuOf(uint64_t addr) const {
@@ -93,6 +101,8 @@ class CuIndex {
   const CuTables* Build(uint32_t cu, DwarfHandle& handle);
 
   std::string file_;
+  SplitUnits* split_ = nullptr;
+  AltFile* alt_ = nullptr;
   int fd_ = -1;            // the file main_handle_ reads, for Prefetch's handles
   bool mappable_ = false;  // fd_ may be mapped: its owner cannot truncate it under us
   std::unique_ptr<Cu[]> cus_;
@@ -102,6 +112,7 @@ class CuIndex {
   std::mutex built_mu_;  // with built_cv_: waiting for a CU another thread builds
   std::condition_variable built_cv_;
   std::atomic<size_t> unread_{0};
+  std::atomic<bool> told_missing_{false};  // a missing split part was logged (once per module)
   std::atomic<size_t> tables_bytes_{0};
 };
 

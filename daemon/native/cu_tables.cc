@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "daemon/native/demangle.h"
+#include "daemon/native/split_units.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -75,11 +76,11 @@ size_t CuTables::Bytes() const {
              nodes.capacity() * sizeof(Node) + rows.capacity() * sizeof(Row) +
              interval_index.Bytes() + row_index.Bytes();
   for (const auto& s : strings) n += sizeof(s) + s.capacity();
-  return n;
+  return n + missing.capacity();
 }
 
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        DemangledNames* demangled) {
+                                        SplitUnits* split, DemangledNames* demangled) {
   Dwarf_Die cudie;
   if (dwarf_offdie(dwarf, die_offset, &cudie) == nullptr) {
     JITSYM_LOG(kWarning, file, ": CU at offset ", die_offset, ": ", dwarf_errmsg(-1));
@@ -87,6 +88,27 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   }
   auto t = std::make_unique<CuTables>();
   const char* comp_dir = AttrString(&cudie, DW_AT_comp_dir);
+  uint8_t unit_type = 0;
+  bool walk_dies = true;
+  if (dwarf_cu_info(cudie.cu, nullptr, &unit_type, nullptr, nullptr, nullptr, nullptr, nullptr) ==
+          0 &&
+      unit_type == DW_UT_skeleton) {
+    // The DIEs are the split unit's; libdw takes its line table (and, through the skeleton,
+    // its addresses) from the skeleton. Without it, the skeleton's line table still places
+    // addresses, and the symbol table names their functions.
+    SplitUnit unit;
+    if (split != nullptr) {
+      unit = split->Find(&cudie);
+    } else {
+      unit.missing = file + ": split units not read (see the log)";
+    }
+    if (unit.found) {
+      cudie = unit.die;
+    } else {
+      t->missing = std::move(unit.missing);
+      walk_dies = false;
+    }
+  }
   std::unordered_map<const char*, uint32_t> file_ids;  // libdw's strings -> ours
   auto intern_path = [&](const char* name) -> uint32_t {
     if (name == nullptr) return kNone;
@@ -141,7 +163,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   std::vector<Item> stack;
   {
     Dwarf_Die child;
-    if (dwarf_child(&cudie, &child) == 0) stack.push_back({child, kNone, 1});
+    if (walk_dies && dwarf_child(&cudie, &child) == 0) stack.push_back({child, kNone, 1});
   }
   // Each stack entry stands for a DIE and, through dwarf_siblingof, its following siblings.
   while (!stack.empty()) {

@@ -1,7 +1,8 @@
 // The tables of one DWARF compilation unit, read from libdw once and then searched without it:
 // address intervals -> the deepest subprogram or inlined subroutine covering them (the inline
 // chain is followed through parents), and the line table. BuildCuTables is the only code that
-// walks DIEs; cu_index.h decides when it runs and on which libdw handle.
+// walks DIEs; cu_index.h decides when it runs and on which libdw handle. A skeleton unit (split
+// DWARF) is read through its split unit (split_units.h); without one, only its line table is.
 #ifndef JITSYM_DAEMON_NATIVE_CU_TABLES_H_
 #define JITSYM_DAEMON_NATIVE_CU_TABLES_H_
 
@@ -41,6 +42,9 @@ struct CuTables {
   std::vector<Node> nodes;
   std::vector<Row> rows;  // sorted by address, end_sequence rows first at equal addresses
   std::vector<std::string> strings;
+  // A skeleton unit whose split unit could not be read: which file is missing, for a person
+  // (the tables then hold the skeleton's line table only). Empty otherwise.
+  std::string missing;
   KeyIndex interval_index, row_index;  // over intervals[].lo and rows[].addr
   size_t Bytes() const;
 };
@@ -50,9 +54,11 @@ struct CuTables {
 using DemangledNames = std::unordered_map<const char*, std::string>;
 
 // Reads the CU whose DIE is at `die_offset`. nullptr (logged, naming `file`) when libdw cannot
-// read it. Not thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
+// read it. A skeleton unit's split unit comes from `split` (split_units.h); with none, only the
+// skeleton is read. Not thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
+class SplitUnits;
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        DemangledNames* demangled);
+                                        SplitUnits* split, DemangledNames* demangled);
 
 }  // namespace jitsym::native
 

@@ -35,8 +35,10 @@ Elf_Scn* FindSection(Elf* elf, std::string_view name, GElf_Shdr* out = nullptr);
 // Whether the file holds DWARF (.debug_info, or the old compressed .zdebug_info).
 bool HasDwarf(Elf* elf);
 // The NT_GNU_BUILD_ID note's raw bytes (from a note section, else a PT_NOTE segment); empty if
-// there is none. HexBuildId (native_module.h) spells them.
+// there is none.
 std::string ReadBuildId(Elf* elf);
+// Raw build-id bytes -> lower-case hex.
+std::string HexBuildId(std::string_view bytes);
 // Bytes of the .debug* / .zdebug* sections: what libdw reads into memory from this file.
 size_t DebugSectionBytes(Elf* elf);
 

@@ -106,7 +106,8 @@ bool ModuleCache::Load(const std::string& path, Slot* slot) {
   const NativeModule& m = *slot->module;
   JITSYM_LOG(kInfo, "native: opened ", path, " (build-id ",
              m.build_id().empty() ? "none" : m.build_id(), ", ", m.symbol_count(), " symbols, ",
-             m.has_dwarf() ? "DWARF from " + m.debug_file() : std::string("no DWARF"), ") in ",
+             m.has_dwarf() ? "DWARF from " + m.debug_file() : std::string("no DWARF"),
+             m.dwp_file().empty() ? std::string() : ", split units from " + m.dwp_file(), ") in ",
              (MonotonicNowNs() - t0) / 1000000, " ms");
   if (!m.build_id().empty()) {
     std::lock_guard map_lock(mu_);

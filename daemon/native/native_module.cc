@@ -7,12 +7,14 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 
 #include "daemon/native/debug_file_locator.h"
 #include "daemon/native/elf_file.h"
+#include "daemon/native/split_units.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -24,6 +26,8 @@ constexpr uint32_t kNone = CuTables::kNone;
 
 NativeModule::~NativeModule() {
   if (dwarf_) dwarf_end(dwarf_);
+  dwarf_alt_ = AltDwarf();  // after dwarf_, before the files
+  split_.reset();           // after the Dwarf that maps the copies it removes
   if (debug_elf_) elf_end(debug_elf_);
   if (debug_fd_ >= 0) ::close(debug_fd_);
   if (mini_elf_) elf_end(mini_elf_);
@@ -70,6 +74,7 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
       sizeof(NativeModule) + m->symbols_.Bytes() + m->minidebug_.capacity() + m->cus_.IndexBytes();
   // The debug sections libdw read into memory.
   if (m->dwarf_ != nullptr) bytes += DebugSectionBytes(m->debug_elf_ ? m->debug_elf_ : m->elf_);
+  bytes += m->alt_.Bytes();
   m->bytes_ = bytes;
   return m;
 }
@@ -104,11 +109,12 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
       full_symbols_ = symbols_.Load(debug_elf_, false);
       if (!full_symbols_) {
         symbols_.Load(main, true);
-        if (mini_elf_) symbols_.Load(mini_elf_, false);
+        if (mini_elf_) full_symbols_ = symbols_.Load(mini_elf_, false);
       }
     }
   }
   if (source == nullptr) return false;
+  int fd = source == debug_elf_ ? debug_fd_ : fd_;
   dwarf_ = dwarf_begin_elf(source, DWARF_C_READ, nullptr);
   if (dwarf_ == nullptr) {
     JITSYM_LOG(kWarning, debug_file_, ": cannot read DWARF: ", dwarf_errmsg(-1),
@@ -116,7 +122,31 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_.clear();
     return false;
   }
-  cus_.Open(dwarf_, source == debug_elf_ ? debug_fd_ : fd_, debug_file_);
+  // Before anything reads a DIE: libdw would look for dwz's file itself.
+  alt_.Open(source, debug_file_);
+  dwarf_alt_ = alt_.Attach(dwarf_);
+  // Split DWARF: libdw reads a copy of the skeletons in a private directory, where each split
+  // unit is placed, checked, before libdw links it (split_units.h). A build without skeleton
+  // units costs nothing more: its unit headers are read once, here, and kept by libdw.
+  if (HasSkeletonUnits(dwarf_)) {
+    std::string error;
+    split_ = SplitUnits::Open(path_, fd_, debug_file_, fd, source, &error);
+    Dwarf* copy =
+        split_ != nullptr ? dwarf_begin_elf(split_->skeletons(), DWARF_C_READ, nullptr) : nullptr;
+    if (copy != nullptr) {
+      dwarf_end(dwarf_);
+      dwarf_ = copy;
+      dwarf_alt_ = alt_.Attach(dwarf_);  // the original's view ends here, after the original
+      fd = split_->skeletons_fd();
+    } else {
+      if (split_ != nullptr) error = split_->dir() + ": " + dwarf_errmsg(-1);
+      JITSYM_LOG(kWarning, debug_file_, ": split DWARF units not read: ", error,
+                 "; skeleton units and symbol tables only");
+      split_.reset();
+    }
+  }
+  cus_.UseAltFile(&alt_);
+  cus_.Open(dwarf_, fd, debug_file_, split_.get());
   return true;
 }
 
@@ -146,10 +176,12 @@ void NativeModule::Symbolize(uint64_t addr, NativeAnswer* out) {
   out->clone = {};
   out->start = out->size = 0;
   out->frames.clear();
+  out->missing = {};
   const CuTables* t = nullptr;
   if (const int64_t cu = cus_.CuOf(addr); cu >= 0) t = cus_.Tables(static_cast<uint32_t>(cu));
   uint64_t function_start = 0;
   if (t != nullptr) {
+    out->missing = t->missing;
     auto sv = [t](uint32_t id) -> std::string_view {
       return id == kNone ? std::string_view() : std::string_view(t->strings[id]);
     };

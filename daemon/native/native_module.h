@@ -11,8 +11,9 @@
 // The parts, one file each: elf_file (opening, sections, build-id), debug_file_locator (separate
 // debug files, MiniDebugInfo), symbol_table (ELF symbols, PLT names), symbol_names (versions, clone
 // suffixes, the choice among aliases), cu_index (which CU holds an address; lazy and parallel
-// building), cu_tables (one CU's tables from its DIEs), key_index (the search under every table),
-// demangle. This class decides which part supplies what, and answers.
+// building), cu_tables (one CU's tables from its DIEs), split_units (a skeleton's split unit, from
+// checked copies of its .dwo libdw reads), dwp_package (.dwp packages), key_index (the search
+// under every table), demangle. This class decides which part supplies what, and answers.
 #ifndef JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 #define JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 
@@ -23,10 +24,13 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/native/alt_file.h"
 #include "daemon/native/cu_index.h"
 #include "daemon/native/cu_tables.h"
 #include "daemon/native/demangle.h"  // Demangle(), part of this interface
+#include "daemon/native/elf_file.h"  // HexBuildId(), part of this interface
 #include "daemon/native/key_index.h"
+#include "daemon/native/split_units.h"
 #include "daemon/native/symbol_table.h"
 
 typedef struct Elf Elf;
@@ -39,9 +43,6 @@ struct DebugSearch {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};  // roots of .build-id trees
   std::vector<std::string> extra_files;  // debug files known for this build-id (debuginfod)
 };
-
-// Raw build-id bytes -> lower-case hex.
-std::string HexBuildId(std::string_view bytes);
 
 struct NativeFrame {
   std::string_view name;  // empty: unknown
@@ -60,6 +61,9 @@ struct NativeAnswer {
   uint64_t start = 0;  // its start address (virtual) and size, when known
   uint64_t size = 0;
   std::vector<NativeFrame> frames;  // innermost first; views into the module's tables
+  // The DWARF of addr's unit is split and its split part could not be read: which file is
+  // missing, for a person (then there are no inlined frames). Empty otherwise.
+  std::string_view missing;
 };
 
 class NativeModule {
@@ -76,6 +80,8 @@ class NativeModule {
   const std::string& build_id() const { return build_id_; }  // hex; empty if none
   // Where the DWARF came from ("" when there is none): the file itself or a debug file.
   const std::string& debug_file() const { return debug_file_; }
+  // The DWARF package split units are read from ("" when none is used).
+  const std::string& dwp_file() const { return split_ ? split_->dwp_file() : empty_; }
   bool has_dwarf() const { return dwarf_ != nullptr; }
   size_t symbol_count() const { return symbols_.size(); }
   // Stripped: no full symbol table (.symtab, MiniDebugInfo's, a debug file's) and no DWARF;
@@ -99,7 +105,7 @@ class NativeModule {
   size_t unread_cus() const { return cus_.unread(); }
 
   // Bytes held (tables read so far, symbol tables, section data read by libelf/libdw).
-  size_t Bytes() const { return bytes_ + cus_.TablesBytes(); }
+  size_t Bytes() const { return bytes_ + cus_.TablesBytes() + (split_ ? split_->Bytes() : 0); }
 
  private:
   struct Segment {
@@ -126,6 +132,12 @@ class NativeModule {
   Dwarf* dwarf_ = nullptr;
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
+  AltFile alt_;         // dwz's shared file, when the debug file names one
+  AltDwarf dwarf_alt_;  // dwarf_'s view of it (ended before alt_)
+  // Split DWARF: the private directory libdw reads the skeletons and split units from; null
+  // without skeleton units.
+  std::unique_ptr<SplitUnits> split_;
+  static inline const std::string empty_;
 
   CuIndex cus_;       // over dwarf_ (empty without DWARF)
   size_t bytes_ = 0;  // set by Open(): all but the CU tables, which cus_ counts

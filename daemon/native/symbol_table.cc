@@ -62,7 +62,7 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
       const std::string_view unversioned = StripVersion(name, &version);
       const CloneSplit split = SplitClone(unversioned);
       const bool clone = !split.clone.empty() && split.clone.size() <= 0xff;
-      const std::string demangled = Demangle(clone ? split.base : unversioned);
+      const std::string demangled = Demangled(clone ? split.base : unversioned);
       const bool local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
       const bool mangled = name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
       const uint8_t facts = static_cast<uint8_t>(
@@ -118,7 +118,7 @@ void SymbolTable::AddPltEntries(Elf* elf) {
     }
     const char* name = elf_strptr(elf, dynsym_hdr.sh_link, sym.st_name);
     if (name == nullptr || name[0] == '\0') continue;
-    if (!Add(first + i * entry, entry, Demangle(name) + "@plt", {}, kNoFile, 0, kFunction)) return;
+    if (!Add(first + i * entry, entry, Demangled(name) + "@plt", {}, kNoFile, 0, kFunction)) return;
   }
 }
 
@@ -168,6 +168,13 @@ void SymbolTable::Finish() {
 void SymbolTable::Clear() {
   symbols_.clear();
   names_.clear();
+  raw_bytes_ = 0;
+}
+
+std::string SymbolTable::Demangled(std::string_view raw) {
+  raw_bytes_ += raw.size();
+  if (names_.size() > kDemangledBudget + 8 * raw_bytes_) return std::string(raw);
+  return Demangle(raw);
 }
 
 }  // namespace jitsym::native

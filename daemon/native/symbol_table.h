@@ -72,6 +72,12 @@ class SymbolTable {
   static constexpr uint32_t kNoFile = 0xffffffffu;
   static constexpr uint8_t kLocal = 1, kFunction = 2, kMangled = 16, kVersionShift = 2;
 
+  // `raw` demangled while the names held stay within kDemangledBudget plus 8 times the raw
+  // names read so far; past that, `raw` itself. Demangle() bounds one name (1 MiB); this bounds
+  // a table of them, and the time spent printing them, by what the file holds.
+  std::string Demangled(std::string_view raw);
+  static constexpr size_t kDemangledBudget = size_t{64} << 20;
+
   // Appends one symbol whose name is `base` (demangled) + `clone`; false when names_ is full.
   bool Add(uint64_t addr, uint64_t size, const std::string& base, std::string_view clone,
            uint32_t file, uint32_t file_size, uint8_t facts);
@@ -79,6 +85,7 @@ class SymbolTable {
   std::vector<Symbol> symbols_;
   KeyIndex index_;  // over symbols_[].addr
   std::string names_;
+  uint64_t raw_bytes_ = 0;  // raw names given to Demangled()
 };
 
 }  // namespace jitsym::native

@@ -40,6 +40,10 @@ Answer FromModule(const native::NativeModule& m, const native::NativeAnswer& a,
   r.build_id = m.build_id();
   r.frames = a.frames;
   r.clone = a.clone;
+  if (!a.missing.empty()) {
+    r.reason = proto::Reason::kNoDebugInfo;
+    r.detail = a.missing;
+  }
   if (!a.frames.empty() && !a.frames.front().file.empty()) {
     r.file = a.frames.front().file;
     r.line = a.frames.front().line;

@@ -22,6 +22,8 @@ void ToWire(const Answer& a, uint64_t addr, uint32_t fields, proto::LookupResult
   r->column = a.column;
   r->loaded_at = a.loaded_at;
   r->incarnation = a.incarnation;
+  r->reason = a.reason;
+  r->detail.assign(a.detail);
   r->frames.clear();
   if (fields & proto::kFieldFrames) {
     r->frames.resize(a.frames.size());

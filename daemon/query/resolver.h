@@ -47,6 +47,10 @@ struct Answer {
   std::optional<uint64_t> incarnation;
   std::span<const native::NativeFrame> frames;  // inlined frames, innermost first
   std::string_view clone;                       // native: the clone suffix, if any
+  // A found answer that lacks what debug info would give (a split DWARF part is missing):
+  // kNoDebugInfo and which file, for a person.
+  proto::Reason reason = proto::Reason::kNone;
+  std::string_view detail;
 };
 
 // The one place answers become wire results. Members the request's `fields` leave out are not

@@ -307,6 +307,26 @@ int main(int argc, char** argv) {
   Write(dir, "gperftools_profile_fuzz", profiles);
   Write(dir, "profile_proto_fuzz", ProfileProtoSeeds());
   // Option byte, then folded stacks: kinds by annotation, offsets, hostile names.
+  // First byte: byte order, header flag, where offsets end; then a .debug_cu_index of one
+  // unit (version 5, columns DW_SECT_INFO and DW_SECT_ABBREV, two hash slots).
+  Bytes dwp;
+  auto u32 = [&dwp](uint32_t v) {
+    for (int i = 0; i < 4; ++i) dwp.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  dwp.push_back(0x80);
+  for (uint32_t v : {5u, 2u, 1u, 2u}) u32(v);
+  u32(0x89abcdef);  // slot 0: unit id, low and high halves
+  u32(0x01234567);
+  u32(0);  // slot 1: empty
+  u32(0);
+  for (uint32_t v : {1u, 0u, 1u, 3u, 0u, 0u, 0x40u, 0x10u})
+    u32(v);  // rows, columns, offsets, sizes
+  Write(dir, "dwp_index_fuzz", {dwp, WithSeedByte(0x03, FromString(std::string("\x02\0\0\0", 4)))});
+  Write(dir, "demangle_fuzz",
+        {FromString("_ZN3foo3barEv"), FromString("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+         FromString("_Z1fIiEvT_.constprop.0.isra.0"), FromString("_ZGTt1fv"),
+         FromString("_Z1f" + std::string(3000, 'P') + "i"), FromString("_Z1fI1AIS0_S0_EEvv"),
+         FromString("_RNvC7mycrate4main"), FromString("_D3foo3barFZv")});
   Write(dir, "flame_fuzz",
         {FromString("\x10"
                     "node;_start;main;run+0x1c 30\nnode;_start;main;gc 20\n"),

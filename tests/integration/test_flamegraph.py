@@ -17,6 +17,7 @@ import glob
 import os
 import re
 import shutil
+import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -192,6 +193,37 @@ def a_gperftools_profile_agrees_with_pprof_folded():
     svg = os.path.join(h.root, "gperf.svg")
     flamegraph(svg, "--min-width", "0", "--pprof-profile", prof, "--pid", str(pid))
     same_paths(svg, res.stdout, "--pprof-profile")
+
+
+@h.case
+def folded_input_with_a_first_line_longer_than_the_sniffed_head():
+    """A deep stack of long names makes a folded line longer than the 256 KiB read to tell
+    folded stacks from perf script text."""
+    deep = ";".join(f"ns{i}::Template<std::vector<int>, {i}>::run()" for i in range(7000))
+    text = f"{deep} 3\nmain;leaf 2\n"
+    check(len(deep) > 256 * 1024, f"the first line is only {len(deep)} bytes")
+    svg = os.path.join(h.root, "long-line.svg")
+    flamegraph(svg, "--min-width", "0", input=text)
+    paths, _ = frames(svg)
+    roots = {p[0]: n for p, n in paths.items() if len(p) == 1}
+    check(roots == {"ns0::Template<std::vector<int>, 0>::run()": 3, "main": 2},
+          f"roots {roots}")
+
+
+@h.case
+def a_count_past_2_53_is_skipped_with_a_warning():
+    """A gperftools count the SVG's numbers cannot carry exactly is left out, and said."""
+    words = [0, 3, 0, 10000, 0, 1 << 60, 1, 0x401000, 5, 1, 0x401010, 0, 1, 0]
+    prof = os.path.join(h.root, "huge.prof")
+    with open(prof, "wb") as f:
+        f.write(struct.pack(f"<{len(words)}Q", *words))
+        f.write(b"00400000-00500000 r-xp 00000000 00:00 0 /bin/true\n")
+    svg = os.path.join(h.root, "huge.svg")
+    res = flamegraph(svg, "--pprof-profile", prof, "--pid", str(os.getpid()))
+    check("1 stacks were skipped: the total would pass 2^53 samples" in res.stderr,
+          f"no warning: {res.stderr}")
+    total = sum(n for p, n in frames(svg)[0].items() if len(p) == 1)
+    check(total == 5, f"{total} samples drawn, expected the 5 of the other stack")
 
 
 h.main()

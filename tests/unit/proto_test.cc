@@ -905,6 +905,31 @@ TEST(ProtoFieldsTest, EncoderSendsOnlyTheRequestedMembers) {
   EXPECT_EQ(some, R"({"addr":"0x1010","found":true,"name":"JS:*f","offset":16})");
 }
 
+// A found answer without the frames debug info would give (a split DWARF part missing) says
+// why, as a miss does, and the client reads it back.
+TEST(ProtoFieldsTest, AFoundAnswerCarriesItsReason) {
+  LookupResult r;
+  r.addr = 0x1010;
+  r.found = true;
+  r.name = "f";
+  r.origin = Origin::kElf;
+  r.reason = Reason::kNoDebugInfo;
+  r.detail = "no /b/a.dwo nor /b/app.dwp";
+  std::string text;
+  EncodeLookupResult(r, &text);
+  EXPECT_NE(text.find(R"("reason":"no_debug_info","detail":"no /b/a.dwo nor /b/app.dwp")"),
+            std::string::npos)
+      << text;
+  Response decoded;
+  Status st = DecodeResponseInto(R"({"v":1,"ok":true,"results":[)" + text + "]}", &decoded);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  const LookupResult& back = std::get<LookupResponse>(decoded.body).results[0];
+  EXPECT_TRUE(back.found);
+  EXPECT_EQ(back.name, "f");
+  EXPECT_EQ(back.reason, Reason::kNoDebugInfo);
+  EXPECT_EQ(back.detail, r.detail);
+}
+
 // Decoded strings live in the response (LookupResponse::text): a copy keeps them while the
 // original is reused for the next response.
 TEST(ProtoFieldsTest, DecodedStringsLiveAsLongAsTheResponse) {
