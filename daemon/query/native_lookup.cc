@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -163,14 +164,18 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   // A warm batch: symbolization is most of the daemon's work for it, and the module's tables
   // are read-only once built. Two halves on two cores, when there are two.
   std::vector<size_t> misses, more_misses;
+  std::thread other;
+  size_t mid = order.size();
   if (order.size() >= kMinParallelAddresses && ExtraThreads() > 0) {
-    const size_t mid = order.size() / 2;
-    std::thread other(symbolize, mid, order.size(), &more_misses);
-    symbolize(0, mid, &misses);
-    other.join();
-  } else {
-    symbolize(0, order.size(), &misses);
+    try {
+      other = std::thread(symbolize, order.size() / 2, order.size(), &more_misses);
+      mid = order.size() / 2;
+    } catch (const std::system_error&) {
+      // No thread to be had (a pids limit): this one does it all.
+    }
   }
+  symbolize(0, mid, &misses);
+  if (other.joinable()) other.join();
   for (const auto* list : {&misses, &more_misses}) {
     for (size_t i : *list) batch.NoteMiss(i, MissReasonOf(*m), *image);
   }
