@@ -514,9 +514,18 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   } else {
     source = std::make_unique<ArgsSource>(addrs);
   }
+  // A second connection only once the daemon has taken it (a ping answered): one over the
+  // daemon's per-user connection limit is answered "busy" and closed, and would fail the batches
+  // sent on it. Without it, the first connection serves every batch.
   auto connect_more = [&globals]() -> std::unique_ptr<proto::ClientConnection> {
-    std::string ignored;  // without it, the first connection serves every batch
-    return proto::ClientConnection::Connect(globals.socket_path, &ignored, globals.timeout_ms);
+    std::string ignored;
+    auto more = proto::ClientConnection::Connect(globals.socket_path, &ignored, globals.timeout_ms);
+    if (more == nullptr) return nullptr;
+    proto::Request ping;
+    ping.body = proto::PingRequest{};
+    const std::optional<proto::Response> pong = more->Call(ping, &ignored);
+    if (!pong || !std::holds_alternative<proto::PingResponse>(pong->body)) return nullptr;
+    return more;
   };
   LookupPipeline pipeline(*connection, connect_more, *source, prototype, batch_size, json, inlines,
                           prototype.pid ? &times : nullptr);
