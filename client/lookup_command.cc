@@ -4,6 +4,7 @@
 // batches, with a few batches in flight at once: a writer thread reads input, builds and sends
 // requests; the calling thread reads responses and prints. A fixed pool of batch buffers bounds
 // memory whatever the input size and keeps the two sides in step.
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -56,6 +58,8 @@ constexpr char kUsage[] =
     "                  (and so is the position column of an answer without one)\n"
     "  --json          one JSON object per address per line (JSON Lines)\n"
     "  --batch N       addresses per request (default 8192)\n"
+    "  --wire E        how answers travel: binary (default; JSON from a daemon that does\n"
+    "                  not speak it) or json. The output is the same either way\n"
     "\n"
     "ADDR is hex with or without 0x. Unknown addresses are normal (exit status 0); a malformed\n"
     "line prints `LINE<TAB>?\?<TAB>error: ...` and the rest goes on. REASON is one of\n"
@@ -112,6 +116,8 @@ struct Batch {
   // into `bad` (a line that could not be parsed, answered locally).
   std::vector<int32_t> slots;
   std::vector<proto::LookupResult> bad;
+
+  proto::ClientConnection* via = nullptr;  // the connection its request went out on
 
   proto::LookupRequest& lookup() { return std::get<proto::LookupRequest>(request.body); }
   void Clear() {
@@ -233,12 +239,24 @@ void AppendText(const proto::LookupResult& r, uint64_t addr, bool inlines, std::
   out->push_back('\n');
 }
 
+// Whether a second connection may serve full batches: the daemon answers each connection's
+// requests in order on one thread, so two connections let it work on two batches at once, which
+// pays off only when this process may use two cores (the daemon then likely has them too).
+bool MayUseTwoConnections() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) >= 2;
+}
+
 class LookupPipeline {
  public:
-  LookupPipeline(proto::ClientConnection& connection, AddressSource& source,
-                 const proto::LookupRequest& prototype, size_t batch_size, bool json, bool inlines,
-                 TimeChecker* times)
+  // `connect_more` opens another connection to the daemon, or returns null (then one serves).
+  LookupPipeline(proto::ClientConnection& connection,
+                 std::function<std::unique_ptr<proto::ClientConnection>()> connect_more,
+                 AddressSource& source, const proto::LookupRequest& prototype, size_t batch_size,
+                 bool json, bool inlines, TimeChecker* times)
       : connection_(connection),
+        connect_more_(std::move(connect_more)),
         source_(source),
         batch_size_(batch_size),
         json_(json),
@@ -256,6 +274,7 @@ class LookupPipeline {
                        [this] {
                          free_.Close();
                          connection_.Shutdown();
+                         if (auto* second = second_.load()) second->Shutdown();
                          source_.Wake();
                        },
                        &writer_error_);
@@ -287,16 +306,34 @@ class LookupPipeline {
         encoded.clear();
         proto::EncodeRequest(batch->request, &encoded);
       }
+      batch->via = Route(*batch);
       in_flight_.Push(batch);  // before sending: the reader then knows what to expect
       std::string error;
-      if (send && !connection_.Send(encoded, &error)) {
+      if (send && !batch->via->Send(encoded, &error)) {
         if (writer_error_.empty()) writer_error_ = error;
-        connection_.Shutdown();
+        batch->via->Shutdown();
         break;
       }
       if (!more) break;
     }
     in_flight_.Close();
+  }
+
+  // The connection a batch goes out on: full batches (bulk input) alternate between two
+  // connections when there are cores for the daemon to answer both at once; everything else,
+  // and everything when the second connection cannot be had, goes on the first.
+  proto::ClientConnection* Route(Batch& batch) {
+    if (batch.slots.size() < batch_size_ || batch.lookup().addrs.empty()) return &connection_;
+    if (!second_tried_) {
+      second_tried_ = true;
+      if (MayUseTwoConnections() && connect_more_) {
+        second_owner_ = connect_more_();
+        second_.store(second_owner_.get());
+      }
+    }
+    if (!second_owner_) return &connection_;
+    use_second_ = !use_second_;
+    return use_second_ ? second_owner_.get() : &connection_;
   }
 
   // Prints answers in input order. Error responses are reported here; other failures are left
@@ -312,7 +349,7 @@ class LookupPipeline {
       const std::vector<proto::AddressQuery>& addrs = batch->lookup().addrs;
       const std::vector<proto::LookupResult>* results = nullptr;
       if (!addrs.empty()) {
-        if (!connection_.ReadResponse(&response, error)) {
+        if (!batch->via->ReadResponse(&response, error)) {
           output.Flush();
           return kExitError;
         }
@@ -359,6 +396,13 @@ class LookupPipeline {
   }
 
   proto::ClientConnection& connection_;
+  std::function<std::unique_ptr<proto::ClientConnection>()> connect_more_;
+  // The second connection: made and used by the writer; the reader reads its answers and may
+  // shut it down (through second_) to unblock the writer.
+  std::unique_ptr<proto::ClientConnection> second_owner_;
+  std::atomic<proto::ClientConnection*> second_{nullptr};
+  bool second_tried_ = false;
+  bool use_second_ = false;
   AddressSource& source_;
   const size_t batch_size_;
   const bool json_;
@@ -375,7 +419,7 @@ class LookupPipeline {
 }  // namespace
 
 int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args) {
-  std::optional<std::string> pid_text, image, build_id, time_text, origin, batch_text;
+  std::optional<std::string> pid_text, image, build_id, time_text, origin, batch_text, wire;
   bool json = false;
   bool inlines = false;
   bool file_offset = false;
@@ -389,8 +433,12 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   parser.AddValue("--batch", &batch_text);
   parser.AddFlag("--json", &json);
   parser.AddFlag("--inlines", &inlines);
+  parser.AddValue("--wire", &wire);
   std::vector<std::string> addrs;
   if (auto status = parser.Parse(args, &addrs)) return *status;
+  if (wire && *wire != "binary" && *wire != "json") {
+    return parser.UsageError("--wire is binary or json");
+  }
   if (json && inlines) {
     return parser.UsageError("--inlines is for text output (--json always has the frames)");
   }
@@ -446,6 +494,8 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
     if (inlines) prototype.fields |= proto::kFieldFrames;
   }
   prototype.strings = true;  // batches repeat names and paths: send each once
+  // Decoding binary answers is a fraction of decoding JSON (docs/performance.md, Native).
+  prototype.binary = !wire || *wire == "binary";
   size_t batch_size = kDefaultBatch;
   if (batch_text) {
     const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);
@@ -464,7 +514,20 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   } else {
     source = std::make_unique<ArgsSource>(addrs);
   }
-  LookupPipeline pipeline(*connection, *source, prototype, batch_size, json, inlines,
+  // A second connection only once the daemon has taken it (a ping answered): one over the
+  // daemon's per-user connection limit is answered "busy" and closed, and would fail the batches
+  // sent on it. Without it, the first connection serves every batch.
+  auto connect_more = [&globals]() -> std::unique_ptr<proto::ClientConnection> {
+    std::string ignored;
+    auto more = proto::ClientConnection::Connect(globals.socket_path, &ignored, globals.timeout_ms);
+    if (more == nullptr) return nullptr;
+    proto::Request ping;
+    ping.body = proto::PingRequest{};
+    const std::optional<proto::Response> pong = more->Call(ping, &ignored);
+    if (!pong || !std::holds_alternative<proto::PingResponse>(pong->body)) return nullptr;
+    return more;
+  };
+  LookupPipeline pipeline(*connection, connect_more, *source, prototype, batch_size, json, inlines,
                           prototype.pid ? &times : nullptr);
   return pipeline.Run();
 }

@@ -160,12 +160,77 @@ bool ClientConnection::ReadLine(std::string_view* line, std::string* error) {
   }
 }
 
+bool ClientConnection::ReadBytes(size_t n, std::string* out, std::string* error) {
+  const size_t buffered = std::min(n, end_ - begin_);
+  out->append(buffer_.data() + begin_, buffered);
+  begin_ += buffered;
+  scanned_ = std::max(scanned_, begin_);
+  n -= buffered;
+  if (n == 0) return true;
+  // The rest straight into *out: a frame is up to a megabyte, no need to pass it through
+  // buffer_.
+  const size_t at = out->size();
+  out->resize(at + n);
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::recv(fd_, out->data() + at + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      out->resize(at + got);
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        *error = TimeoutText("answer");
+        return false;
+      }
+      *error = "cannot read from jitsymd at " + path_ + ": " + ErrnoText(errno);
+      return false;
+    }
+    if (r == 0) {
+      out->resize(at + got);
+      *error = "jitsymd closed the connection in the middle of a response";
+      return false;
+    }
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool ClientConnection::ReadBinaryFrames(LookupResponse* lookup, std::string* error) {
+  // The frames go into the response's own text, which the results' strings then point into.
+  if (lookup->text == nullptr || lookup->text.use_count() != 1) {
+    lookup->text = std::make_shared<std::string>();
+  }
+  std::string& frames = *lookup->text;
+  frames.clear();
+  for (;;) {
+    const size_t at = frames.size();
+    if (!ReadBytes(kBinaryFramePrefixBytes, &frames, error)) return false;
+    const uint32_t length = BinaryFrameLength(frames.data() + at);
+    if (length == 0) break;
+    // Checked before anything is read: the decoder checks again, with the offset.
+    if (length > kMaxBinaryFrameBytes || frames.size() + length > max_line_bytes_) {
+      *error = "malformed response from jitsymd: binary answer: offset " + std::to_string(at) +
+               ": a frame of " + std::to_string(length) + " bytes is over the limit";
+      return false;
+    }
+    if (!ReadBytes(length, &frames, error)) return false;
+  }
+  if (Status st = DecodeBinaryLookupFrames(frames, lookup); !st.ok()) {
+    *error = "malformed response from jitsymd: " + st.error().message;
+    return false;
+  }
+  return true;
+}
+
 bool ClientConnection::ReadResponse(Response* response, std::string* error) {
   std::string_view line;
   if (!ReadLine(&line, error)) return false;
   if (Status st = DecodeResponseInto(line, response); !st.ok()) {
     *error = "malformed response from jitsymd: " + st.error().message;
     return false;
+  }
+  if (auto* lookup = std::get_if<LookupResponse>(&response->body);
+      lookup != nullptr && lookup->binary) {
+    return ReadBinaryFrames(lookup, error);
   }
   return true;
 }

@@ -43,7 +43,8 @@ class ClientConnection {
   // ReadLine. Returns false at end of stream (*error says "jitsymd closed the connection") or
   // on error.
   bool ReadLine(std::string_view* line, std::string* error);
-  // Reads and decodes the next response line.
+  // Reads and decodes the next response: a line, and for a binary lookup answer the frames
+  // that follow its header line.
   bool ReadResponse(Response* response, std::string* error);
 
   // One request, one response. Must not be mixed with pipelined use on another thread. When the
@@ -65,6 +66,10 @@ class ClientConnection {
   ClientConnection(int fd, std::string path, int timeout_ms);
   // "jitsymd at PATH did not answer within 30 s ...".
   std::string TimeoutText(std::string_view what) const;
+  // Appends the next n bytes of the stream to *out.
+  bool ReadBytes(size_t n, std::string* out, std::string* error);
+  // The frames of a binary lookup answer (after its header line), decoded into *lookup.
+  bool ReadBinaryFrames(LookupResponse* lookup, std::string* error);
 
   int fd_;
   std::string path_;

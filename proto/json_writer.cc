@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstring>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -142,6 +143,57 @@ void AppendString(std::string_view value, std::string* out) {
   }
   out->append(reinterpret_cast<const char*>(run), p - run);
   out->push_back('"');
+}
+
+bool IsWellFormedUtf8(std::string_view value) {
+  const auto* p = reinterpret_cast<const unsigned char*>(value.data());
+  const auto* end = p + value.size();
+  while (p < end) {
+    // Names and paths are mostly ASCII: 32 bytes at a time, then eight.
+#ifdef __SSE2__
+    while (end - p >= 32) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+      if (_mm_movemask_epi8(_mm_or_si128(a, b)) != 0) break;
+      p += 32;
+    }
+#endif
+    while (end - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, sizeof(word));
+      if (word & 0x8080808080808080ull) break;
+      p += 8;
+    }
+    if (p == end) break;
+    if (*p < 0x80) {
+      ++p;
+      continue;
+    }
+    const size_t n = Utf8SequenceLength(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
+void AppendWellFormedUtf8(std::string_view value, std::string* out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(value.data());
+  const auto* end = p + value.size();
+  const auto* run = p;
+  while (p < end) {
+    if (*p < 0x80) {
+      ++p;
+      continue;
+    }
+    if (size_t n = Utf8SequenceLength(p, end); n != 0) {
+      p += n;
+      continue;
+    }
+    out->append(reinterpret_cast<const char*>(run), p - run);
+    out->append(kReplacementChar);
+    run = ++p;
+  }
+  out->append(reinterpret_cast<const char*>(run), p - run);
 }
 
 void AppendUint(uint64_t value, std::string* out) {

@@ -23,6 +23,13 @@ inline void AppendBool(bool value, std::string* out) { out->append(value ? "true
 // Number of bytes of the well-formed UTF-8 sequence at [p, end), 0 if it is not one (RFC 3629:
 // no overlong forms, no surrogates, nothing above U+10FFFF). p < end and *p >= 0x80.
 size_t Utf8SequenceLength(const unsigned char* p, const unsigned char* end);
+// True when every byte of value belongs to a well-formed UTF-8 sequence (AppendString copies
+// such text unchanged, apart from escapes).
+bool IsWellFormedUtf8(std::string_view value);
+// Appends value unquoted and unescaped, with the bytes that are not well-formed UTF-8 replaced
+// by U+FFFD exactly as AppendString replaces them: the binary answer encoding sends the same
+// text JSON would.
+void AppendWellFormedUtf8(std::string_view value, std::string* out);
 // Appends the UTF-8 encoding of a code point (<= 0x10FFFF, not a surrogate).
 void AppendUtf8(uint32_t code_point, std::string* out);
 

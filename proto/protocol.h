@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "proto/result.h"
+#include "proto/string_interner.h"
 #include "proto/wire_enums.h"
 
 namespace jitsym::proto {
@@ -111,6 +113,10 @@ struct LookupRequest {
   // before "results", and results refer to it by index. Large batches repeat the same few
   // thousand strings many times; this sends a fraction of the bytes.
   bool strings = false;
+  // "encoding":"binary" asks for the binary answer form (docs/protocol.md, *Binary answers*): a
+  // JSON header line, then length-prefixed frames of results. What a client decodes from it is
+  // exactly what it decodes from the JSON answer, for a fraction of both sides' work.
+  bool binary = false;
 };
 
 // Every range the daemon knows for a process as of now (what a perf map of it would hold).
@@ -188,6 +194,9 @@ struct LookupResponse {
   std::shared_ptr<const void> keepalive;
   uint32_t fields = kAllFields;  // members to encode (from the request)
   bool strings = false;          // encode the compact form (LookupRequest::strings)
+  // Encoding: the binary form (LookupRequest::binary). Decoding: the header line said binary
+  // frames follow it (DecodeBinaryLookupFrames reads them).
+  bool binary = false;
   // Decoded: the unescaped text of every string of the response (the compact form's table and
   // the plain form's members), which the results' string members point into. Copies of the
   // response share it; the next decode into this response reuses it when nobody else does.
@@ -387,6 +396,48 @@ void EncodeLookupResponseEnd(std::string* out);
 size_t LookupResultStringBytes(const LookupResult& result);
 // The stats members as (wire name, value), in wire order.
 std::vector<std::pair<std::string_view, uint64_t>> StatsMembers(const StatsResponse& stats);
+
+// ---- binary lookup answers (docs/protocol.md, *Binary answers*) -----------------------------
+
+// The "encoding" a client asks for; a daemon that does not know it answers in JSON.
+inline constexpr std::string_view kBinaryEncoding = "binary";
+// A frame is at most this long (its 4-byte length excluded): what a reader buffers before it
+// can check anything.
+inline constexpr size_t kMaxBinaryFrameBytes = size_t{64} << 20;
+// The size the daemon makes frames (a frame ends with the result that reaches it): a
+// client's buffer stays small, the string table stays a cache-sized hash.
+inline constexpr size_t kBinaryFrameTarget = size_t{1} << 20;
+// Bytes of a frame's length prefix; a prefix of 0 ends the answer.
+inline constexpr size_t kBinaryFramePrefixBytes = 4;
+
+// The header line, {"v":1,"id":ID,"ok":true,"encoding":"binary"} and '\n'.
+void EncodeBinaryLookupBegin(std::string_view id_json, std::string* out);
+// Writes the frames of one binary answer. Strings are sent once per answer: a frame may refer
+// to any string an earlier frame of the answer sent. The encoder remembers strings by address,
+// so whoever owns them says when they may go away (ForgetStrings): later frames then send them
+// again under new indices.
+class BinaryAnswerEncoder {
+ public:
+  // Appends one frame holding results[0, n) and returns n: results are added until the frame
+  // reaches max_bytes (at least one, if there is one).
+  size_t EncodeFrame(std::span<const LookupResult> results, uint32_t fields, size_t max_bytes,
+                     std::string* out);
+  // The strings seen so far may be freed: never refer to them again.
+  void ForgetStrings();
+
+ private:
+  StringInterner strings_;
+  uint32_t base_ = 0;  // strings the answer sent before strings_ was cleared
+};
+// The end marker (a frame length of 0).
+void EncodeBinaryLookupEnd(std::string* out);
+// The length a frame prefix announces (the 4 bytes little-endian).
+uint32_t BinaryFrameLength(const char* prefix);
+// Decodes the frames that follow a binary header line, every length prefix and the end marker
+// included (nothing after it), into response->results (reusing their storage). The results'
+// strings point into `frames`, which must outlive them (ClientConnection reads the frames into
+// response->text). Malformed input is an error naming the byte offset, never a crash.
+Status DecodeBinaryLookupFrames(std::string_view frames, LookupResponse* response);
 
 // The error response for a request, keeping its id.
 Response MakeErrorResponse(std::string id_json, std::string_view code, std::string message);

@@ -251,6 +251,19 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     }
     return r.ReadBool(&f->lookup.strings);
   }
+  if (key == "encoding") {
+    // The answer's encoding: "binary", or anything else for JSON (a newer client may name an
+    // encoding this daemon does not speak; it reads the JSON answer instead).
+    if (r.Peek() == Kind::kNull) return r.ReadNull();
+    std::string_view name;
+    if (r.Peek() != Kind::kString) {
+      SetOnce(&f->lookup_error, "member 'encoding' must be a string");
+      return r.Skip();
+    }
+    if (!r.ReadString(&name)) return false;
+    f->lookup.binary = name == kBinaryEncoding;
+    return true;
+  }
   if (key == "addrs") return ReadAddrs(r, line, f);
   if (key == "addr") {
     f->have_addr = true;
@@ -421,6 +434,7 @@ void EncodeRequest(const Request& request, std::string* out) {
         out->push_back(']');
       }
       if (lookup.strings) out->append(",\"strings\":true");
+      if (lookup.binary) out->append(",\"encoding\":\"binary\"");
       out->append(",\"addrs\":[");
       bool first = true;
       for (const AddressQuery& q : lookup.addrs) {

@@ -482,11 +482,23 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
     if (key == "results") {
       body = Body::kLookup;
       if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
+      lookup->binary = false;
       d.UseText(&lookup->text);
       return d.Array(key, [&] {
         if (n_results == lookup->results.size()) lookup->results.emplace_back();
         return DecodeLookupResult(d, &lookup->results[n_results++]);
       });
+    }
+    if (key == "encoding") {  // a binary answer's header: its frames follow the line
+      std::string_view name;
+      if (r.Peek() != Kind::kString) return d.Fail(key, "must be a string");
+      if (!r.ReadString(&name)) return false;
+      if (name != kBinaryEncoding)
+        return d.Fail(key, "names an encoding this client does not know");
+      body = Body::kLookup;
+      if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
+      lookup->binary = true;
+      return true;
     }
     if (key == "processes") {
       body = Body::kProcesses;
@@ -562,7 +574,8 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
   }
   switch (body) {
     case Body::kLookup:
-      lookup->results.resize(n_results);
+      // A binary header: DecodeBinaryLookupFrames fills the results (reusing their storage).
+      if (!lookup->binary) lookup->results.resize(n_results);
       return OkStatus();
     case Body::kProcesses:
       response->body = std::move(processes);

@@ -7,6 +7,7 @@
 #include "proto/json_writer.h"
 #include "proto/protocol.h"
 #include "proto/stats_members.h"
+#include "proto/string_interner.h"
 
 namespace jitsym::proto {
 namespace {
@@ -22,63 +23,21 @@ void AppendMember(std::string_view key_with_quotes_and_colon, std::string_view v
 }
 
 // The strings of one compact lookup response (LookupRequest::strings), each sent once.
-//
-// Keyed by where the bytes are (data pointer and size), not by content: answers borrow their
-// names, file names and paths from the index and the native modules, so a string that repeats
-// across answers is the same bytes each time, and interning costs a hash of two words instead
-// of a pass over the text. A string owned by one result gets its own entry; equal strings at
-// different addresses (a header's name in two compilation units) are sent twice, which is
-// correct, merely not minimal.
 class StringTable {
  public:
-  uint32_t Intern(std::string_view s) {
-    if (2 * (strings_.size() + 1) > slots_.size()) Grow();
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = Hash(s) & mask;; i = (i + 1) & mask) {
-      Slot& slot = slots_[i];
-      if (slot.index == kEmpty) {
-        slot = {s.data(), s.size(), static_cast<uint32_t>(strings_.size())};
-        strings_.push_back(s);
-        return slot.index;
-      }
-      if (slot.data == s.data() && slot.size == s.size()) return slot.index;
-    }
-  }
+  uint32_t Intern(std::string_view s) { return interner_.Intern(s).index; }
   void Encode(std::string* out) const {
     out->append("\"strings\":[");
-    for (size_t i = 0; i < strings_.size(); ++i) {
+    const std::vector<std::string_view>& strings = interner_.strings();
+    for (size_t i = 0; i < strings.size(); ++i) {
       if (i != 0) out->push_back(',');
-      AppendString(strings_[i], out);
+      AppendString(strings[i], out);
     }
     out->append("],");
   }
 
  private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-  struct Slot {
-    const char* data = nullptr;
-    size_t size = 0;
-    uint32_t index = kEmpty;
-  };
-  static size_t Hash(std::string_view s) {
-    const uint64_t h =
-        (reinterpret_cast<uintptr_t>(s.data()) ^ (s.size() << 48)) * 0x9E3779B97F4A7C15ull;
-    return static_cast<size_t>(h ^ (h >> 29));
-  }
-  void Grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(1024, 2 * old.size()), Slot{});
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& slot : old) {
-      if (slot.index == kEmpty) continue;
-      size_t i = Hash({slot.data, slot.size}) & mask;
-      while (slots_[i].index != kEmpty) i = (i + 1) & mask;
-      slots_[i] = slot;
-    }
-  }
-
-  std::vector<Slot> slots_;
-  std::vector<std::string_view> strings_;
+  StringInterner interner_;
 };
 
 // Writes a string member's value: the string itself, or its index in the compact form.
@@ -514,6 +473,17 @@ std::vector<std::pair<std::string_view, uint64_t>> StatsMembers(const StatsRespo
 }
 
 void EncodeResponse(const Response& response, std::string* out) {
+  if (const auto* lookup = std::get_if<LookupResponse>(&response.body);
+      lookup != nullptr && lookup->binary) {
+    EncodeBinaryLookupBegin(response.id_json, out);
+    BinaryAnswerEncoder encoder;
+    std::span<const LookupResult> rest(lookup->results);
+    while (!rest.empty()) {
+      rest = rest.subspan(encoder.EncodeFrame(rest, lookup->fields, kBinaryFrameTarget, out));
+    }
+    EncodeBinaryLookupEnd(out);
+    return;
+  }
   out->append("{\"v\":1");
   if (!response.id_json.empty()) {
     out->append(",\"id\":");

@@ -1,12 +1,14 @@
 #include "daemon/query/native_lookup.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -58,11 +60,22 @@ proto::Reason MissReasonOf(const native::NativeModule& m) {
 }
 
 // A first batch over a large binary reads most of its CUs: on several threads, when there are
-// cores for them (each extra thread costs a libdw handle while it runs).
+// cores for them (each extra thread costs a libdw handle while it runs). The cores this process
+// may run on, not the machine's: pinned to one core (taskset, a cgroup's cpuset), extra threads
+// only take turns with the first.
 unsigned ExtraThreads() {
-  static const unsigned extra = std::min(std::max(std::thread::hardware_concurrency(), 1u), 4u) - 1;
-  return extra;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  unsigned cores = std::max(std::thread::hardware_concurrency(), 1u);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    cores = std::max(static_cast<unsigned>(CPU_COUNT(&set)), 1u);
+  }
+  return std::min(cores, 4u) - 1;
 }
+
+// Below this many addresses a batch is symbolized on one thread: starting another costs more
+// than it saves.
+constexpr size_t kMinParallelAddresses = 2048;
 
 // Whether a batch should collect its addresses for Prefetch: not once the module is read (the
 // common case, which then costs nothing), nor without a core to spare.
@@ -134,15 +147,37 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
     for (size_t k = 0; k < order.size(); ++k) vaddrs[k] = order[k].first;
     m->Prefetch(vaddrs, ExtraThreads());
   }
-  native::NativeAnswer answer;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const auto [vaddr, i] = order[k];
-    if (k == 0 || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
-    if (answer.found) {
-      batch.Answer(i, FromModule(*m, answer, *image, batch.addr(i), vaddr));
-    } else {
-      batch.NoteMiss(i, MissReasonOf(*m), *image);
+  // Symbolizes order[begin, end); misses are noted after the threads are done (NoteMiss is not
+  // thread-safe, Answer is for different addresses).
+  auto symbolize = [&](size_t begin, size_t end, std::vector<size_t>* misses) {
+    native::NativeAnswer answer;
+    for (size_t k = begin; k < end; ++k) {
+      const auto [vaddr, i] = order[k];
+      if (k == begin || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
+      if (answer.found) {
+        batch.Answer(i, FromModule(*m, answer, *image, batch.addr(i), vaddr));
+      } else {
+        misses->push_back(i);
+      }
     }
+  };
+  // A warm batch: symbolization is most of the daemon's work for it, and the module's tables
+  // are read-only once built. Two halves on two cores, when there are two.
+  std::vector<size_t> misses, more_misses;
+  std::thread other;
+  size_t mid = order.size();
+  if (order.size() >= kMinParallelAddresses && ExtraThreads() > 0) {
+    try {
+      other = std::thread(symbolize, order.size() / 2, order.size(), &more_misses);
+      mid = order.size() / 2;
+    } catch (const std::system_error&) {
+      // No thread to be had (a pids limit): this one does it all.
+    }
+  }
+  symbolize(0, mid, &misses);
+  if (other.joinable()) other.join();
+  for (const auto* list : {&misses, &more_misses}) {
+    for (size_t i : *list) batch.NoteMiss(i, MissReasonOf(*m), *image);
   }
   modules_.Trim();
   return std::nullopt;

@@ -171,6 +171,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           lookup.keepalive = batch.TakeKeepalive(view);
           lookup.fields = body.fields;
           lookup.strings = body.strings;
+          lookup.binary = body.binary;
           CountDenied(lookup);
           response.body = std::move(lookup);
         } else if constexpr (std::is_same_v<T, proto::ExplainRequest>) {

@@ -67,7 +67,7 @@ LookupBatch::LookupBatch(const proto::LookupRequest& request, const index::Index
 void LookupBatch::Answer(size_t i, const query::Answer& answer) {
   ToWire(answer, request_.addrs[i].addr, request_.fields, &out_->results[i]);
   state_[i] = State::kDone;
-  answered_any_ = true;
+  answered_any_.store(true, std::memory_order_relaxed);
 }
 
 void LookupBatch::Deny(size_t i) {

@@ -10,6 +10,7 @@
 #ifndef JITSYM_DAEMON_QUERY_RESOLVER_H_
 #define JITSYM_DAEMON_QUERY_RESOLVER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -89,6 +90,7 @@ class LookupBatch {
   // Addresses set aside by Hide.
   bool has_hidden() const { return !hidden_.empty(); }
 
+  // Several threads may answer different addresses at once (a native batch's halves).
   void Answer(size_t i, const query::Answer& answer);
   // Address i gets "permission denied".
   void Deny(size_t i);
@@ -108,7 +110,7 @@ class LookupBatch {
   size_t size() const { return state_.size(); }
   // Addresses given a reason by Miss, in order; and whether any address was answered.
   const std::vector<size_t>& missed() const { return missed_; }
-  bool answered_any() const { return answered_any_; }
+  bool answered_any() const { return answered_any_.load(std::memory_order_relaxed); }
   proto::LookupResult& result(size_t i) { return out_->results[i]; }
   // Address i would be answered by an incarnation the client may not see: it is set aside
   // until the process decision (SettleProcessDenials) denies it or asks the next resolvers.
@@ -137,7 +139,8 @@ class LookupBatch {
   std::vector<size_t> hidden_;
   std::vector<MissHint> hints_;  // sized on the first NoteMiss
   std::vector<size_t> missed_;
-  bool answered_any_ = false;
+  // Atomic: Answer may be called from several threads at once, for different addresses.
+  std::atomic<bool> answered_any_ = false;
   std::vector<std::shared_ptr<const void>> keep_;
 };
 

@@ -80,6 +80,10 @@ struct Session::Stream {
   size_t emitted = 0;       // results of `slice` encoded so far
   size_t total_emitted = 0;
   bool started = false;  // the answer's head has been written
+  bool binary = false;   // the binary answer form: frames of results after a header line
+  // Its string table: the slice's strings are borrowed from what the slice keeps alive, so it
+  // forgets them with the slice.
+  proto::BinaryAnswerEncoder encoder;
   uint64_t charged = 0;  // charged to ServerState::memory for `addrs`
 
   const std::vector<proto::LookupResult>& results() const {
@@ -383,7 +387,9 @@ bool Session::StartStream(proto::Request request, uint64_t charged) {
   auto stream = std::make_unique<Stream>();
   stream->charged = charged;
   const size_t slice = std::max<size_t>(1, state_->options.answer_slice);
-  if (lookup.strings && lookup.addrs.size() <= slice) {
+  // A binary answer streams whatever its size: each frame has its own string table.
+  stream->binary = lookup.binary;
+  if (lookup.strings && !lookup.binary && lookup.addrs.size() <= slice) {
     // The compact form needs every string before the first result: answered whole, as long as
     // its strings stay small.
     proto::Response response = CallHandler(request);
@@ -416,7 +422,7 @@ void Session::Produce() {
   Stream& s = *stream_;
   if (!s.have_slice) {
     if (s.started && s.next == s.addrs.size()) {
-      proto::EncodeLookupResponseEnd(&out_);
+      EndAnswer(s);
       EndStream();
       return;
     }
@@ -448,12 +454,22 @@ void Session::Produce() {
     s.emitted = 0;
   }
   if (!s.started) {
-    proto::EncodeLookupResponseBegin(s.request.id_json, &out_);
+    if (s.binary) {
+      proto::EncodeBinaryLookupBegin(s.request.id_json, &out_);
+    } else {
+      proto::EncodeLookupResponseBegin(s.request.id_json, &out_);
+    }
     s.started = true;
   }
   const auto& results = s.results();
   const uint32_t fields = std::get<proto::LookupRequest>(s.request.body).fields;
   const size_t high_water = state_->options.output_high_water;
+  if (s.binary) {
+    while (s.emitted < results.size() && out_.size() < high_water) {
+      s.emitted += s.encoder.EncodeFrame(std::span(results).subspan(s.emitted), fields,
+                                         proto::kBinaryFrameTarget, &out_);
+    }
+  }
   while (s.emitted < results.size() && out_.size() < high_water) {
     if (s.total_emitted++ > 0) out_.push_back(',');
     proto::EncodeLookupResult(results[s.emitted++], &out_, fields);
@@ -461,10 +477,19 @@ void Session::Produce() {
   if (s.emitted == results.size()) {
     s.have_slice = false;
     s.slice = proto::Response{};  // drops the slice's keepalive (index view, modules)
+    s.encoder.ForgetStrings();
     if (s.next == s.addrs.size() && s.started) {
-      proto::EncodeLookupResponseEnd(&out_);
+      EndAnswer(s);
       EndStream();
     }
+  }
+}
+
+void Session::EndAnswer(const Stream& s) {
+  if (s.binary) {
+    proto::EncodeBinaryLookupEnd(&out_);
+  } else {
+    proto::EncodeLookupResponseEnd(&out_);
   }
 }
 

@@ -80,6 +80,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool StartStream(proto::Request request, uint64_t charged);
   // Appends more of the current stream's text to out_.
   void Produce();
+  // The end of a streamed answer: "]}\n", or a binary answer's end marker.
+  void EndAnswer(const Stream& s);
   void EndStream();
   // The handler's answer to one request (a slice of a lookup), normalized; exceptions become
   // an "internal" error.

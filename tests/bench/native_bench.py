@@ -16,6 +16,8 @@ CPU time (client + daemon for jitsym) is shown beside wall time: the machine may
 Each jitsym mode is compared with llvm-symbolizer's nearest output: text and --inlines with its
 text output with --inlines, --json with its --output-style=JSON.
 Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / jitsym time.
+--cpus LIST pins every process (jitsymd, jitsym, llvm-symbolizer) to those CPUs with taskset
+(`--cpus 0`: both tools on one core, what a busy machine leaves them).
 
   python3 tests/bench/native_bench.py --jitsymd build/jitsymd --jitsym build/jitsym \\
       --elf build/tests/unit_tests --addresses 20000 --rounds 5
@@ -33,6 +35,7 @@ import time
 
 
 WARM = 3  # warm batches per round
+PIN = []  # taskset prefix for every process (--cpus)
 
 
 def sample_addresses(path, n, seed=7):
@@ -50,7 +53,7 @@ def sample_addresses(path, n, seed=7):
 class Daemon:
     def __init__(self, jitsymd, root):
         self.socket = os.path.join(root, f"d{time.monotonic_ns()}.sock")
-        self.proc = subprocess.Popen([jitsymd, "--watch", root, "--socket", self.socket,
+        self.proc = subprocess.Popen(PIN + [jitsymd, "--watch", root, "--socket", self.socket,
                                       "--log-level", "warning"], stdin=subprocess.DEVNULL,
                                      start_new_session=True)
         deadline = time.monotonic() + 20
@@ -98,7 +101,7 @@ def run_tool(argv, inputs, repeat, extra_cpu=lambda: 0.0):
     file, not to this script (reading 20 MB through a pipe costs Python more than the tools)."""
     with open(inputs[repeat], "rb") as stdin, open(inputs["out"], "wb") as stdout:
         c0, x0, t0 = children_cpu(), extra_cpu(), time.perf_counter()
-        res = subprocess.run(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
+        res = subprocess.run(PIN + argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
         wall = time.perf_counter() - t0
         cpu = children_cpu() - c0 + extra_cpu() - x0
     if res.returncode != 0:
@@ -131,7 +134,10 @@ def main():
     p.add_argument("--elf", default="build/tests/unit_tests")
     p.add_argument("--addresses", type=int, default=20000)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--cpus", help="taskset CPU list every process runs on (e.g. 0)")
     a = p.parse_args()
+    if a.cpus:
+        PIN.extend(["taskset", "-c", a.cpus])
     if not shutil.which("llvm-symbolizer"):
         raise SystemExit("llvm-symbolizer not found (Debian package llvm)")
     addrs = sample_addresses(a.elf, a.addresses)
@@ -171,7 +177,8 @@ def main():
     finally:
         shutil.rmtree(root, ignore_errors=True)
     size = os.path.getsize(elf) / 1e6
-    print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds, medians; "
+    pinned = f", on CPUs {a.cpus}" if a.cpus else ""
+    print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds{pinned}, medians; "
           "CPU = client + daemon for jitsym")
     print(f"{'':14} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
           f"{'llvm CPU':>9} {'jitsym CPU':>11} {'ratio':>7}")

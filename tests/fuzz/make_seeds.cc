@@ -327,6 +327,32 @@ int main(int argc, char** argv) {
          FromString("_Z1fIiEvT_.constprop.0.isra.0"), FromString("_ZGTt1fv"),
          FromString("_Z1f" + std::string(3000, 'P') + "i"), FromString("_Z1fI1AIS0_S0_EEvv"),
          FromString("_RNvC7mycrate4main"), FromString("_D3foo3barFZv")});
+  // Odd first byte: results made from the bytes (kind, address, texts); even: frames.
+  {
+    std::vector<Bytes> answers;
+    for (size_t name : {size_t{8}, size_t{200}, size_t{255}}) {
+      Bytes b = FromString("\x01");
+      for (int i = 0; i < 40; ++i) {
+        const uint8_t kind = static_cast<uint8_t>(i % 4 == 0 ? 0x12 : 0xfe);
+        b.insert(b.end(), {kind, 2, 0x7f, static_cast<uint8_t>(i)});
+        if (kind == 0x12) {
+          b.insert(b.end(), {3, 4, 'b', 'a', 'd', 0xff});
+          continue;
+        }
+        // The largest names are 64 times longer: a 650 KB input.
+        const size_t scale = name == 255 ? 64 : 1;
+        b.push_back(static_cast<uint8_t>(name));
+        b.push_back(scale == 64 ? 4 : 1);
+        b.insert(b.end(), name * scale, static_cast<uint8_t>('a' + i % 26));
+      }
+      answers.push_back(b);
+    }
+    answers.push_back(
+        FromString(std::string("\x00\x09\x00\x00\x00\x01\x00\x00\x00\x01"
+                               "\x10\x00\x00\x00\x00\x00",
+                               16)));
+    Write(dir, "binary_answer_fuzz", answers);
+  }
   Write(dir, "flame_fuzz",
         {FromString("\x10"
                     "node;_start;main;run+0x1c 30\nnode;_start;main;gc 20\n"),
