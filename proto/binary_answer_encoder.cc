@@ -84,6 +84,9 @@ class FrameWriter {
       if ((fields & kFieldBuildId) && !r.build_id.empty()) m |= kBuildId;
       if ((fields & kFieldFrames) && !r.frames.empty()) m |= kFrames;
       if ((fields & kFieldClone) && !r.clone.empty()) m |= kClone;
+      // A found answer that lacks what debug info would give says why, as in JSON.
+      if (r.reason != Reason::kNone) m |= kReason;
+      if (!r.detail.empty()) m |= kDetail;
       if (!r.error.empty()) m |= kError;
     }
     AppendUleb(m, out_);

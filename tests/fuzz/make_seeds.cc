@@ -6,10 +6,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "client/profile_proto.h"
+#include "proto/protocol.h"
 #include "tests/unit/testing/jitdump_builder.h"
 #include "tests/unit/testing/mlpd_builder.h"
 #include "tests/unit/testing/pprof_profile.h"
@@ -188,6 +190,143 @@ std::vector<Bytes> ProfileProtoSeeds() {
           FromString(go_order)};
 }
 
+// binary_answer_fuzz. First byte 0: the frames of real binary answers (strings referred to from
+// later frames, tables forgotten, one name over 64 KiB, misses and per-address errors), as the
+// encoder writes them. First byte 1: the bytes the fuzzer makes results of (its RoundTrip).
+std::vector<Bytes> BinaryAnswerSeeds() {
+  using jitsym::proto::LookupResult;
+  const std::vector<std::string> text = {
+      "main",
+      "/src/app.cc",
+      "std::vector<int, std::allocator<int> >::push_back(int const&)",
+      "bad\xff\xfe utf-8 \x01 and\ttab \xed\xa0\x80",
+      "/usr/include/c++/12/bits/stl_vector.h",
+      std::string(70000, 'n'),
+      "0123456789abcdef",
+      ".part.0",
+      "jitdump",
+      ""};
+  std::vector<Bytes> seeds;
+  for (const size_t target : {size_t{64}, size_t{4096}, jitsym::proto::kBinaryFrameTarget}) {
+    std::vector<LookupResult> results;
+    for (size_t i = 0; i < 300; ++i) {
+      LookupResult& r = results.emplace_back();
+      r.addr = 0x400000 + 17 * i;
+      if (i % 7 == 0) {
+        r.reason = jitsym::proto::Reason::kNoSymbol;
+        r.detail = "no symbol covers this address";
+        continue;
+      }
+      if (i % 11 == 0) {
+        r.error = "invalid address";
+        r.raw = "zz" + std::to_string(i);
+        continue;
+      }
+      r.found = true;
+      r.name = i == 151 && target == 4096 ? text[5] : text[i % 4];  // a frame over 64 KiB
+      r.offset = i;
+      r.start = r.addr - i;
+      r.size = 1000;
+      r.origin = i % 3 ? jitsym::proto::Origin::kElf : jitsym::proto::Origin::kJitdump;
+      r.file = text[1 + 3 * (i % 2)];
+      r.line = static_cast<uint32_t>(i);
+      r.column = 3;
+      if (i % 3 == 0) {
+        r.source = text[8];
+        r.loaded_at = 1000000 + i;
+        r.incarnation = 1;
+      } else {
+        r.image = text[1];
+        r.build_id = text[6];
+        r.frames.push_back({text[2], text[4], 100, 7});
+        r.frames.push_back({text[i % 4], text[1], static_cast<uint32_t>(i), 0});
+        if (i % 5 == 0) r.clone = text[7];
+      }
+    }
+    std::string frames;
+    jitsym::proto::BinaryAnswerEncoder encoder;
+    std::span<const LookupResult> rest(results);
+    for (size_t count = 1; !rest.empty(); ++count) {
+      rest = rest.subspan(encoder.EncodeFrame(rest, jitsym::proto::kAllFields, target, &frames));
+      if (count % 4 == 0) encoder.ForgetStrings();
+    }
+    jitsym::proto::EncodeBinaryLookupEnd(&frames);
+    seeds.push_back(WithSeedByte(0, FromString(frames)));
+  }
+  // RoundTrip's bytes: frame size, form and fields, then results (kind, addr, texts, numbers).
+  struct Writer {
+    Bytes b;
+    void Byte(uint8_t v) { b.push_back(v); }
+    void Number(uint64_t v) {
+      Byte(8);
+      for (int i = 7; i >= 0; --i) Byte(static_cast<uint8_t>(v >> (8 * i)));
+    }
+    void Text(const std::string& s) {  // up to 255 bytes, or a multiple of 64 up to 16320
+      const bool scaled = s.size() > 255;
+      Byte(static_cast<uint8_t>(scaled ? s.size() / 64 : s.size()));
+      Byte(scaled ? 0 : 1);
+      b.insert(b.end(), s.begin(), s.end());
+    }
+  };
+  for (const uint8_t form : {uint8_t{1}, uint8_t{4}, uint8_t{7}}) {
+    Writer w;
+    w.Byte(1);
+    w.Byte(static_cast<uint8_t>(form * 3));  // frames of 8, 4096 or 2 MiB bytes
+    w.Byte(form);                            // odd: every field; even: the two bytes that follow
+    if (form % 2 == 0) {
+      w.Byte(0x0f);
+      w.Byte(0x13);
+    }
+    for (int i = 0; i < 40; ++i) {
+      switch (i % 4) {
+        case 0:  // a miss with a detail
+          w.Byte(0x10);
+          w.Number(0x1000 + i);
+          w.Byte(static_cast<uint8_t>(i));
+          w.Text("no code here \x01\xff");
+          break;
+        case 1:  // an input error, the input echoed
+          w.Byte(0x31);
+          w.Number(0);
+          w.Text("invalid address");
+          w.Text("0xzz\xc3");
+          break;
+        default: {  // found: every member, frames, a no_debug_info reason
+          w.Byte(0xfe);
+          w.Number(0x7f0000000000 + i);
+          w.Text(form == 7 && i == 10 ? std::string(16320, 'q') : text[i % 4]);
+          w.Number(static_cast<uint64_t>(i));
+          w.Number(0x7f0000000000);
+          w.Number(64);
+          w.Byte(static_cast<uint8_t>(i));
+          w.Text(text[8]);
+          w.Text(text[1]);
+          w.Number(5);
+          w.Number(2);
+          w.Number(40);
+          w.Number(9);
+          w.Text(text[4]);
+          w.Text(text[6]);
+          w.Byte(2);
+          for (int f = 0; f < 2; ++f) {
+            w.Text(text[2 + f]);
+            w.Text(text[1]);
+            w.Number(10);
+            w.Number(0);
+          }
+          w.Byte(static_cast<uint8_t>(i % 16));
+          if (i % 2) w.Text(text[7]);
+          if (i & 2) w.Text("an error");
+          if (i & 4) w.Byte(11);
+          if (i & 8) w.Text("no /src/app.dwo nor /src/app.dwp");
+        }
+      }
+    }
+    seeds.push_back(w.b);
+  }
+  return seeds;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_seeds DIR\n");
@@ -327,32 +466,7 @@ int main(int argc, char** argv) {
          FromString("_Z1fIiEvT_.constprop.0.isra.0"), FromString("_ZGTt1fv"),
          FromString("_Z1f" + std::string(3000, 'P') + "i"), FromString("_Z1fI1AIS0_S0_EEvv"),
          FromString("_RNvC7mycrate4main"), FromString("_D3foo3barFZv")});
-  // Odd first byte: results made from the bytes (kind, address, texts); even: frames.
-  {
-    std::vector<Bytes> answers;
-    for (size_t name : {size_t{8}, size_t{200}, size_t{255}}) {
-      Bytes b = FromString("\x01");
-      for (int i = 0; i < 40; ++i) {
-        const uint8_t kind = static_cast<uint8_t>(i % 4 == 0 ? 0x12 : 0xfe);
-        b.insert(b.end(), {kind, 2, 0x7f, static_cast<uint8_t>(i)});
-        if (kind == 0x12) {
-          b.insert(b.end(), {3, 4, 'b', 'a', 'd', 0xff});
-          continue;
-        }
-        // The largest names are 64 times longer: a 650 KB input.
-        const size_t scale = name == 255 ? 64 : 1;
-        b.push_back(static_cast<uint8_t>(name));
-        b.push_back(scale == 64 ? 4 : 1);
-        b.insert(b.end(), name * scale, static_cast<uint8_t>('a' + i % 26));
-      }
-      answers.push_back(b);
-    }
-    answers.push_back(
-        FromString(std::string("\x00\x09\x00\x00\x00\x01\x00\x00\x00\x01"
-                               "\x10\x00\x00\x00\x00\x00",
-                               16)));
-    Write(dir, "binary_answer_fuzz", answers);
-  }
+  Write(dir, "binary_answer_fuzz", BinaryAnswerSeeds());
   Write(dir, "flame_fuzz",
         {FromString("\x10"
                     "node;_start;main;run+0x1c 30\nnode;_start;main;gc 20\n"),

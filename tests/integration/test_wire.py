@@ -2,18 +2,22 @@
 """Binary lookup answers against the real daemon: `jitsym lookup` prints byte for byte the same
 with `--wire binary` (its default) as with `--wire json`, in text, --inlines and --json output,
 for native answers of a program built here (inlined frames, misses, bad input lines, a symbol
-whose name has invalid UTF-8 and control bytes) and for a JIT process's perf map, over many
-requests and frames. The binary form read by hand from the socket (header line, frames, string
-table, member bits as docs/protocol.md specifies) gives what the JSON answer to the same request
-gives; an encoding the daemon does not know gets the JSON answer. Bulk input goes out on two
-connections (with two cores), in order."""
+whose name has invalid UTF-8 and control bytes), for found answers that lack their split DWARF
+(no_debug_info), for a JIT process's perf map and for a jitdump (line tables, a move, reused
+code, lookups at times), over many requests and frames. The binary form read by hand from the
+socket (header line, frames, string table, member bits as docs/protocol.md specifies) has
+every member the JSON answer to the same request has, native and JIT, with "fields" too; a
+request refused as a whole gets the JSON error line; an encoding the daemon does not know gets
+the JSON answer. Bulk input goes out on two connections (with two cores), in order."""
 
 import json
 import os
 import random
 import shutil
 import subprocess
+import time
 
+import jitdump
 from harness import Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
@@ -145,6 +149,32 @@ def native_answers_are_the_same_either_way():
                   f"the weird name as text prints it: {weird[:1]}")
 
 
+
+@h.case
+def found_answers_that_lack_debug_info_are_the_same_either_way():
+    """A -gsplit-dwarf program without its .dwo: found answers say no_debug_info, and why."""
+    d = os.path.join(h.root, "split")
+    os.makedirs(d)
+    src = os.path.join(d, "split.cc")
+    with open(src, "w") as f:
+        f.write(PROGRAM)
+    prog = os.path.join(d, "split")
+    run(["g++", "-O2", "-g", "-gsplit-dwarf", "-c", src, "-o", prog + ".o"], cwd=d)
+    run(["g++", prog + ".o", "-o", prog])
+    for name in os.listdir(d):
+        if name.endswith(".dwo"):
+            os.unlink(os.path.join(d, name))
+    rng = random.Random(7)
+    funcs = functions(prog)
+    text = "".join(hexaddr(s + rng.randrange(z)) + "\n"
+                   for s, z in (rng.choice(funcs) for _ in range(9000)))
+    for mode in ([], ["--inlines"], ["--json"]):
+        binary, plain = both_wires("--image", prog, *mode, input=text)
+        if mode == ["--json"]:
+            lacking = sum('"reason":"no_debug_info"' in line for line in plain.splitlines())
+            check(lacking > 0, "no found answer says no_debug_info in JSON")
+        check(binary == plain, f"{mode}: {first_difference(binary, plain)}")
+
 @h.case
 def jit_answers_are_the_same_either_way():
     pid = h.sleeper()
@@ -168,6 +198,54 @@ def jit_answers_are_the_same_either_way():
         check(binary == plain, f"{mode}: {first_difference(binary, plain)}")
         check(len(binary.splitlines()) == len(addrs), f"{mode}: wrong number of lines")
 
+
+
+@h.case
+def jitdump_answers_are_the_same_either_way():
+    """Loads with line tables, a move, code reused later, the weird name: lookups at times."""
+    pid = h.sleeper()
+    t0 = time.monotonic_ns()
+    code = 0x7e6600000000
+    w = jitdump.Writer(pid)
+    data = w.header(t0)
+    n = 2000
+    for i in range(n):
+        at = code + 0x100 * i
+        if i % 3 == 0:
+            src = f"/srv/jit/mod{i % 5}.js"
+            data += w.debug_info(t0 + 10 + i, at, [(at, 10 + i, 0, src),
+                                                   (at + 0x40, 20 + i, 0, src)])
+        name = WEIRD if i == 7 else f"Function::compiled_{i}(int)"
+        data += w.load(t0 + 10 + i, at, 0x80, name, i + 1)
+    data += w.move(t0 + 5000, code + 0x100, code + 0x100 * n, 0x80, 2)
+    data += w.load(t0 + 6000, code + 0x100 * 5, 0x80, "reused_later", n + 1)
+    h.write_file(h.dump_path(pid), data)
+    h.wait_resolves(pid, code + 0x100 * 5 + 1, "reused_later")
+    FIX["jit"] = (pid, t0, code, n)
+    rng = random.Random(11)
+    lines = []
+    for i in range(12000):
+        addr = hexaddr(code + rng.randrange(0x100 * (n + 2)))
+        when = rng.choice([None, t0 + rng.randrange(7000), t0 - 1])
+        lines.append(addr if when is None else f"{addr} {when}")
+    # The weird name, the moved code and the reused range, now and at their times.
+    for i in range(0, 0x80, 8):
+        lines += [hexaddr(code + 0x700 + i), hexaddr(code + 0x100 * n + i),
+                  f"{hexaddr(code + 0x500 + i)} {t0 + 5500}", hexaddr(code + 0x500 + i)]
+    for i, bad in enumerate(["0xzz", "0x10 notatime", "", "0x10 -5"]):
+        lines.insert(3000 * (i + 1), bad)
+    text = "".join(line + "\n" for line in lines)
+    for mode in ([], ["--inlines"], ["--json"]):
+        binary, plain = both_wires("--pid", str(pid), *mode, input=text)
+        check(binary == plain, f"{mode}: {first_difference(binary, plain)}")
+        if mode == ["--json"]:
+            answers = [json.loads(line) for line in binary.splitlines()]
+            kinds = (sum("file" in a for a in answers), sum("reason" in a for a in answers),
+                     sum("error" in a for a in answers),
+                     sum(a.get("name", "").startswith("weird") for a in answers))
+            print(f"  {len(answers)} jitdump answers: {kinds[0]} with a file, {kinds[1]} "
+                  f"misses, {kinds[2]} input errors, {kinds[3]} weird names")
+            check(all(k > 0 for k in kinds), "the batch does not exercise every kind")
 
 def read_exact(sock, buf, n):
     while len(buf) < n:
@@ -254,20 +332,16 @@ def normalize_json(r):
     return out
 
 
-@h.case
-def the_binary_form_read_by_hand_is_the_json_answer():
-    addrs = [hexaddr(a) for a in FIX["addrs"][:9000]] + ["nonsense"]
-    request = {"v": 1, "id": 41, "op": "lookup", "image": FIX["prog"], "addrs": addrs}
-    conn = h.raw_connection(timeout=60)
-    reference = conn.request(request)
-    check(reference.get("ok") and len(reference["results"]) == len(addrs),
-          f"JSON answer: {str(reference)[:300]}")
+def binary_answer(conn, request):
+    """Sends `request` with "encoding":"binary" and reads the answer by hand: (header, results,
+    frames, bytes, strings). The connection is left after the end marker."""
     conn.send(dict(request, encoding="binary"))
-    sock, buf = conn.sock, conn.buf
-    buf = read_exact_line(sock, buf)
+    sock, buf = conn.sock, read_exact_line(conn.sock, conn.buf)
     line, buf = buf.split(b"\n", 1)
     header = json.loads(line)
-    check(header == {"v": 1, "id": 41, "ok": True, "encoding": "binary"}, f"header {header}")
+    if not header.get("ok"):
+        conn.buf = buf
+        return header, None, 0, 0, 0
     frames, decoder, total = 0, Frames(), 0
     while True:
         buf = read_exact(sock, buf, 4)
@@ -275,28 +349,73 @@ def the_binary_form_read_by_hand_is_the_json_answer():
         buf = buf[4:]
         if length == 0:
             break
+        check(length <= 64 << 20, f"a frame of {length} bytes")
         buf = read_exact(sock, buf, length)
         decoder.decode(buf[:length])
         buf = buf[length:]
         frames += 1
         total += length
-    check(frames >= 2, f"{frames} frame(s) for {len(addrs)} results of {total} bytes")
-    got = decoder.results
-    want = [normalize_json(r) for r in reference["results"]]
-    check(len(got) == len(want), f"{len(got)} results, {len(want)} in JSON")
-    for i, (g, w) in enumerate(zip(got, want)):
-        w = {k: v for k, v in w.items() if k in g or k == "found"}
-        check(g == w, f"result {i}:\n  binary: {str(g)[:400]}\n  json:   {str(w)[:400]}")
-    print(f"  {len(got)} results in {frames} frames ({total} bytes), "
-          f"{len(decoder.strings)} strings")
-    # The same connection goes on speaking JSON.
     conn.buf = buf
+    return header, decoder.results, frames, total, len(decoder.strings)
+
+
+def same_results(what, got, reference):
+    """Every member of every result, both ways (no member only one form carries)."""
+    want = [normalize_json(r) for r in reference]
+    check(len(got) == len(want), f"{what}: {len(got)} results, {len(want)} in JSON")
+    for i, (g, w) in enumerate(zip(got, want)):
+        check(g == w, f"{what}: result {i}:\n  binary: {str(g)[:400]}\n  json:   {str(w)[:400]}")
+
+
+@h.case
+def the_binary_form_read_by_hand_is_the_json_answer():
+    addrs = [hexaddr(a) for a in FIX["addrs"][:9000]] + ["nonsense", "0x"]
+    request = {"v": 1, "id": 41, "op": "lookup", "image": FIX["prog"], "addrs": addrs}
+    conn = h.raw_connection(timeout=60)
+    reference = conn.request(request)
+    check(reference.get("ok") and len(reference["results"]) == len(addrs),
+          f"JSON answer: {str(reference)[:300]}")
+    header, got, frames, total, strings = binary_answer(conn, request)
+    check(header == {"v": 1, "id": 41, "ok": True, "encoding": "binary"}, f"header {header}")
+    check(frames >= 2, f"{frames} frame(s) for {len(addrs)} results of {total} bytes")
+    same_results("native", got, reference["results"])
+    print(f"  {len(got)} results in {frames} frames ({total} bytes), {strings} strings")
+    # The same connection goes on speaking JSON.
     pong = conn.request({"v": 1, "op": "ping"})
     check(pong.get("ok"), f"ping after a binary answer: {pong}")
+    # Some members only ("fields"), and no id: the header has none either.
+    few = dict(request, addrs=addrs[:500] + ["bad"], fields=["name", "frames"])
+    del few["id"]
+    reference = conn.request(few)
+    header, got, _, _, _ = binary_answer(conn, few)
+    check(header == {"v": 1, "ok": True, "encoding": "binary"}, f"header {header}")
+    same_results("fields", got, reference["results"])
+    # JIT answers (source, loaded_at, incarnation, file and line), at a time and at none.
+    pid, t0, code, n = FIX["jit"]
+    rng = random.Random(3)
+    jit_addrs = [hexaddr(code + rng.randrange(0x100 * (n + 2))) for _ in range(3000)]
+    jit_addrs = [a if i % 3 else {"addr": a, "time": t0 + rng.randrange(7000)}
+                 for i, a in enumerate(jit_addrs)] + [{"addr": "0x1", "time": "never"}]
+    jit = {"v": 1, "id": "j", "op": "lookup", "pid": pid, "addrs": jit_addrs}
+    reference = conn.request(jit)
+    check(reference.get("ok"), f"JSON answer: {str(reference)[:300]}")
+    header, got, _, _, _ = binary_answer(conn, jit)
+    check(header == {"v": 1, "id": "j", "ok": True, "encoding": "binary"}, f"header {header}")
+    same_results("jitdump", got, reference["results"])
+    check(any("loaded_at" in r and "incarnation" in r and "source" in r and "line" in r
+              for r in got), "no JIT answer with loaded_at, incarnation, source and line")
+    # A request refused as a whole: the usual JSON error line, no frames.
+    refused = {"v": 1, "id": 43, "op": "lookup", "image": "relative/path", "addrs": ["0x1"]}
+    want = conn.request(refused)
+    header, got, _, _, _ = binary_answer(conn, refused)
+    check(not want.get("ok") and header == want and got is None,
+          f"a refused binary request: {header}, JSON: {want}")
     # An encoding this daemon does not speak: the JSON answer.
     other = conn.request(dict(request, addrs=addrs[:3], encoding="cbor"))
     check(other.get("ok") and len(other.get("results", [])) == 3 and "encoding" not in other,
           f"unknown encoding: {str(other)[:300]}")
+    pong = conn.request({"v": 1, "op": "ping"})
+    check(pong.get("ok"), f"ping at the end: {pong}")
     conn.close()
 
 

@@ -79,6 +79,10 @@ Generated Generate(std::mt19937_64& rng, size_t n) {
         if (rng() % 3 == 0) r.build_id = pick();
         if (rng() % 3 == 0) r.clone = pick();
         if (rng() % 10 == 0) r.error = RandomString(rng);
+        if (rng() % 5 == 0) {  // found, without what debug info would give, and why
+          r.reason = Reason::kNoDebugInfo;
+          if (rng() % 2) r.detail = RandomString(rng);
+        }
         const size_t frames = rng() % 3 == 0 ? rng() % 12 : 0;
         for (size_t f = 0; f < frames; ++f) {
           r.frames.push_back({pick(), pick(), static_cast<uint32_t>(rng() % 3 ? rng() : 0),
