@@ -436,9 +436,12 @@ def bulk_input_goes_out_on_two_connections():
         print("  no strace: not checked")
         return
     trace = os.path.join(h.root, "connect.trace")
+    # LeakSanitizer cannot run under ptrace (a sanitized build of the client).
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
     res = subprocess.run(["strace", "-f", "-e", "trace=connect", "-o", trace, h.jitsym,
                           "--socket", h.socket_path, "lookup", "--image", FIX["prog"]],
-                         input=FIX["input"], capture_output=True, text=True, timeout=300)
+                         input=FIX["input"], capture_output=True, text=True, timeout=300, env=env)
     check(res.returncode == 0, f"lookup under strace: {res.stderr[-500:]}")
     with open(trace) as f:
         connects = sum(h.socket_path in line and "= 0" in line for line in f)
@@ -450,10 +453,32 @@ def bulk_input_goes_out_on_two_connections():
     # One address: one connection.
     subprocess.run(["strace", "-f", "-e", "trace=connect", "-o", trace, h.jitsym, "--socket",
                     h.socket_path, "lookup", "--image", FIX["prog"], hexaddr(FIX["addrs"][0])],
-                   capture_output=True, timeout=60, check=True)
+                   capture_output=True, timeout=60, check=True, env=env)
     with open(trace) as f:
         connects = sum(h.socket_path in line and "= 0" in line for line in f)
     check(connects == 1, f"{connects} connections for one address")
+
+
+@h.case
+def a_daemon_with_no_connection_to_spare_answers_on_one():
+    """The second connection is answered busy (the daemon's limit): every batch goes on the
+    first, and the lookup succeeds."""
+    from harness import Daemon
+    sock = os.path.join(h.root, "one.sock")
+    d = Daemon(h.jitsymd, [h.watch_dir], sock, os.path.join(h.root, "one.log"),
+               ["--max-connections", "1"])
+    d.start()
+    try:
+        wait_until(lambda: h.client("ping", socket_path=sock, timeout=5).returncode == 0, 20,
+                   "the second daemon to answer")
+        res = h.client("lookup", "--image", FIX["prog"], input=FIX["input"], socket_path=sock,
+                       timeout=300)
+        check(res.returncode == 0, f"lookup at the connection limit: {res.stderr[:300]}")
+        one = h.client("lookup", "--image", FIX["prog"], "--batch", "30000",
+                       input=FIX["input"], timeout=300)
+        check(res.stdout == one.stdout, "the answers differ from one batch's")
+    finally:
+        d.stop()
 
 
 if __name__ == "__main__":
