@@ -158,23 +158,6 @@ class FrameDecoder {
   std::string error_;
 };
 
-void Reset(LookupResult* r) {
-  r->addr = 0;
-  r->found = false;
-  r->error.clear();
-  r->raw.clear();
-  r->reason = Reason::kNone;
-  r->detail.clear();
-  r->name = {};
-  r->offset = r->start = r->size = 0;
-  r->origin = Origin::kUnknown;
-  r->image = r->source = r->file = r->build_id = r->clone = {};
-  r->line = r->column = 0;
-  r->loaded_at.reset();
-  r->incarnation.reset();
-  r->frames.clear();
-}
-
 Error Malformed(std::string message) {
   return MakeError(ErrorKind::kMalformed, std::move(message));
 }
@@ -215,7 +198,7 @@ Status DecodeBinaryLookupFrames(std::string_view frames, LookupResponse* respons
     if (ok && results.size() < n + count) results.resize(n + count);
     for (uint32_t i = 0; ok && i < count; ++i) {
       LookupResult& r = results[n++];
-      Reset(&r);
+      ResetLookupResult(&r);
       ok = d.Result(&r);
     }
     if (ok && !d.at_end()) {

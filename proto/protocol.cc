@@ -110,4 +110,21 @@ std::vector<std::string_view> ResultFieldNames(uint32_t mask) {
   return out;
 }
 
+void ResetLookupResult(LookupResult* r) {
+  r->addr = 0;
+  r->found = false;
+  r->error.clear();
+  r->raw.clear();
+  r->reason = Reason::kNone;
+  r->detail.clear();
+  r->name = {};
+  r->offset = r->start = r->size = 0;
+  r->origin = Origin::kUnknown;
+  r->image = r->source = r->file = r->build_id = r->clone = {};
+  r->line = r->column = 0;
+  r->loaded_at.reset();
+  r->incarnation.reset();
+  r->frames.clear();
+}
+
 }  // namespace jitsym::proto

@@ -187,6 +187,10 @@ struct LookupResult {
   std::string_view clone;  // native: the clone suffix (".part.0", ".cold") of the code at addr
 };
 
+// Makes *r a default result again, keeping the storage of its strings and frames (decoders
+// reuse results from one response to the next).
+void ResetLookupResult(LookupResult* r);
+
 struct LookupResponse {
   std::vector<LookupResult> results;  // in request order, one per address
   // Made by the daemon: owns what the results' string members point into (the index view, the

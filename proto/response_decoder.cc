@@ -189,23 +189,6 @@ class Decoder {
   bool have_table_ = false;
 };
 
-void ResetResult(LookupResult* r) {
-  r->addr = 0;
-  r->found = false;
-  r->error.clear();
-  r->raw.clear();
-  r->reason = Reason::kNone;
-  r->detail.clear();
-  r->name = {};
-  r->offset = r->start = r->size = 0;
-  r->origin = Origin::kUnknown;
-  r->image = r->source = r->file = r->build_id = r->clone = {};
-  r->line = r->column = 0;
-  r->loaded_at.reset();
-  r->incarnation.reset();
-  r->frames.clear();
-}
-
 bool DecodeFrame(Decoder& d, Frame* frame) {
   if (d.reader().Peek() == Kind::kArray) {  // compact form: [name, file, line, column]
     int i = 0;
@@ -235,7 +218,7 @@ bool DecodeFrame(Decoder& d, Frame* frame) {
 }
 
 bool DecodeLookupResult(Decoder& d, LookupResult* r) {
-  ResetResult(r);
+  ResetLookupResult(r);
   bool have_addr = false;
   bool addr_is_hex = false;
   const bool ok = d.Object("results", [&](std::string_view key) {

@@ -6,7 +6,6 @@ MiniDebugInfo; a live process queried by pid (its executable and libc), and the 
 after it exits; hostile files. The large-binary comparison with llvm-symbolizer is in
 test_native_llvm.py."""
 
-import http.server
 import json
 import os
 import re
@@ -14,33 +13,13 @@ import shutil
 import struct
 import subprocess
 import sys
-import threading
 
+from debuginfod_server import DebuginfodServer
 from harness import Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
 FIX = {}
-SERVED = {}  # build id -> debug file, served as a debuginfod server would
 
-
-class DebuginfodHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        parts = self.path.strip("/").split("/")
-        if len(parts) == 3 and parts[0] == "buildid" and parts[2] == "debuginfo" and \
-                parts[1] in SERVED:
-            with open(SERVED[parts[1]], "rb") as f:
-                data = f.read()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        else:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    def log_message(self, *args):
-        pass
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -194,12 +173,9 @@ def compile_and_start():
     FIX["remote_worker"] = symbol(remote + ".full", "worker")
     run("objcopy", "--only-keep-debug", remote + ".full", remote + ".debug")
     run("strip", "--strip-all", "-o", remote, remote + ".full")
-    SERVED[elf_build_id(remote)] = remote + ".debug"
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DebuginfodHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    os.environ["DEBUGINFOD_URLS"] = f"http://127.0.0.1:{server.server_address[1]}"
-    os.environ["DEBUGINFOD_CACHE_PATH"] = os.path.join(h.root, "debuginfod-cache")
-    os.environ["DEBUGINFOD_TIMEOUT"] = "10"
+    server = DebuginfodServer()
+    server.served[elf_build_id(remote)] = remote + ".debug"
+    server.export(os.path.join(h.root, "debuginfod-cache"))
     FIX["worker"] = symbol(full, "worker")
     FIX["main"] = symbol(full, "main")
     h.start_daemon(["--debug-dir", dbg])

@@ -9,7 +9,6 @@ functions are still named, and each answer in a unit whose part is missing says 
 with the missing file (lookup --json and explain --image), logged once per module."""
 
 import glob
-import http.server
 import json
 import os
 import re
@@ -18,6 +17,7 @@ import subprocess
 import threading
 import time
 
+from debuginfod_server import DebuginfodServer
 from harness import Harness, check, hexaddr, wait_until
 from native_oracle import llvm_frames, our_answers, frames_of, sample_addresses
 
@@ -269,29 +269,7 @@ def check_missing(what, binary, missing_path_part):
 
 
 BINS = {}
-SERVED = {}  # build id -> debug file, served as a debuginfod server would
-FETCHED = []  # build ids the server sent
-
-
-class DebuginfodHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        parts = self.path.strip("/").split("/")
-        if len(parts) == 3 and parts[0] == "buildid" and parts[2] == "debuginfo" and \
-                parts[1] in SERVED:
-            with open(SERVED[parts[1]], "rb") as f:
-                data = f.read()
-            FETCHED.append(parts[1])
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        else:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    def log_message(self, *args):
-        pass
+DEBUGINFOD = {}  # the server, once started
 
 
 def build_id(path):
@@ -308,11 +286,8 @@ def start():
     BINS["gcc5"] = build("gcc5", "gcc", "g++", "-gdwarf-5")
     BINS["gcc4"] = build("gcc4", "gcc", "g++", "-gdwarf-4")
     BINS["clang5"] = build("clang5", "clang", "clang++", "-gdwarf-5")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DebuginfodHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    os.environ["DEBUGINFOD_URLS"] = f"http://127.0.0.1:{server.server_address[1]}"
-    os.environ["DEBUGINFOD_CACHE_PATH"] = os.path.join(h.root, "debuginfod-cache")
-    os.environ["DEBUGINFOD_TIMEOUT"] = "10"
+    server = DEBUGINFOD["server"] = DebuginfodServer()
+    server.export(os.path.join(h.root, "debuginfod-cache"))
     h.start_daemon()
 
 
@@ -362,13 +337,14 @@ def stripped_binary_with_its_debug_file_from_debuginfod():
     binary = os.path.join(d, "app")
     run(["objcopy", "--only-keep-debug", full, full + ".debug"], cwd=bld)
     run(["strip", "--strip-all", "-o", binary, full], cwd=bld)
-    SERVED[build_id(binary)] = full + ".debug"
+    server = DEBUGINFOD["server"]
+    server.served[build_id(binary)] = full + ".debug"
 
     def fetched():
         a = our_answers(h, binary, [function_address(full, "main")])[0]
         return a if a.get("found") and a.get("frames") else None
     wait_until(fetched, 30, "the debuginfod-fetched debug file to answer")
-    check(FETCHED == [build_id(binary)], f"debuginfod sent {FETCHED}")
+    check(server.fetched == [build_id(binary)], f"debuginfod sent {server.fetched}")
     agreement("gcc -gdwarf-5 -gsplit-dwarf, stripped, debug file from debuginfod, .dwo", binary,
               oracle=full, nosplit=unsplit(BINS["gcc5"]))
 
