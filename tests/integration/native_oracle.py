@@ -37,7 +37,12 @@ def sample_addresses(path, n, seed=4, distinct=False):
             funcs.append((int(parts[0], 16), int(parts[1], 16)))
     rng = random.Random(seed)
     if distinct:
-        n = min(n, sum(size for _, size in funcs))
+        # Aliases overlap (one constructor under two names): count the bytes of the union.
+        covered, end = 0, 0
+        for start, size in sorted(funcs):
+            covered += max(0, start + size - max(start, end))
+            end = max(end, start + size)
+        n = min(n, covered)
         out = set()
         while len(out) < n:
             start, size = rng.choice(funcs)

@@ -6,6 +6,7 @@ addresses."""
 
 import os
 import shutil
+import subprocess
 
 from harness import Harness, check, hexaddr
 from native_oracle import (llvm_frames, normalized_position, our_frames, sample_addresses,
@@ -90,6 +91,59 @@ def inlines_text_prints_the_same_frames():
     print(f"--inlines: {same}/{len(addrs)} addresses list the same frames ({ratio:.2%})")
     check(ratio >= REQUIRED, f"agreement {ratio:.2%} < {REQUIRED:.0%}; first mismatches:\n" +
           "\n".join(mismatches))
+
+
+LAMBDAS = r"""
+#include <cstdio>
+#include <functional>
+#include <vector>
+volatile int sink;
+auto ns_lambda = [](int x) { for (int i = 0; i < x; ++i) sink += i * x; return sink; };
+struct Holder {
+  std::function<int(int)> f = [](int y) { int s = 0; for (int i = 0; i < y; ++i) s += i ^ y; return s; };
+  struct Inner { int g(int z) { int s = 0; for (int i = 0; i < z; ++i) s += i * 3; return s; } };
+  template <class T> int h(T t) { return t(3) + 1; }
+};
+namespace n {
+struct S { static int m(int v) { auto l = [v](int q) { return q * v + sink; }; return l(v) + l(2); } };
+}
+int run(int a) {
+  struct Local { static int k(int w) { int s = 0; for (int i = 0; i < w; ++i) s += sink * i; return s; } };
+  Holder h;
+  Holder::Inner in;
+  std::vector<int> v(a, 2);
+  auto fn = [&](int q) __attribute__((noinline)) {
+    std::vector<int> w(q, 3);
+    w.push_back(q);
+    return w[1] + v[0];
+  };
+  return ns_lambda(a) + h.f(a) + in.g(a) + Local::k(a) + n::S::m(a) + fn(a) + fn(a + 1) +
+         h.h([&](int q) { return q + v[0]; });
+}
+int main(int argc, char**) { std::printf("%d\\n", run(argc * 5)); }
+"""
+
+
+@h.case
+def lambdas_and_classes_local_and_not():
+    """Code of lambdas (namespace scope, member initializers, in functions), local classes and
+    nested classes, from gcc and clang at -O0 and -O2: every address's frames as llvm-symbolizer
+    lists them. (Classes outside functions are not walked; those inside are.)"""
+    src = os.path.join(h.root, "lambdas.cc")
+    with open(src, "w") as f:
+        f.write(LAMBDAS)
+    for cxx in ("g++", "clang++"):
+        if not shutil.which(cxx):
+            continue
+        for opt in ("-O0", "-O2"):
+            binary = os.path.join(h.root, f"lambdas-{cxx}{opt}")
+            subprocess.run([cxx, opt, "-g", "-o", binary, src], check=True)
+            addrs = sample_addresses(binary, 3000, distinct=True)
+            theirs = llvm_frames(binary, addrs)
+            ours = our_frames(h, binary, addrs)
+            differ = [(hexaddr(a), t, o) for a, t, o in zip(addrs, theirs, ours) if t != o]
+            print(f"  {cxx} {opt}: {len(addrs) - len(differ)}/{len(addrs)} the same")
+            check(len(differ) <= len(addrs) // 200, f"{cxx} {opt}: first differences {differ[:3]}")
 
 
 h.main()
