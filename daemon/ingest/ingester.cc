@@ -22,6 +22,18 @@
 
 namespace jitsym::ingest {
 
+namespace {
+
+// Why a file waits to be opened or judged: errno EMFILE (the daemon's limit), ENFILE (the
+// system's), or ENOMEM.
+const char* OutOfDescriptors(int error) {
+  if (error == EMFILE) return "too many open files in jitsymd";
+  if (error == ENFILE) return "too many open files in the system";
+  return std::strerror(error);
+}
+
+}  // namespace
+
 Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::ViewCell& cell)
     : io_(io),
       options_(std::move(options)),
@@ -149,7 +161,7 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
     } else if (errno == EMFILE || errno == ENFILE) {
       // Out of descriptors: not this file's fault. Tried again shortly (idle files give theirs
       // back), not dropped.
-      Retry(dir, name, errno == EMFILE ? "too many open files in jitsymd" : "too many open files");
+      Retry(dir, name, OutOfDescriptors(errno));
     } else if (errno != ENOENT) {
       JITSYM_LOG(kWarning, path, ": cannot open: ", std::strerror(errno));
     }
@@ -185,6 +197,14 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
       // truncated and written again by a later process with the same pid: a new file from
       // here on; what the old one read stays.
     }
+  }
+  // Judging the file reads /proc, a directory and a file at a time: with no descriptor for that,
+  // its live writer would read as a process that does not exist.
+  if (match->pid && !os::DescriptorsFree(2)) {
+    const int error = errno;
+    ::close(fd);
+    Retry(dir, name, OutOfDescriptors(error));
+    return;
   }
   // Which process the name's pid means: containers repeat pid numbers (writer_rule.h).
   std::optional<uint32_t> pid = match->pid;
@@ -364,7 +384,14 @@ bool Ingester::Admit(const std::string& dir, const std::string& name, const std:
                      std::optional<os::ProcessIdentity>* identity) {
   const FileIdentity id = IdentityOf(st);
   if (admission_.Ignored(path, id.dev, id.ino)) return false;
-  if (pid) *identity = os::ReadProcessIdentity(*pid);
+  if (pid) {
+    const os::ProcessLookup process = os::LookUpProcess(*pid);
+    if (process.error != 0) {
+      Retry(dir, name, OutOfDescriptors(process.error));
+      return false;
+    }
+    *identity = process.identity;
+  }
   const Decision d =
       admission_.Admit(dir, name, path, id, pid, ProcessFactsOf(*identity), MonotonicNowNs());
   counters_.files_untrusted += d.untrusted;
@@ -566,6 +593,8 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
   // The same rules as for a pid in the file name, now that the header named it, on the facts
   // of the file when it was opened: first which process that number means (the header has the
   // pid the writer calls itself, in its own pid namespace), then whether it is believed.
+  // As in Discover: not judged while /proc cannot be read; tried again at the next read.
+  if (!os::DescriptorsFree(2)) return;
   auto where = dir_context_.find(file.dir);
   const security::WriterJudgement w = security::JudgeWriter(
       GatherWriterFacts(*writer_probe_, where != dir_context_.end() ? where->second : DirContext{},
@@ -582,7 +611,9 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
                " in its pid namespace)");
   }
   pid = w.host_pid;
-  const auto identity = os::ReadProcessIdentity(*pid);
+  const os::ProcessLookup process = os::LookUpProcess(*pid);
+  if (process.error != 0) return;
+  const std::optional<os::ProcessIdentity>& identity = process.identity;
   security::FileFacts facts;
   facts.uid = file.uid;
   facts.nlink = file.nlink;

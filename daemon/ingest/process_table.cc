@@ -10,7 +10,7 @@ namespace jitsym::ingest {
 
 Incarnation* ProcessTable::Live(uint32_t pid) {
   auto& incs = processes_[pid];
-  const auto identity = probe_.Identity(pid);
+  const auto identity = probe_.Identity(pid).identity;
   if (identity) {
     // A live process: the live incarnation with the same start time, or a new one (pid
     // reused). Start times tick at 100 Hz, so a pid reused within 10 ms has the same start
@@ -92,8 +92,9 @@ std::vector<Incarnation*> ProcessTable::ExitedUnwatched() {
   for (auto& [pid, incs] : processes_) {
     for (auto& inc : incs) {
       if (!inc->alive || probe_.Watched(*inc)) continue;
-      const auto identity = probe_.Identity(inc->pid);
-      if (!identity || identity->start_ticks != inc->start_ticks) gone.push_back(inc.get());
+      const os::ProcessLookup now = probe_.Identity(inc->pid);
+      if (now.error != 0) continue;  // /proc unreadable for the daemon: asked again next time
+      if (!now.identity || now.identity->start_ticks != inc->start_ticks) gone.push_back(inc.get());
     }
   }
   return gone;
@@ -159,9 +160,7 @@ size_t ProcessTable::exited_count() const {
   return n;
 }
 
-std::optional<os::ProcessIdentity> PidfdProbe::Identity(uint32_t pid) {
-  return os::ReadProcessIdentity(pid);
-}
+os::ProcessLookup PidfdProbe::Identity(uint32_t pid) { return os::LookUpProcess(pid); }
 
 uint64_t PidfdProbe::StartNs(uint64_t start_ticks) {
   return os::StartTicksToMonotonicNs(start_ticks);
@@ -174,8 +173,15 @@ void PidfdProbe::Watch(Incarnation& inc) {
     ledger_.ReleaseFile(*inc.uid);
     return;
   }
-  // The pid may have been reused between reading /proc and opening the pidfd.
-  auto identity = os::ReadProcessIdentity(inc.pid);
+  // The pid may have been reused between reading /proc and opening the pidfd. When /proc cannot
+  // be read (the pidfd took the last descriptor), the incarnation stays unwatched and polled.
+  const os::ProcessLookup now = os::LookUpProcess(inc.pid);
+  if (now.error != 0) {
+    ::close(pidfd);
+    ledger_.ReleaseFile(*inc.uid);
+    return;
+  }
+  const auto& identity = now.identity;
   if (!identity || identity->start_ticks != inc.start_ticks) {
     ::close(pidfd);
     ledger_.ReleaseFile(*inc.uid);

@@ -57,8 +57,8 @@ class ProcessTable {
   class Probe {
    public:
     virtual ~Probe() = default;
-    // The process holding `pid` now; nullopt if none.
-    virtual std::optional<os::ProcessIdentity> Identity(uint32_t pid) = 0;
+    // The process holding `pid` now: its identity, none, or that it could not be told.
+    virtual os::ProcessLookup Identity(uint32_t pid) = 0;
     // A start time in ticks since boot, as CLOCK_MONOTONIC ns.
     virtual uint64_t StartNs(uint64_t start_ticks) = 0;
     // A new live incarnation: notice its exit from now on (may mark it exited at once when the
@@ -131,7 +131,7 @@ class PidfdProbe : public ProcessTable::Probe {
              std::function<void(Incarnation*)> on_exit)
       : io_(io), ledger_(ledger), on_exit_(std::move(on_exit)) {}
 
-  std::optional<os::ProcessIdentity> Identity(uint32_t pid) override;
+  os::ProcessLookup Identity(uint32_t pid) override;
   uint64_t StartNs(uint64_t start_ticks) override;
   void Watch(Incarnation& inc) override;
   bool ExitSignalled(Incarnation& inc) override;

@@ -13,7 +13,7 @@ ThreadTracker::ThreadTracker(ProcessTable::Probe& probe, Options options)
           options, [](uint32_t pid, size_t limit) { return os::ListThreads(pid, limit); },
           [&probe](Incarnation& inc) {
             if (probe.Watched(inc)) return !probe.ExitSignalled(inc);
-            const auto identity = probe.Identity(inc.pid);
+            const auto identity = probe.Identity(inc.pid).identity;
             return identity && inc.start_ticks && identity->start_ticks == *inc.start_ticks;
           }) {}
 

@@ -1,26 +1,31 @@
 // Reads process identities from /proc and converts their start times.
 #include "daemon/os/proc.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "daemon/os/small_file.h"
 #include "daemon/util/clock.h"
 
 namespace jitsym::os {
 
-std::optional<ProcessIdentity> ReadProcessIdentity(uint32_t pid) {
-  // The stat line is a few hundred bytes (the command name is at most 16).
-  SmallFileOptions options;
-  options.max_bytes = 4096;
-  auto file = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat", options);
-  if (!file) return std::nullopt;
+namespace {
+
+// Failures that are the daemon's, not the process's.
+bool SaysNothingOfTheProcess(int errno_value) {
+  return errno_value == EMFILE || errno_value == ENFILE || errno_value == ENOMEM;
+}
+
+std::optional<ProcessIdentity> ParseStat(const std::string& line, uid_t owner) {
   // The command name may contain spaces and parentheses: fields start after the last ')'.
-  const char* p = std::strrchr(file->bytes.c_str(), ')');
+  const char* p = std::strrchr(line.c_str(), ')');
   if (p == nullptr) return std::nullopt;
   ++p;
   // After ")" come fields 3 (state) ... ; starttime is field 22, i.e. the 20th after ')'.
@@ -31,8 +36,48 @@ std::optional<ProcessIdentity> ReadProcessIdentity(uint32_t pid) {
   }
   ProcessIdentity id;
   id.start_ticks = std::strtoull(p, nullptr, 10);
-  id.uid = file->st.st_uid;
+  id.uid = owner;
   return id;
+}
+
+}  // namespace
+
+ProcessLookup LookUpProcess(uint32_t pid) {
+  // The stat line is a few hundred bytes (the command name is at most 16).
+  SmallFileOptions options;
+  options.max_bytes = 4096;
+  SmallFileError error;
+  ProcessLookup out;
+  auto file = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat", options, &error);
+  if (!file) {
+    if (SaysNothingOfTheProcess(error.errno_value)) out.error = error.errno_value;
+    return out;
+  }
+  out.identity = ParseStat(file->bytes, file->st.st_uid);
+  return out;
+}
+
+std::optional<ProcessIdentity> ReadProcessIdentity(uint32_t pid) {
+  return LookUpProcess(pid).identity;
+}
+
+bool DescriptorsFree(int count) {
+  std::vector<int> taken;
+  bool free = true;
+  for (int i = 0; i < count && free; ++i) {
+    const int fd = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+      taken.push_back(fd);
+    } else if (errno == EMFILE || errno == ENFILE) {
+      free = false;
+    } else {
+      break;  // nothing to tell by it
+    }
+  }
+  const int saved = errno;
+  for (int fd : taken) ::close(fd);
+  errno = saved;
+  return free;
 }
 
 uint64_t StartTicksToMonotonicNs(uint64_t start_ticks) {

@@ -12,8 +12,23 @@ struct ProcessIdentity {
   uint32_t uid = 0;          // owner (real uid)
 };
 
-// nullopt when the process does not exist (or /proc is not readable for it).
+// What /proc says about a pid now.
+struct ProcessLookup {
+  // nullopt: no such process (or /proc hides it from the daemon), unless `error` is set.
+  std::optional<ProcessIdentity> identity;
+  // Not 0: /proc could not be read for a reason that says nothing about the process (EMFILE,
+  // ENFILE, ENOMEM): it may well be alive. Callers that act on "gone" must not act on this.
+  int error = 0;
+};
+ProcessLookup LookUpProcess(uint32_t pid);
+
+// LookUpProcess's identity, for callers to whom "could not tell" and "gone" are the same.
 std::optional<ProcessIdentity> ReadProcessIdentity(uint32_t pid);
+
+// Whether `count` more descriptors can be had now (each opened and closed at once); false,
+// with errno EMFILE or ENFILE, when not. Asked before a step that reads /proc and would take a
+// failure to open it for a process that is gone.
+bool DescriptorsFree(int count);
 
 // A process start time (ticks since boot) as CLOCK_MONOTONIC nanoseconds.
 uint64_t StartTicksToMonotonicNs(uint64_t start_ticks);

@@ -1,6 +1,7 @@
 // Access decisions applied to lookup requests and answers: see access_checks.h.
 #include "daemon/query/access_checks.h"
 
+#include <cstring>
 #include <string>
 
 #include "daemon/os/proc.h"
@@ -46,8 +47,12 @@ std::optional<proto::ErrorResponse> ProcessDenials::Resolve(LookupBatch& batch) 
   }
   // Who holds the pid now: "permission denied" only for a live process not the client's, which
   // /proc shows to anyone; any other answer would tell which dead pids the daemon indexed.
+  const os::ProcessLookup now = os::LookUpProcess(batch.pid());
+  if (now.error != 0) {
+    return OwnerUnknown(batch.pid(), now.error);
+  }
   std::optional<uint32_t> live_owner;
-  if (const auto identity = os::ReadProcessIdentity(batch.pid())) live_owner = identity->uid;
+  if (now.identity) live_owner = now.identity->uid;
   const bool deny = security::DecideProcess(access.facts(), std::nullopt, live_owner) ==
                     security::ProcessAccess::kDenied;
   if (deny) {
@@ -57,6 +62,12 @@ std::optional<proto::ErrorResponse> ProcessDenials::Resolve(LookupBatch& batch) 
     batch.RestoreHidden();
   }
   return std::nullopt;
+}
+
+proto::ErrorResponse OwnerUnknown(uint32_t pid, int error) {
+  return proto::ErrorResponse{
+      std::string(proto::kErrBusy),
+      "cannot tell who owns pid " + std::to_string(pid) + " now: " + std::strerror(error)};
 }
 
 }  // namespace jitsym::query

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "daemon/query/resolver.h"
@@ -35,6 +36,10 @@ class ProcessDenials : public Resolver {
  public:
   std::optional<proto::ErrorResponse> Resolve(LookupBatch& batch) override;
 };
+
+// The `busy` answer when /proc cannot be read for `pid` (errno `error`: EMFILE, ENFILE, ENOMEM):
+// who holds it now is unknown, and neither a denial nor an answer is given on a guess.
+proto::ErrorResponse OwnerUnknown(uint32_t pid, int error);
 
 }  // namespace jitsym::query
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "daemon/os/proc.h"
+#include "daemon/query/access_checks.h"
 #include "daemon/query/process_finder.h"
 
 namespace jitsym::query {
@@ -68,7 +69,13 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
   // (a thread's start time is not the process's).
   const index::ProcessView* process = ProcessFinder(view, pid).Find(std::nullopt);
   const uint32_t process_pid = process != nullptr ? process->pid : pid;
-  const auto now = os::ReadProcessIdentity(process_pid);
+  const os::ProcessLookup lookup = os::LookUpProcess(process_pid);
+  if (lookup.error != 0) {
+    proto::Response busy;
+    busy.body = OwnerUnknown(process_pid, lookup.error);
+    return busy;
+  }
+  const std::optional<os::ProcessIdentity>& now = lookup.identity;
   if (process == nullptr && !now) return NotFound(pid);
   const security::ProcessAccess verdict =
       access.ForProcess(process != nullptr ? process->uid : std::optional(now->uid), pid);

@@ -453,11 +453,17 @@ def a_file_that_meets_no_free_descriptor_is_opened_later():
     # for good; it is tried again, and indexed once descriptors are free again. Users can no
     # longer take the daemon's last descriptors (connections and files have budgets, tested by
     # test_attacks_server.py), so the exhaustion is made from outside: root lowers the daemon's
-    # soft limit to the descriptors it holds, then gives them back.
+    # soft limit, then gives the descriptors back. The limit leaves one descriptor free, the
+    # lowest: the file can be opened, but judging it (its writer's /proc files) cannot, and a
+    # live writer once read as "pid does not exist (yet)". Should the daemon close one of its
+    # own meanwhile, the file finds a descriptor and the next step none; if it opens one, the
+    # file finds none: out of descriptors whichever way, and the file must wait, not be lost.
     restart_at_1024_descriptors()
     pid = h.daemon.proc.pid
-    held = len(os.listdir(f"/proc/{pid}/fd"))
-    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={held}:1024"], check=True, timeout=10)
+    held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(held) + 1)) - held)
+    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free + 1}:1024"], check=True,
+                   timeout=10)
     try:
         alice_pid = sleeper_as(users.ALICE)
         users.write(users.ALICE, h.dump_path(alice_pid),
@@ -470,6 +476,8 @@ def a_file_that_meets_no_free_descriptor_is_opened_later():
     h.wait_resolves(alice_pid, 0x4b00_0000, "opened_later", timeout=10)
     check(warned(h.dump_path(alice_pid), "too many open files"),
           "alice's file was not refused for lack of descriptors (the case tested nothing)")
+    check(not warned(h.dump_path(alice_pid), "does not exist"),
+          "alice's live process was taken for one that does not exist")
 
 
 @h.case

@@ -1,9 +1,11 @@
 // The /proc and small-file readers of daemon/os, against this test's own process and files.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -98,6 +100,33 @@ TEST(ProcessIdentity, OwnProcess) {
   EXPECT_EQ(me->uid, ::getuid());
   EXPECT_GT(me->start_ticks, 0u);
   EXPECT_FALSE(ReadProcessIdentity(0x7ffffff0u));
+}
+
+TEST(ProcessIdentity, OutOfDescriptorsIsNotGone) {
+  // With no descriptor to spare, /proc/<pid>/stat cannot be opened: that says nothing about the
+  // process, and must not read as "no such process".
+  const uint32_t me = static_cast<uint32_t>(::getpid());
+  EXPECT_TRUE(DescriptorsFree(2));
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  struct rlimit none = saved;
+  none.rlim_cur = 0;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  const ProcessLookup mine = LookUpProcess(me);
+  const ProcessLookup nobodys = LookUpProcess(0x7ffffff0u);
+  const bool free = DescriptorsFree(1);
+  const int free_errno = errno;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_FALSE(mine.identity);
+  EXPECT_EQ(mine.error, EMFILE);
+  EXPECT_EQ(nobodys.error, EMFILE);  // nothing can be told of any pid
+  EXPECT_FALSE(free);
+  EXPECT_EQ(free_errno, EMFILE);
+  // Descriptors back: the process is there again, and an absent pid is absent.
+  EXPECT_TRUE(LookUpProcess(me).identity);
+  EXPECT_EQ(LookUpProcess(me).error, 0);
+  EXPECT_FALSE(LookUpProcess(0x7ffffff0u).identity);
+  EXPECT_EQ(LookUpProcess(0x7ffffff0u).error, 0);
 }
 
 class SmallFileTest : public ::testing::Test {

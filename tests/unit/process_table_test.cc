@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <map>
 #include <set>
 
@@ -19,10 +20,14 @@ constexpr uint64_t kMs = 1000000ull;
 
 class FakeProbe : public ProcessTable::Probe {
  public:
-  std::optional<os::ProcessIdentity> Identity(uint32_t pid) override {
-    auto it = alive.find(pid);
-    if (it == alive.end()) return std::nullopt;
-    return it->second;
+  os::ProcessLookup Identity(uint32_t pid) override {
+    os::ProcessLookup out;
+    if (unreadable) {
+      out.error = EMFILE;
+    } else if (auto it = alive.find(pid); it != alive.end()) {
+      out.identity = it->second;
+    }
+    return out;
   }
   uint64_t StartNs(uint64_t start_ticks) override { return start_ticks * 10 * kMs; }
   void Watch(Incarnation& inc) override {
@@ -39,6 +44,7 @@ class FakeProbe : public ProcessTable::Probe {
   std::set<Incarnation*> watched;
   std::set<Incarnation*> signalled;
   bool quota_full = false;
+  bool unreadable = false;  // /proc cannot be opened (EMFILE)
 };
 
 TEST(ProcessTable, OneIncarnationPerProcess) {
@@ -98,13 +104,13 @@ TEST(ProcessTable, ExitedProcessesAreOldestAndOnePerOwner) {
   FakeProbe probe;
   ProcessTable table(probe);
   probe.alive[42] = {500, kBob};
-  Incarnation* alices = table.Exited(42, probe.Identity(42), kAlice);
+  Incarnation* alices = table.Exited(42, probe.Identity(42).identity, kAlice);
   EXPECT_TRUE(alices->restored);
   EXPECT_FALSE(alices->alive);
   EXPECT_EQ(alices->uid, kAlice);
   // Its jitdump and its perf map share it; another owner's leftovers do not.
-  EXPECT_EQ(table.Exited(42, probe.Identity(42), kAlice), alices);
-  Incarnation* bobs = table.Exited(42, probe.Identity(42), kBob);
+  EXPECT_EQ(table.Exited(42, probe.Identity(42).identity, kAlice), alices);
+  Incarnation* bobs = table.Exited(42, probe.Identity(42).identity, kBob);
   EXPECT_NE(bobs, alices);
   // The live process got its own incarnation, the newest: the one answered without a time.
   const auto& incs = table.processes().at(42);
@@ -128,6 +134,20 @@ TEST(ProcessTable, UnwatchedProcessesArePolled) {
   EXPECT_FALSE(a->alive);
   EXPECT_TRUE(a->exit_time.has_value());
   EXPECT_TRUE(table.ExitedUnwatched().empty());
+}
+
+TEST(ProcessTable, AProcessThatCannotBeReadIsNotTakenForGone) {
+  FakeProbe probe;
+  ProcessTable table(probe);
+  probe.quota_full = true;
+  probe.alive[42] = {100, kAlice};
+  Incarnation* a = table.Live(42);
+  probe.unreadable = true;  // out of descriptors: /proc/42/stat cannot be opened
+  EXPECT_TRUE(table.ExitedUnwatched().empty());
+  EXPECT_TRUE(a->alive);
+  probe.unreadable = false;
+  probe.alive.erase(42);
+  EXPECT_EQ(table.ExitedUnwatched(), std::vector<Incarnation*>{a});
 }
 
 TEST(ProcessTable, MarkExitedStopsWatching) {

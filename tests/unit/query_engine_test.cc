@@ -3,6 +3,7 @@
 #include "daemon/query/query_engine.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <memory>
@@ -334,6 +335,32 @@ TEST_F(QueryEngineTest, LiveProcessesOfOthersAreDenied) {
   stats.body = proto::StatsRequest{};
   const proto::Response s = engine_.Handle(stats, Peer(0));
   EXPECT_EQ(std::get<proto::StatsResponse>(s.body).denied, 2u);
+}
+
+TEST_F(QueryEngineTest, WhoHoldsAPidUnreadableIsBusyNotAGuess) {
+  // Without a descriptor to read /proc, pid 1 would look gone: its addresses would be answered
+  // as for a dead process and not denied. The daemon says it cannot tell, and to retry.
+  cell_.Set(MadeUpView(1, 0));
+  proto::Request lookup = LookupOf(1, {Query(0x1010)});
+  proto::Request symbols;
+  symbols.body = proto::SymbolsRequest{1};
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  struct rlimit none = saved;
+  none.rlim_cur = 0;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  const proto::Response looked_up = engine_.Handle(lookup, Peer(4242));
+  const proto::Response listed = engine_.Handle(symbols, Peer(4242));
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  for (const proto::Response* r : {&looked_up, &listed}) {
+    const auto* error = std::get_if<proto::ErrorResponse>(&r->body);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->code, proto::kErrBusy);
+    EXPECT_NE(error->message.find("cannot tell who owns pid 1 now"), std::string::npos)
+        << error->message;
+  }
+  // Descriptors back: denied, as before.
+  EXPECT_EQ(Lookup(lookup, 4242).results[0].error, kDeniedError);
 }
 
 TEST_F(QueryEngineTest, MalformedLookupsAreBadRequests) {
