@@ -57,6 +57,9 @@ struct FollowedFile {
   std::string state = "following";
   std::unique_ptr<Source> source;
   Incarnation* incarnation = nullptr;
+  // The pid its content names could not be judged (no descriptor to read /proc with): judged
+  // again at the next read or maintenance tick, whichever comes first.
+  bool judge_again = false;
   std::optional<std::string> image;  // image sources
   bool dirty = false;                // queued to be read
   bool changed = true;               // its view must be built again

@@ -593,8 +593,11 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
   // The same rules as for a pid in the file name, now that the header named it, on the facts
   // of the file when it was opened: first which process that number means (the header has the
   // pid the writer calls itself, in its own pid namespace), then whether it is believed.
-  // As in Discover: not judged while /proc cannot be read; tried again at the next read.
-  if (!os::DescriptorsFree(2)) return;
+  // As in Discover: not judged while /proc cannot be read.
+  if (!os::DescriptorsFree(2)) {
+    JudgeAgain(file, errno);
+    return;
+  }
   auto where = dir_context_.find(file.dir);
   const security::WriterJudgement w = security::JudgeWriter(
       GatherWriterFacts(*writer_probe_, where != dir_context_.end() ? where->second : DirContext{},
@@ -612,7 +615,11 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
   }
   pid = w.host_pid;
   const os::ProcessLookup process = os::LookUpProcess(*pid);
-  if (process.error != 0) return;
+  if (process.error != 0) {
+    JudgeAgain(file, process.error);
+    return;
+  }
+  file.judge_again = false;
   const std::optional<os::ProcessIdentity>& identity = process.identity;
   security::FileFacts facts;
   facts.uid = file.uid;
@@ -644,6 +651,14 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
   file.incarnation = inc;
   inc->files.push_back(&file);
   JITSYM_LOG(kInfo, file.path, ": belongs to pid ", *pid, " incarnation ", inc->id);
+}
+
+void Ingester::JudgeAgain(FollowedFile& file, int error) {
+  if (!file.judge_again) {
+    JITSYM_LOG(kWarning, file.path, ": its header names pid ", *file.source->content_pid(),
+               ", not judged yet: ", OutOfDescriptors(error), "; trying again");
+  }
+  file.judge_again = true;
 }
 
 void Ingester::Finish(FollowedFile& file, const std::string& state) {
@@ -716,6 +731,17 @@ void Ingester::ScheduleMaintenance() {
         f->changed = true;
         f->last_data_ns = now;
         if (f->incarnation) f->incarnation->changed = true;
+        compacted = true;
+      }
+    }
+    // Files whose header named a pid that could not be judged then (out of descriptors), and
+    // that may not grow again to be judged on their next read.
+    for (auto& f : files_) {
+      if (!f->judge_again || f->state != "following" || f->incarnation || f->image) continue;
+      AttachToContentPid(*f);
+      if (f->incarnation) {
+        f->changed = true;
+        f->incarnation->changed = true;
         compacted = true;
       }
     }

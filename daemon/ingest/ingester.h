@@ -115,6 +115,8 @@ class Ingester {
   bool Drain(FollowedFile& file);
   // A file whose name named no process, once its content names one (an .mlpd's header).
   void AttachToContentPid(FollowedFile& file);
+  // AttachToContentPid could not judge the file (errno `error`): logged once, tried again.
+  void JudgeAgain(FollowedFile& file, int error);
   void Finish(FollowedFile& file, const std::string& state);
   void Forget(FollowedFile& file);
   void Publish();

@@ -7,13 +7,7 @@ inflating, not indexing."""
 import struct
 import zlib
 
-
-def mlpd_header(pid):
-    out = struct.pack("<IBBBBQQIIIH", 0x4D505A01, 3, 0, 17, 8, 1700000000000, 1000000, 32, 0,
-                      pid, 0)
-    for s in (b"log:output=x.mlpd", b"x86-64", b"linux"):
-        out += struct.pack("<I", len(s) + 1) + s + b"\0"
-    return out
+from mlpd import mlpd_header
 
 
 def mlpd_bomb(pid, buffers, buffer_bytes=32 << 20):

@@ -23,7 +23,8 @@ import time
 
 import jitdump
 import users
-from mlpd_bomb import mlpd_bomb, mlpd_header
+from mlpd import mlpd_file, mlpd_header
+from mlpd_bomb import mlpd_bomb
 from harness import asan_build, Failure, Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
@@ -477,6 +478,37 @@ def a_file_that_meets_no_free_descriptor_is_opened_later():
     check(warned(h.dump_path(alice_pid), "too many open files"),
           "alice's file was not refused for lack of descriptors (the case tested nothing)")
     check(not warned(h.dump_path(alice_pid), "does not exist"),
+          "alice's live process was taken for one that does not exist")
+
+
+@h.case
+def a_header_judged_without_a_free_descriptor_is_judged_again():
+    # A file whose name names no pid is opened and read; its header names the writer's pid,
+    # which is then judged from /proc. With the file on the daemon's last descriptor, that
+    # cannot be done: the file waits, and is judged again without having to grow (a runtime may
+    # write its header and nothing more for a long time).
+    restart_at_1024_descriptors()
+    pid = h.daemon.proc.pid
+    held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(held) + 1)) - held)
+    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free + 1}:1024"], check=True,
+                   timeout=10)
+    path = os.path.join(h.watch_dir, "alice-app.mlpd")
+    try:
+        alice_pid = sleeper_as(users.ALICE)
+        users.write(users.ALICE, path,
+                    mlpd_file(alice_pid, 0x4e00_0000, [(0x4e00_0000, 0x40, b"Header:Judged ()")]))
+        wait_until(lambda: warned(path), 5, "the daemon to read alice's file")
+        time.sleep(1)
+    finally:
+        subprocess.run(["prlimit", f"--pid={pid}", "--nofile=1024:1024"], check=True,
+                       timeout=10)
+    check(warned(path, f"header names pid {alice_pid}", "not judged yet", "too many open files"),
+          "alice's header was judged (the case tested nothing): " + "; ".join(warned(path)))
+    h.wait_resolves(alice_pid, 0x4e00_0010, "Header:Judged ()", timeout=10)
+    check(len(warned(path, "not judged yet")) == 1,
+          "the wait was not logged once: " + "; ".join(warned(path, "not judged yet")))
+    check(not warned(path, "does not exist"),
           "alice's live process was taken for one that does not exist")
 
 

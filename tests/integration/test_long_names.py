@@ -17,12 +17,12 @@ NameTable::Intern): with that bug, this test kills the daemon."""
 
 import json
 import os
-import struct
 import subprocess
 import time
 
 import jitdump
 import users
+from mlpd import mlpd_file
 from harness import Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
@@ -74,45 +74,6 @@ def r2rmap_file(name):
               "FFFFFFFB 00 1\n").encode()
     return (header + b"00001000 100 Before()\n00001100 100 " + name + b"\n" +
             b"00001200 100 After()\n")
-
-
-def uleb(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
-def sleb(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
-
-
-def mlpd_file(pid, base, names):
-    """A Mono log profiler file (format of mono's log.c, data version 17): the header, then one
-    buffer of TYPE_JIT events (method, code address relative to the buffer's base, size, name),
-    as tests/unit/testing/mlpd_builder.h writes them."""
-    t0 = time.monotonic_ns()
-    header = struct.pack("<IBBBBQQIIIH", 0x4D505A01, 3, 0, 17, 8, int(time.time() * 1000), t0,
-                         32, 0, pid, 0)
-    for s in (b"log:output=long.mlpd", b"x86-64", b"linux"):
-        header += struct.pack("<I", len(s) + 1) + s + b"\0"
-    events = bytearray()
-    for i, (addr, size, name) in enumerate(names):
-        events += bytes([0x40 | 3]) + uleb(1 if i else 0) + sleb(0x10) + sleb(addr - base)
-        events += uleb(size) + name + b"\0"
-    buffer = struct.pack("<IIQQQQQ", 0x4D504C01, len(events), t0, base, 0x1000, 0x7001,
-                         0x5000000)
-    return header + buffer + bytes(events)
 
 
 # ---- checks -------------------------------------------------------------------------------------
