@@ -285,6 +285,16 @@ def while_a_gzip_bomb_is_read_a_new_jitdump_is_answered_within_a_second():
           "the daemon was no longer busy with the bomb (the case tested nothing)")
 
 
+def skipped_under_sanitizers():
+    """UBSan checks a call's dynamic type by writing the object's vtable to a pipe of its own:
+    with no descriptor left it reports a false "invalid vptr" and stops the daemon. The cases
+    that leave the daemon no descriptor run on the release build (ctest runs both builds)."""
+    if not asan_build(h.jitsymd):
+        return False
+    print("  skipped: the sanitizers' own checks need free descriptors")
+    return True
+
+
 def restart_at_1024_descriptors(extra_args=(), limit=True):
     """Restarts the daemon under `prlimit --nofile=1024:1024` (a default service's limit, which
     the daemon cannot raise; without it if not `limit`) with an empty watch directory."""
@@ -459,6 +469,8 @@ def a_file_that_meets_no_free_descriptor_is_opened_later():
     # live writer once read as "pid does not exist (yet)". Should the daemon close one of its
     # own meanwhile, the file finds a descriptor and the next step none; if it opens one, the
     # file finds none: out of descriptors whichever way, and the file must wait, not be lost.
+    if skipped_under_sanitizers():
+        return
     restart_at_1024_descriptors()
     pid = h.daemon.proc.pid
     held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
@@ -487,6 +499,8 @@ def a_header_judged_without_a_free_descriptor_is_judged_again():
     # which is then judged from /proc. With the file on the daemon's last descriptor, that
     # cannot be done: the file waits, and is judged again without having to grow (a runtime may
     # write its header and nothing more for a long time).
+    if skipped_under_sanitizers():
+        return
     restart_at_1024_descriptors()
     pid = h.daemon.proc.pid
     held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
