@@ -41,16 +41,17 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
 
 std::optional<proto::ErrorResponse> ProcessDenials::Resolve(LookupBatch& batch) {
   const security::PeerAccess& access = batch.access();
+  // Who holds the pid now. When /proc cannot tell (the daemon is out of descriptors), every
+  // client is told so: the next steps (the process's mappings, why an address missed) would
+  // take the live process for one that is gone.
+  const os::ProcessLookup now = os::LookUpProcess(batch.pid());
+  if (now.error != 0) return OwnerUnknown(batch.pid(), now.error);
   if (access.trusted()) {
     batch.DenyHidden();  // not reached: the trusted group sees every process
     return std::nullopt;
   }
-  // Who holds the pid now: "permission denied" only for a live process not the client's, which
-  // /proc shows to anyone; any other answer would tell which dead pids the daemon indexed.
-  const os::ProcessLookup now = os::LookUpProcess(batch.pid());
-  if (now.error != 0) {
-    return OwnerUnknown(batch.pid(), now.error);
-  }
+  // "Permission denied" only for a live process not the client's, which /proc shows to anyone;
+  // any other answer would tell which dead pids the daemon indexed.
   std::optional<uint32_t> live_owner;
   if (now.identity) live_owner = now.identity->uid;
   const bool deny = security::DecideProcess(access.facts(), std::nullopt, live_owner) ==

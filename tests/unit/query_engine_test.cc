@@ -344,10 +344,14 @@ TEST_F(QueryEngineTest, WhoHoldsAPidUnreadableIsBusyNotAGuess) {
   proto::Request lookup = LookupOf(1, {Query(0x1010)});
   proto::Request symbols;
   symbols.body = proto::SymbolsRequest{1};
-  // Descriptors free: denied. (Asked first also so that the sanitizers' checks of these calls,
-  // which need descriptors of their own, are done and remembered before none are left.)
+  // Root may see pid 1; an address the index does not have is looked for in its mappings.
+  const proto::Request unindexed = LookupOf(1, {Query(0x9000)});
+  // Descriptors free: denied, and for root answered (not found). (Asked first also so that the
+  // sanitizers' checks of these calls, which need descriptors of their own, are done and
+  // remembered before none are left.)
   EXPECT_EQ(Lookup(lookup, 4242).results[0].error, kDeniedError);
   EXPECT_EQ(ErrorCode(symbols, 4242), proto::kErrPermission);
+  EXPECT_EQ(Lookup(unindexed, 0).results.size(), 1u);
   struct rlimit saved {};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
   struct rlimit none = saved;
@@ -355,8 +359,9 @@ TEST_F(QueryEngineTest, WhoHoldsAPidUnreadableIsBusyNotAGuess) {
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
   const proto::Response looked_up = engine_.Handle(lookup, Peer(4242));
   const proto::Response listed = engine_.Handle(symbols, Peer(4242));
+  const proto::Response as_root = engine_.Handle(unindexed, Peer(0));
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
-  for (const proto::Response* r : {&looked_up, &listed}) {
+  for (const proto::Response* r : {&looked_up, &listed, &as_root}) {
     const auto* error = std::get_if<proto::ErrorResponse>(&r->body);
     ASSERT_TRUE(error);
     EXPECT_EQ(error->code, proto::kErrBusy);
