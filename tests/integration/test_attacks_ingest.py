@@ -14,6 +14,7 @@ with the sticky bit, like /tmp.
     alice's new file being indexed nor keep their descriptors while idle.
 """
 
+import contextlib
 import gzip
 import json
 import os
@@ -285,6 +286,23 @@ def while_a_gzip_bomb_is_read_a_new_jitdump_is_answered_within_a_second():
           "the daemon was no longer busy with the bomb (the case tested nothing)")
 
 
+@contextlib.contextmanager
+def one_descriptor_free():
+    """A daemon restarted at a default service's limit, then (by root, from outside) left one
+    descriptor, its lowest free one, until the block ends."""
+    restart_at_1024_descriptors()
+    pid = h.daemon.proc.pid
+    held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(held) + 1)) - held)
+    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free + 1}:1024"], check=True,
+                   timeout=10)
+    try:
+        yield
+    finally:
+        subprocess.run(["prlimit", f"--pid={pid}", "--nofile=1024:1024"], check=True,
+                       timeout=10)
+
+
 def skipped_under_sanitizers():
     """UBSan checks a call's dynamic type by writing the object's vtable to a pipe of its own:
     with no descriptor left it reports a false "invalid vptr" and stops the daemon. The cases
@@ -471,21 +489,12 @@ def a_file_that_meets_no_free_descriptor_is_opened_later():
     # file finds none: out of descriptors whichever way, and the file must wait, not be lost.
     if skipped_under_sanitizers():
         return
-    restart_at_1024_descriptors()
-    pid = h.daemon.proc.pid
-    held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
-    lowest_free = min(set(range(len(held) + 1)) - held)
-    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free + 1}:1024"], check=True,
-                   timeout=10)
-    try:
+    with one_descriptor_free():
         alice_pid = sleeper_as(users.ALICE)
         users.write(users.ALICE, h.dump_path(alice_pid),
                     jitdump_bytes(alice_pid, 0x4b00_0000, "opened_later"))
         wait_until(lambda: warned(h.dump_path(alice_pid)), 5, "the daemon to try alice's file")
         time.sleep(1)
-    finally:
-        subprocess.run(["prlimit", f"--pid={pid}", "--nofile=1024:1024"], check=True,
-                       timeout=10)
     h.wait_resolves(alice_pid, 0x4b00_0000, "opened_later", timeout=10)
     check(warned(h.dump_path(alice_pid), "too many open files"),
           "alice's file was not refused for lack of descriptors (the case tested nothing)")
@@ -501,22 +510,13 @@ def a_header_judged_without_a_free_descriptor_is_judged_again():
     # write its header and nothing more for a long time).
     if skipped_under_sanitizers():
         return
-    restart_at_1024_descriptors()
-    pid = h.daemon.proc.pid
-    held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
-    lowest_free = min(set(range(len(held) + 1)) - held)
-    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free + 1}:1024"], check=True,
-                   timeout=10)
     path = os.path.join(h.watch_dir, "alice-app.mlpd")
-    try:
+    with one_descriptor_free():
         alice_pid = sleeper_as(users.ALICE)
         users.write(users.ALICE, path,
                     mlpd_file(alice_pid, 0x4e00_0000, [(0x4e00_0000, 0x40, b"Header:Judged ()")]))
         wait_until(lambda: warned(path), 5, "the daemon to read alice's file")
         time.sleep(1)
-    finally:
-        subprocess.run(["prlimit", f"--pid={pid}", "--nofile=1024:1024"], check=True,
-                       timeout=10)
     check(warned(path, f"header names pid {alice_pid}", "not judged yet", "too many open files"),
           "alice's header was judged (the case tested nothing): " + "; ".join(warned(path)))
     h.wait_resolves(alice_pid, 0x4e00_0010, "Header:Judged ()", timeout=10)
