@@ -21,6 +21,7 @@
 
 #include "daemon/native/alt_file.h"
 #include "daemon/native/cu_tables.h"
+#include "daemon/native/string_pool.h"
 
 typedef struct Dwarf Dwarf;
 
@@ -76,7 +77,9 @@ class CuIndex {
   size_t unread() const { return unread_.load(std::memory_order_relaxed); }
   // Bytes of the index itself, and of the tables built so far.
   size_t IndexBytes() const { return ranges_.capacity() * sizeof(CuRange) + count_ * sizeof(Cu); }
-  size_t TablesBytes() const { return tables_bytes_.load(std::memory_order_relaxed); }
+  size_t TablesBytes() const {
+    return tables_bytes_.load(std::memory_order_relaxed) + strings_.Bytes();
+  }
 
  private:
   struct CuRange {
@@ -114,6 +117,7 @@ class CuIndex {
   std::atomic<size_t> unread_{0};
   std::atomic<bool> told_missing_{false};  // a missing split part was logged (once per module)
   std::atomic<size_t> tables_bytes_{0};
+  StringPool strings_;  // every CU's names and paths, each text once
 };
 
 }  // namespace jitsym::native

@@ -10,6 +10,7 @@
 
 #include "daemon/native/demangle.h"
 #include "daemon/native/split_units.h"
+#include "daemon/native/string_pool.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -75,12 +76,12 @@ size_t CuTables::Bytes() const {
   size_t n = sizeof(*this) + intervals.capacity() * sizeof(Interval) +
              nodes.capacity() * sizeof(Node) + rows.capacity() * sizeof(Row) +
              interval_index.Bytes() + row_index.Bytes();
-  for (const auto& s : strings) n += sizeof(s) + s.capacity();
-  return n + missing.capacity();
+  return n + strings.capacity() * sizeof(std::string_view) + missing.capacity();
 }
 
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        SplitUnits* split, DemangledNames* demangled) {
+                                        SplitUnits* split, DemangledNames* demangled,
+                                        StringPool* pool) {
   Dwarf_Die cudie;
   if (dwarf_offdie(dwarf, die_offset, &cudie) == nullptr) {
     JITSYM_LOG(kWarning, file, ": CU at offset ", die_offset, ": ", dwarf_errmsg(-1));
@@ -109,13 +110,14 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       walk_dies = false;
     }
   }
+  std::vector<std::string> strings;                    // t->strings' texts, pooled at the end
   std::unordered_map<const char*, uint32_t> file_ids;  // libdw's strings -> ours
   auto intern_path = [&](const char* name) -> uint32_t {
     if (name == nullptr) return kNone;
     auto [it, inserted] = file_ids.try_emplace(name, 0);
     if (inserted) {
-      it->second = static_cast<uint32_t>(t->strings.size());
-      t->strings.push_back(AbsolutePath(name, comp_dir));
+      it->second = static_cast<uint32_t>(strings.size());
+      strings.push_back(AbsolutePath(name, comp_dir));
     }
     return it->second;
   };
@@ -248,17 +250,18 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
     if (raw == nullptr || raw[0] == '\0') continue;
     auto [it, inserted] = name_ids.try_emplace(raw, 0);
     if (inserted) {
-      it->second = static_cast<uint32_t>(t->strings.size());
+      it->second = static_cast<uint32_t>(strings.size());
       if (!linkage) {
-        t->strings.emplace_back(raw);
+        strings.emplace_back(raw);
       } else {
         auto [d, fresh] = demangled->try_emplace(raw);
         if (fresh) d->second = Demangle(raw);
-        t->strings.push_back(d->second);
+        strings.push_back(d->second);
       }
     }
     t->nodes[i].name = it->second;
   }
+  pool->InternAll(strings, &t->strings);
   t->intervals.shrink_to_fit();
   {
     std::vector<uint64_t> keys(t->intervals.size());

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -41,7 +42,7 @@ struct CuTables {
   std::vector<Interval> intervals;  // sorted, disjoint
   std::vector<Node> nodes;
   std::vector<Row> rows;  // sorted by address, end_sequence rows first at equal addresses
-  std::vector<std::string> strings;
+  std::vector<std::string_view> strings;  // into the module's StringPool
   // A skeleton unit whose split unit could not be read: which file is missing, for a person
   // (the tables then hold the skeleton's line table only). Empty otherwise.
   std::string missing;
@@ -55,10 +56,13 @@ using DemangledNames = std::unordered_map<const char*, std::string>;
 
 // Reads the CU whose DIE is at `die_offset`. nullptr (logged, naming `file`) when libdw cannot
 // read it. A skeleton unit's split unit comes from `split` (split_units.h); with none, only the
-// skeleton is read. Not thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
+// skeleton is read. The tables' strings are stored in `pool`, which must outlive them. Not
+// thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
 class SplitUnits;
+class StringPool;
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        SplitUnits* split, DemangledNames* demangled);
+                                        SplitUnits* split, DemangledNames* demangled,
+                                        StringPool* pool);
 
 }  // namespace jitsym::native
 

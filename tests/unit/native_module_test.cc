@@ -9,7 +9,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "daemon/native/debug_file_locator.h"
 #include "daemon/native/key_index.h"
 #include "daemon/native/module_cache.h"
+#include "daemon/native/string_pool.h"
 #include "daemon/os/process_maps.h"
 
 namespace jitsym::native {
@@ -213,6 +216,65 @@ TEST(NativeModule, PrefetchOnSeveralThreadsReadsWhatLazyReadingReads) {
   for (auto& t : threads) t.join();
   for (const std::string& r : results) EXPECT_EQ(r, expected);
   EXPECT_EQ(shared->Bytes(), bytes);
+}
+
+// A header's function or path met in many CUs is one text in memory: answers crossing CUs
+// then carry one pointer for it, which the wire encoders send once per answer.
+TEST(NativeModule, OneTextIsOneStringAcrossCompilationUnits) {
+  std::string error;
+  auto m = NativeModule::Open(SelfPath(), DebugSearch{}, &error);
+  ASSERT_TRUE(m) << error;
+  const uint64_t outer = VirtualAddressOf(*m, reinterpret_cast<const void*>(&NativeOuter));
+  const uint64_t other = VirtualAddressOf(*m, reinterpret_cast<const void*>(&ReadAll));
+  const uint64_t lo = std::min(outer, other) / 2, hi = std::max(outer, other) * 2;
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> addrs;
+  for (int i = 0; i < 3000; ++i) addrs.push_back(lo + rng() % (hi - lo));
+  m->Prefetch(addrs, 2);  // CUs built on several threads: one pool all the same
+  std::map<std::string, std::set<const char*>> where;
+  size_t inner_frames = 0;
+  NativeAnswer a;
+  for (uint64_t addr : addrs) {
+    m->Symbolize(addr, &a);
+    for (size_t k = 0; k < a.frames.size(); ++k) {
+      const NativeFrame& f = a.frames[k];
+      if (k + 1 < a.frames.size() && !f.name.empty()) {  // the outermost may be the ELF symbol's
+        where[std::string(f.name)].insert(f.name.data());
+        ++inner_frames;
+      }
+      if (!f.file.empty()) where[std::string(f.file)].insert(f.file.data());
+    }
+  }
+  ASSERT_GT(inner_frames, 100u);
+  size_t texts_in_several_places = 0;
+  for (const auto& [text, pointers] : where) texts_in_several_places += pointers.size() > 1;
+  EXPECT_EQ(texts_in_several_places, 0u);
+}
+
+TEST(StringPool, EqualTextsShareStorageAcrossThreads) {
+  StringPool pool;
+  const std::string long_text(100000, 'x');  // past a chunk's share: stored on its own
+  std::vector<std::vector<std::string_view>> seen(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < seen.size(); ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::string> texts;
+      for (int i = 0; i < 20000; ++i) texts.push_back("name" + std::to_string(i % 5000));
+      texts.push_back(long_text);
+      texts.emplace_back();
+      pool.InternAll(texts, &seen[t]);
+      for (size_t i = 0; i < texts.size(); ++i) ASSERT_EQ(seen[t][i], texts[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t t = 1; t < seen.size(); ++t) {
+    for (size_t i = 0; i < seen[0].size(); ++i) ASSERT_EQ(seen[t][i].data(), seen[0][i].data());
+  }
+  EXPECT_EQ(pool.Intern("name42").data(), seen[0][42].data());
+  EXPECT_EQ(seen[0][5000].data(), seen[0][0].data());
+  EXPECT_NE(pool.Intern("name5000").data(), seen[0][0].data());
+  EXPECT_GE(pool.Bytes(), long_text.size() + 5001 * 6);
+  EXPECT_LT(pool.Bytes(), 4u << 20) << "5,000 short names and one long one";
 }
 
 TEST(NativeModule, RejectsWhatIsNotElf) {

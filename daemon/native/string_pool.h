@@ -1,0 +1,49 @@
+// The strings of one module's DWARF tables (function names, file paths), each text stored once
+// for the whole module rather than once per compilation unit that mentions it.
+//
+// Why: a header's functions and paths appear in hundreds of CUs. Stored per CU, one answer that
+// crosses many CUs carries the same text under many addresses; the binary and compact answers
+// send each string once per address (proto/string_interner.h), so they send it many times, and
+// reading those copies scattered across the heap is where answering frames spends its cache
+// misses. Stored once, in large contiguous chunks, the same text is the same pointer.
+//
+// Thread-safe: CUs are built on several threads at once (cu_index.h). Views stay valid as long
+// as the pool lives (the module): chunks are never moved or freed before it.
+#ifndef JITSYM_DAEMON_NATIVE_STRING_POOL_H_
+#define JITSYM_DAEMON_NATIVE_STRING_POOL_H_
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace jitsym::native {
+
+class StringPool {
+ public:
+  // Replaces each string of `texts` by the pool's copy of its text (stored now if new), in
+  // `out` (same order), under one lock.
+  void InternAll(const std::vector<std::string>& texts, std::vector<std::string_view>* out);
+  std::string_view Intern(std::string_view text);
+  // Bytes held: the chunks and the set over them.
+  size_t Bytes() const;
+
+ private:
+  std::string_view InternLocked(std::string_view text);
+
+  static constexpr size_t kChunkBytes = 256 * 1024;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<char[]>> chunks_;      // texts packed, kChunkBytes each
+  std::vector<std::unique_ptr<char[]>> long_texts_;  // one text each
+  size_t chunk_left_ = 0;                            // free bytes at the end of chunks_.back()
+  char* chunk_next_ = nullptr;
+  size_t bytes_ = 0;  // allocated chunk bytes
+  std::unordered_set<std::string_view> set_;
+};
+
+}  // namespace jitsym::native
+
+#endif  // JITSYM_DAEMON_NATIVE_STRING_POOL_H_
