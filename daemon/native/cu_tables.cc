@@ -11,6 +11,7 @@
 #include "daemon/native/demangle.h"
 #include "daemon/native/split_units.h"
 #include "daemon/native/string_pool.h"
+#include "daemon/native/table_arena.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -73,15 +74,12 @@ bool NoCodeInside(int tag) {
 }  // namespace
 
 size_t CuTables::Bytes() const {
-  size_t n = sizeof(*this) + intervals.capacity() * sizeof(Interval) +
-             nodes.capacity() * sizeof(Node) + rows.capacity() * sizeof(Row) +
-             interval_index.Bytes() + row_index.Bytes();
-  return n + strings.capacity() * sizeof(std::string_view) + missing.capacity();
+  return sizeof(*this) + interval_index.Bytes() + row_index.Bytes() + missing.capacity();
 }
 
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
                                         SplitUnits* split, DemangledNames* demangled,
-                                        StringPool* pool) {
+                                        TableArena* arena, StringPool* pool) {
   Dwarf_Die cudie;
   if (dwarf_offdie(dwarf, die_offset, &cudie) == nullptr) {
     JITSYM_LOG(kWarning, file, ": CU at offset ", die_offset, ": ", dwarf_errmsg(-1));
@@ -110,6 +108,10 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       walk_dies = false;
     }
   }
+  // The tables, built here and copied to the arena at the end.
+  std::vector<CuTables::Interval> intervals;
+  std::vector<CuTables::Node> nodes;
+  std::vector<CuTables::Row> rows;
   std::vector<std::string> strings;                    // t->strings' texts, pooled at the end
   std::unordered_map<const char*, uint32_t> file_ids;  // libdw's strings -> ours
   auto intern_path = [&](const char* name) -> uint32_t {
@@ -126,7 +128,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   Dwarf_Lines* lines = nullptr;
   size_t nlines = 0;
   if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
-    t->rows.reserve(nlines);
+    rows.reserve(nlines);
     for (size_t i = 0; i < nlines; ++i) {
       Dwarf_Line* line = dwarf_onesrcline(lines, i);
       Dwarf_Addr addr;
@@ -136,16 +138,16 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       dwarf_lineno(line, &lineno);
       dwarf_linecol(line, &col);
       dwarf_lineendsequence(line, &end);
-      t->rows.push_back({addr, intern_path(dwarf_linesrc(line, nullptr, nullptr)),
-                         static_cast<uint32_t>(std::max(lineno, 0)),
-                         static_cast<uint32_t>(std::max(col, 0)), end});
+      rows.push_back({addr, intern_path(dwarf_linesrc(line, nullptr, nullptr)),
+                      static_cast<uint32_t>(std::max(lineno, 0)),
+                      static_cast<uint32_t>(std::max(col, 0)), end});
     }
     // libdw sorts rows by address with end_sequence rows first; keep that order, but be sure.
     auto order = [](const CuTables::Row& a, const CuTables::Row& b) {
       return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
     };
-    if (!std::is_sorted(t->rows.begin(), t->rows.end(), order)) {
-      std::stable_sort(t->rows.begin(), t->rows.end(), order);
+    if (!std::is_sorted(rows.begin(), rows.end(), order)) {
+      std::stable_sort(rows.begin(), rows.end(), order);
     }
   }
   Dwarf_Files* files = nullptr;
@@ -196,7 +198,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       Dwarf_Addr base, lo, hi;
       ptrdiff_t off = 0;
       bool first = true;
-      const uint32_t id = static_cast<uint32_t>(t->nodes.size());
+      const uint32_t id = static_cast<uint32_t>(nodes.size());
       int guard = 0;
       while ((off = dwarf_ranges(&item.die, off, &base, &lo, &hi)) > 0 && ++guard < 65536) {
         if (first) n.low_pc = lo;
@@ -209,7 +211,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
         }
         addr_map[lo] = {hi, id};
       }
-      t->nodes.push_back(n);
+      nodes.push_back(n);
       node_die.push_back(item.die);
       node = id;
     } else if (NoCodeInside(tag)) {
@@ -230,18 +232,18 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
     }
     if (stack.size() > (1u << 20)) break;
   }
-  t->intervals.reserve(addr_map.size());
-  std::vector<bool> used(t->nodes.size(), false);
+  intervals.reserve(addr_map.size());
+  std::vector<bool> used(nodes.size(), false);
   for (const auto& [lo, v] : addr_map) {
-    t->intervals.push_back({lo, v.first, v.second});
-    for (uint32_t n = v.second; n != kNone && !used[n]; n = t->nodes[n].parent) used[n] = true;
+    intervals.push_back({lo, v.first, v.second});
+    for (uint32_t n = v.second; n != kNone && !used[n]; n = nodes[n].parent) used[n] = true;
   }
   // Names: the linkage name (through abstract origins and specifications) demangled, else the
   // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach.
   // .debug_str is shared by all CUs, so the same name is the same pointer: demangled once per
   // module per handle (DemangledNames), interned once per CU.
   std::unordered_map<const char*, uint32_t> name_ids;
-  for (size_t i = 0; i < t->nodes.size(); ++i) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
     if (!used[i]) continue;
     Dwarf_Die& die = node_die[i];
     const char* linkage = AttrString(&die, DW_AT_linkage_name);
@@ -259,20 +261,20 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
         strings.push_back(d->second);
       }
     }
-    t->nodes[i].name = it->second;
+    nodes[i].name = it->second;
   }
-  pool->InternAll(strings, &t->strings);
-  t->intervals.shrink_to_fit();
+  t->strings = pool->InternAll(strings);
   {
-    std::vector<uint64_t> keys(t->intervals.size());
-    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->intervals[i].lo;
-    t->interval_index.Build(std::move(keys));
-    keys.resize(t->rows.size());
-    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->rows[i].addr;
-    t->row_index.Build(std::move(keys));
+    std::vector<uint64_t> keys(intervals.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = intervals[i].lo;
+    t->interval_index.Build(std::move(keys), arena);
+    keys.resize(rows.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = rows[i].addr;
+    t->row_index.Build(std::move(keys), arena);
   }
-  t->nodes.shrink_to_fit();
-  t->rows.shrink_to_fit();
+  t->intervals = arena->Copy(intervals);
+  t->nodes = arena->Copy(nodes);
+  t->rows = arena->Copy(rows);
   return t;
 }
 

@@ -154,6 +154,30 @@ void QueryEngine::CountDenied(const proto::LookupResponse& lookup) {
   if (n > 0) denied_.fetch_add(n, std::memory_order_relaxed);
 }
 
+void QueryEngine::Recycle(proto::Response&& spent) {
+  auto* lookup = std::get_if<proto::LookupResponse>(&spent.body);
+  if (lookup == nullptr || lookup->results.capacity() > 2 * kMaxSliceResults) return;
+  std::vector<proto::LookupResult> results = std::move(lookup->results);
+  spent = proto::Response{};  // the keepalive goes: the results' views are not read again
+  // Kept: what a slice of plain answers grows to. Not kept: what one odd result grew to.
+  for (proto::LookupResult& r : results) {
+    if (r.frames.capacity() > kMaxKeptFrames) std::vector<proto::Frame>().swap(r.frames);
+    for (std::string* s : {&r.error, &r.raw, &r.detail}) {
+      if (s->capacity() > kMaxKeptTextBytes) std::string().swap(*s);
+    }
+  }
+  std::lock_guard lock(spare_mu_);
+  if (spare_results_.size() < kMaxSpareResults) spare_results_.push_back(std::move(results));
+}
+
+std::vector<proto::LookupResult> QueryEngine::TakeSpareResults() {
+  std::lock_guard lock(spare_mu_);
+  if (spare_results_.empty()) return {};
+  std::vector<proto::LookupResult> results = std::move(spare_results_.back());
+  spare_results_.pop_back();
+  return results;
+}
+
 proto::Response QueryEngine::Handle(const proto::Request& request,
                                     const server::PeerCredentials& peer) {
   const std::shared_ptr<const index::IndexView> view = cell_.Get();
@@ -164,6 +188,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
         proto::Response response;
         if constexpr (std::is_same_v<T, proto::LookupRequest>) {
           proto::LookupResponse lookup;
+          lookup.results = TakeSpareResults();
           LookupBatch batch(body, *view, access, &lookup);
           if (auto error = Lookup(body, access, batch)) {
             return Error(error->code, std::move(error->message));

@@ -9,6 +9,8 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <mutex>
+#include <vector>
 
 #include "daemon/index/index_view.h"
 #include "daemon/query/access_checks.h"
@@ -35,6 +37,7 @@ class QueryEngine : public server::RequestHandler {
 
   proto::Response Handle(const proto::Request& request,
                          const server::PeerCredentials& peer) override;
+  void Recycle(proto::Response&& spent) override;
 
   // With `access`, only the processes the peer may see.
   static proto::ProcessesResponse Processes(const index::IndexView& view,
@@ -48,6 +51,15 @@ class QueryEngine : public server::RequestHandler {
                                              const security::PeerAccess& access,
                                              LookupBatch& batch);
   void CountDenied(const proto::LookupResponse& lookup);
+  // Results storage of spent lookup slices (Recycle), for the next slices to fill.
+  std::vector<proto::LookupResult> TakeSpareResults();
+
+  static constexpr size_t kMaxSpareResults = 4;  // one per thread that may be answering
+  static constexpr size_t kMaxSliceResults = 8192;  // ServerOptions::answer_slice's default
+  static constexpr size_t kMaxKeptFrames = 64;
+  static constexpr size_t kMaxKeptTextBytes = 1024;
+  std::mutex spare_mu_;
+  std::vector<std::vector<proto::LookupResult>> spare_results_;
 
   const index::ViewCell& cell_;
   std::function<server::Counters()> server_counters_;

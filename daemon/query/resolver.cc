@@ -47,6 +47,10 @@ LookupBatch::LookupBatch(const proto::LookupRequest& request, const index::Index
       out_(out) {
   if (request.origin) origin_ = proto::OriginFromName(*request.origin);
   const size_t n = request.addrs.size();
+  // Results may come from an earlier slice (QueryEngine::Recycle): default again, storage kept.
+  for (size_t i = 0; i < std::min(n, out->results.size()); ++i) {
+    proto::ResetLookupResult(&out->results[i]);
+  }
   out->results.resize(n);
   state_.resize(n);
   pending_.reserve(n);

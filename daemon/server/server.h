@@ -57,6 +57,10 @@ class RequestHandler {
   // request's other members unchanged), each answered on its own; an error response to the
   // first slice is the answer to the whole request.
   virtual proto::Response Handle(const proto::Request& request, const PeerCredentials& peer) = 0;
+  // Takes back a lookup slice's response once it is sent, so that its storage may serve a later
+  // one (8,192 results and their frames, allocated afresh for each slice otherwise). Called
+  // concurrently like Handle. The default drops it.
+  virtual void Recycle(proto::Response&& spent) { (void)spent; }
 };
 
 struct ServerOptions {

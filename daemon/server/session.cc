@@ -476,7 +476,8 @@ void Session::Produce() {
   }
   if (s.emitted == results.size()) {
     s.have_slice = false;
-    s.slice = proto::Response{};  // drops the slice's keepalive (index view, modules)
+    // Drops the slice's keepalive (index view, modules); the handler may keep the storage.
+    state_->handler.Recycle(std::exchange(s.slice, proto::Response{}));
     s.encoder.ForgetStrings();
     if (s.next == s.addrs.size() && s.started) {
       EndAnswer(s);
