@@ -285,6 +285,50 @@ TEST_F(QueryEngineTest, AnswersFromTheIndexInSourceOrder) {
   EXPECT_FALSE(Lookup(only_map, me).results[0].found);
 }
 
+// Every result of a response, as the JSON a client would read.
+std::string AsJson(const proto::LookupResponse& lookup) {
+  std::string out;
+  for (const proto::LookupResult& r : lookup.results) {
+    proto::EncodeLookupResult(r, &out);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string SelfPath() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// A slice's results storage is handed back and filled again by the next lookup: nothing of the
+// first answer (names, frames, reasons) may show in the second.
+TEST_F(QueryEngineTest, RecycledResultsCarryNothingOfTheirLastAnswer) {
+  const uint32_t me = ::getuid();
+  cell_.Set(MadeUpView(kDeadPid, me));
+  const proto::Request jit =
+      LookupOf(kDeadPid, {Query(0x1010), Query(0x3000), BadQuery("0xzz"), Query(0x2020)});
+  const std::string fresh = AsJson(Lookup(jit, me));
+  const proto::Request one_miss = LookupOf(kDeadPid, {Query(0x3000)});
+  const std::string fresh_miss = AsJson(Lookup(one_miss, me));
+
+  // Native answers with inlined frames fill results with everything a result may hold.
+  proto::Request native = LookupOf(std::nullopt, {});
+  auto& image = std::get<proto::LookupRequest>(native.body);
+  image.image = SelfPath();
+  for (uint64_t a = 0x1000; a < 0x1000 + 64 * 0x4000; a += 0x4000) image.addrs.push_back(Query(a));
+  image.addrs.push_back(Query(0xffffffffffff0000ull));  // a miss: reason and detail
+  const proto::LookupResponse& first = Lookup(native, me);
+  size_t frames = 0;
+  for (const proto::LookupResult& r : first.results) frames += r.frames.size();
+  ASSERT_GT(frames, 0u);
+  engine_.Recycle(std::move(response_));
+  EXPECT_EQ(AsJson(Lookup(jit, me)), fresh);
+  // And again from a recycled array longer than the request.
+  engine_.Recycle(std::move(response_));
+  EXPECT_EQ(AsJson(Lookup(one_miss, me)), fresh_miss);
+}
+
 TEST_F(QueryEngineTest, ProcessesOfOthersAreTreatedAsUnknown) {
   // An exited process of someone else: told exactly what a pid never indexed gets.
   cell_.Set(MadeUpView(kDeadPid, 4242));
