@@ -89,8 +89,8 @@ const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
     std::unique_ptr<CuTables> built;
     {
       std::lock_guard lock(handle.mu);
-      built = BuildCuTables(handle.dwarf, c.die_offset, file_, split_, &handle.demangled, &arena_,
-                            &strings_);
+      built =
+          BuildCuTables(handle.dwarf, c.die_offset, file_, split_, &handle.demangled, &strings_);
     }
     if (built && !built->missing.empty() && !told_missing_.exchange(true)) {
       JITSYM_LOG(kWarning, file_, ": split DWARF missing: ", built->missing,

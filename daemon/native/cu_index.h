@@ -22,7 +22,6 @@
 #include "daemon/native/alt_file.h"
 #include "daemon/native/cu_tables.h"
 #include "daemon/native/string_pool.h"
-#include "daemon/native/table_arena.h"
 
 typedef struct Dwarf Dwarf;
 
@@ -79,7 +78,7 @@ class CuIndex {
   // Bytes of the index itself, and of the tables built so far.
   size_t IndexBytes() const { return ranges_.capacity() * sizeof(CuRange) + count_ * sizeof(Cu); }
   size_t TablesBytes() const {
-    return tables_bytes_.load(std::memory_order_relaxed) + arena_.Bytes() + strings_.Bytes();
+    return tables_bytes_.load(std::memory_order_relaxed) + strings_.Bytes();
   }
 
  private:
@@ -118,8 +117,7 @@ class CuIndex {
   std::atomic<size_t> unread_{0};
   std::atomic<bool> told_missing_{false};  // a missing split part was logged (once per module)
   std::atomic<size_t> tables_bytes_{0};
-  TableArena arena_;             // every CU's arrays
-  StringPool strings_{&arena_};  // every CU's names and paths, each text once
+  StringPool strings_;  // every CU's names and paths, each text once
 };
 
 }  // namespace jitsym::native

@@ -11,7 +11,6 @@
 #include "daemon/native/demangle.h"
 #include "daemon/native/split_units.h"
 #include "daemon/native/string_pool.h"
-#include "daemon/native/table_arena.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -74,12 +73,15 @@ bool NoCodeInside(int tag) {
 }  // namespace
 
 size_t CuTables::Bytes() const {
-  return sizeof(*this) + interval_index.Bytes() + row_index.Bytes() + missing.capacity();
+  size_t n = sizeof(*this) + intervals.capacity() * sizeof(Interval) +
+             nodes.capacity() * sizeof(Node) + rows.capacity() * sizeof(Row) +
+             interval_index.Bytes() + row_index.Bytes();
+  return n + strings.capacity() * sizeof(std::string_view) + missing.capacity();
 }
 
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
                                         SplitUnits* split, DemangledNames* demangled,
-                                        TableArena* arena, StringPool* pool) {
+                                        StringPool* pool) {
   Dwarf_Die cudie;
   if (dwarf_offdie(dwarf, die_offset, &cudie) == nullptr) {
     JITSYM_LOG(kWarning, file, ": CU at offset ", die_offset, ": ", dwarf_errmsg(-1));
@@ -108,10 +110,6 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       walk_dies = false;
     }
   }
-  // The tables, built here and copied to the arena at the end.
-  std::vector<CuTables::Interval> intervals;
-  std::vector<CuTables::Node> nodes;
-  std::vector<CuTables::Row> rows;
   std::vector<std::string> strings;                    // t->strings' texts, pooled at the end
   std::unordered_map<const char*, uint32_t> file_ids;  // libdw's strings -> ours
   auto intern_path = [&](const char* name) -> uint32_t {
@@ -128,7 +126,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   Dwarf_Lines* lines = nullptr;
   size_t nlines = 0;
   if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
-    rows.reserve(nlines);
+    t->rows.reserve(nlines);
     for (size_t i = 0; i < nlines; ++i) {
       Dwarf_Line* line = dwarf_onesrcline(lines, i);
       Dwarf_Addr addr;
@@ -138,16 +136,16 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       dwarf_lineno(line, &lineno);
       dwarf_linecol(line, &col);
       dwarf_lineendsequence(line, &end);
-      rows.push_back({addr, intern_path(dwarf_linesrc(line, nullptr, nullptr)),
-                      static_cast<uint32_t>(std::max(lineno, 0)),
-                      static_cast<uint32_t>(std::max(col, 0)), end});
+      t->rows.push_back({addr, intern_path(dwarf_linesrc(line, nullptr, nullptr)),
+                         static_cast<uint32_t>(std::max(lineno, 0)),
+                         static_cast<uint32_t>(std::max(col, 0)), end});
     }
     // libdw sorts rows by address with end_sequence rows first; keep that order, but be sure.
     auto order = [](const CuTables::Row& a, const CuTables::Row& b) {
       return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
     };
-    if (!std::is_sorted(rows.begin(), rows.end(), order)) {
-      std::stable_sort(rows.begin(), rows.end(), order);
+    if (!std::is_sorted(t->rows.begin(), t->rows.end(), order)) {
+      std::stable_sort(t->rows.begin(), t->rows.end(), order);
     }
   }
   Dwarf_Files* files = nullptr;
@@ -198,7 +196,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       Dwarf_Addr base, lo, hi;
       ptrdiff_t off = 0;
       bool first = true;
-      const uint32_t id = static_cast<uint32_t>(nodes.size());
+      const uint32_t id = static_cast<uint32_t>(t->nodes.size());
       int guard = 0;
       while ((off = dwarf_ranges(&item.die, off, &base, &lo, &hi)) > 0 && ++guard < 65536) {
         if (first) n.low_pc = lo;
@@ -211,7 +209,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
         }
         addr_map[lo] = {hi, id};
       }
-      nodes.push_back(n);
+      t->nodes.push_back(n);
       node_die.push_back(item.die);
       node = id;
     } else if (NoCodeInside(tag)) {
@@ -232,18 +230,18 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
     }
     if (stack.size() > (1u << 20)) break;
   }
-  intervals.reserve(addr_map.size());
-  std::vector<bool> used(nodes.size(), false);
+  t->intervals.reserve(addr_map.size());
+  std::vector<bool> used(t->nodes.size(), false);
   for (const auto& [lo, v] : addr_map) {
-    intervals.push_back({lo, v.first, v.second});
-    for (uint32_t n = v.second; n != kNone && !used[n]; n = nodes[n].parent) used[n] = true;
+    t->intervals.push_back({lo, v.first, v.second});
+    for (uint32_t n = v.second; n != kNone && !used[n]; n = t->nodes[n].parent) used[n] = true;
   }
   // Names: the linkage name (through abstract origins and specifications) demangled, else the
   // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach.
   // .debug_str is shared by all CUs, so the same name is the same pointer: demangled once per
   // module per handle (DemangledNames), interned once per CU.
   std::unordered_map<const char*, uint32_t> name_ids;
-  for (size_t i = 0; i < nodes.size(); ++i) {
+  for (size_t i = 0; i < t->nodes.size(); ++i) {
     if (!used[i]) continue;
     Dwarf_Die& die = node_die[i];
     const char* linkage = AttrString(&die, DW_AT_linkage_name);
@@ -261,20 +259,20 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
         strings.push_back(d->second);
       }
     }
-    nodes[i].name = it->second;
+    t->nodes[i].name = it->second;
   }
-  t->strings = pool->InternAll(strings);
+  pool->InternAll(strings, &t->strings);
+  t->intervals.shrink_to_fit();
   {
-    std::vector<uint64_t> keys(intervals.size());
-    for (size_t i = 0; i < keys.size(); ++i) keys[i] = intervals[i].lo;
-    t->interval_index.Build(std::move(keys), arena);
-    keys.resize(rows.size());
-    for (size_t i = 0; i < keys.size(); ++i) keys[i] = rows[i].addr;
-    t->row_index.Build(std::move(keys), arena);
+    std::vector<uint64_t> keys(t->intervals.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->intervals[i].lo;
+    t->interval_index.Build(std::move(keys));
+    keys.resize(t->rows.size());
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = t->rows[i].addr;
+    t->row_index.Build(std::move(keys));
   }
-  t->intervals = arena->Copy(intervals);
-  t->nodes = arena->Copy(nodes);
-  t->rows = arena->Copy(rows);
+  t->nodes.shrink_to_fit();
+  t->rows.shrink_to_fit();
   return t;
 }
 

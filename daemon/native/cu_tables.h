@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,16 +39,15 @@ struct CuTables {
     bool end_sequence;
   };
   static constexpr uint32_t kNone = 0xffffffffu;
-  // In the module's TableArena.
-  std::span<const Interval> intervals;  // sorted, disjoint
-  std::span<const Node> nodes;
-  std::span<const Row> rows;  // sorted by address, end_sequence rows first at equal addresses
-  std::span<const std::string_view> strings;  // into the module's StringPool
+  std::vector<Interval> intervals;  // sorted, disjoint
+  std::vector<Node> nodes;
+  std::vector<Row> rows;  // sorted by address, end_sequence rows first at equal addresses
+  std::vector<std::string_view> strings;  // into the module's StringPool
   // A skeleton unit whose split unit could not be read: which file is missing, for a person
   // (the tables then hold the skeleton's line table only). Empty otherwise.
   std::string missing;
   KeyIndex interval_index, row_index;  // over intervals[].lo and rows[].addr
-  size_t Bytes() const;                // not counting what is in the arena
+  size_t Bytes() const;
 };
 
 // Demangled linkage names by their .debug_str pointer: .debug_str is shared by all CUs, so one
@@ -58,14 +56,13 @@ using DemangledNames = std::unordered_map<const char*, std::string>;
 
 // Reads the CU whose DIE is at `die_offset`. nullptr (logged, naming `file`) when libdw cannot
 // read it. A skeleton unit's split unit comes from `split` (split_units.h); with none, only the
-// skeleton is read. The tables are stored in `arena`, their strings in `pool`, which must
-// outlive them. Not thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
+// skeleton is read. The tables' strings are stored in `pool`, which must outlive them. Not
+// thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
 class SplitUnits;
 class StringPool;
-class TableArena;
 std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
                                         SplitUnits* split, DemangledNames* demangled,
-                                        TableArena* arena, StringPool* pool);
+                                        StringPool* pool);
 
 }  // namespace jitsym::native
 

@@ -6,11 +6,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <utility>
 #include <vector>
-
-#include "daemon/native/table_arena.h"
 
 namespace jitsym::native {
 
@@ -18,23 +15,12 @@ namespace jitsym::native {
 // enough to stay in cache) narrows the search to two cache lines of the dense keys.
 class KeyIndex {
  public:
-  // With `arena`, the arrays are copied there (a module's tables); else the index owns them.
-  void Build(std::vector<uint64_t> keys, TableArena* arena = nullptr) {
-    std::vector<uint64_t> sparse;
-    for (size_t i = 0; i < keys.size(); i += kStride) sparse.push_back(keys[i]);
-    if (arena != nullptr) {
-      keys_ = arena->Copy(keys);
-      sparse_ = arena->Copy(sparse);
-      owned_keys_.clear();
-      owned_sparse_.clear();
-    } else {
-      owned_keys_ = std::move(keys);
-      owned_sparse_ = std::move(sparse);
-      owned_keys_.shrink_to_fit();
-      owned_sparse_.shrink_to_fit();
-      keys_ = owned_keys_;
-      sparse_ = owned_sparse_;
-    }
+  void Build(std::vector<uint64_t> keys) {
+    keys_ = std::move(keys);
+    sparse_.clear();
+    for (size_t i = 0; i < keys_.size(); i += kStride) sparse_.push_back(keys_[i]);
+    keys_.shrink_to_fit();
+    sparse_.shrink_to_fit();
   }
   // Index of the last key <= x; -1 if none.
   ptrdiff_t LastAtMost(uint64_t x) const {
@@ -45,15 +31,11 @@ class KeyIndex {
     auto it = std::upper_bound(keys_.begin() + block, keys_.begin() + end, x);
     return (it - keys_.begin()) - 1;
   }
-  // Bytes the index owns (not those in an arena).
-  size_t Bytes() const {
-    return (owned_keys_.capacity() + owned_sparse_.capacity()) * sizeof(uint64_t);
-  }
+  size_t Bytes() const { return (keys_.capacity() + sparse_.capacity()) * sizeof(uint64_t); }
 
  private:
   static constexpr size_t kStride = 16;
-  std::vector<uint64_t> owned_keys_, owned_sparse_;
-  std::span<const uint64_t> keys_, sparse_;
+  std::vector<uint64_t> keys_, sparse_;
 };
 
 }  // namespace jitsym::native

@@ -7,39 +7,49 @@
 // reading those copies scattered across the heap is where answering frames spends its cache
 // misses. Stored once, in large contiguous chunks, the same text is the same pointer.
 //
-// Thread-safe: CUs are built on several threads at once (cu_index.h). The texts are stored in
-// the module's TableArena: views stay valid as long as the module lives.
+// Thread-safe: CUs are built on several threads at once (cu_index.h). Views stay valid as long
+// as the pool lives (the module): chunks are never moved or freed before it.
 #ifndef JITSYM_DAEMON_NATIVE_STRING_POOL_H_
 #define JITSYM_DAEMON_NATIVE_STRING_POOL_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <mutex>
-#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 namespace jitsym::native {
 
-class TableArena;
-
 class StringPool {
  public:
-  explicit StringPool(TableArena* arena) : arena_(arena) {}
-  // The pool's copy of each text of `texts` (stored now if new), in order, as an array in the
-  // arena; under one lock.
-  std::span<const std::string_view> InternAll(const std::vector<std::string>& texts);
+  // Replaces each string of `texts` by the pool's copy of its text (stored now if new), in
+  // `out` (same order), under one lock.
+  void InternAll(const std::vector<std::string>& texts, std::vector<std::string_view>* out);
   std::string_view Intern(std::string_view text);
-  // Bytes held by the set over the texts (the texts are the arena's).
+  // Bytes held: the chunks and the set over them.
   size_t Bytes() const;
 
  private:
   std::string_view InternLocked(std::string_view text);
+  void Grow();
 
-  TableArena* arena_;
+  static constexpr size_t kChunkBytes = 256 * 1024;
   mutable std::mutex mu_;
-  std::unordered_set<std::string_view> set_;
+  std::vector<std::unique_ptr<char[]>> chunks_;      // texts packed, kChunkBytes each
+  std::vector<std::unique_ptr<char[]>> long_texts_;  // one text each
+  size_t chunk_left_ = 0;                            // free bytes at the end of chunks_.back()
+  char* chunk_next_ = nullptr;
+  size_t bytes_ = 0;  // allocated chunk bytes
+  // Open addressing over the stored texts, by content (hash kept beside each view).
+  struct Slot {
+    uint64_t hash = 0;
+    const char* data = nullptr;  // null: empty
+    size_t size = 0;
+  };
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
 };
 
 }  // namespace jitsym::native
