@@ -54,7 +54,7 @@ class QueryEngine : public server::RequestHandler {
   // Results storage of spent lookup slices (Recycle), for the next slices to fill.
   std::vector<proto::LookupResult> TakeSpareResults();
 
-  static constexpr size_t kMaxSpareResults = 4;  // one per thread that may be answering
+  static constexpr size_t kMaxSpareResults = 4;     // one per thread that may be answering
   static constexpr size_t kMaxSliceResults = 8192;  // ServerOptions::answer_slice's default
   static constexpr size_t kMaxKeptFrames = 64;
   static constexpr size_t kMaxKeptTextBytes = 1024;
