@@ -159,13 +159,18 @@ void QueryEngine::Recycle(proto::Response&& spent) {
   if (lookup == nullptr || lookup->results.capacity() > 2 * kMaxSliceResults) return;
   std::vector<proto::LookupResult> results = std::move(lookup->results);
   spent = proto::Response{};  // the keepalive goes: the results' views are not read again
-  // Kept: what a slice of plain answers grows to. Not kept: what one odd result grew to.
+  // Kept: what a slice of plain answers grows to. Not kept: what one odd result grew to, nor
+  // an array whose results hold more than kMaxKeptBytes besides it.
+  size_t held = 0;
   for (proto::LookupResult& r : results) {
     if (r.frames.capacity() > kMaxKeptFrames) std::vector<proto::Frame>().swap(r.frames);
+    held += r.frames.capacity() * sizeof(proto::Frame);
     for (std::string* s : {&r.error, &r.raw, &r.detail}) {
       if (s->capacity() > kMaxKeptTextBytes) std::string().swap(*s);
+      held += s->capacity();
     }
   }
+  if (held > kMaxKeptBytes) return;
   std::lock_guard lock(spare_mu_);
   if (spare_results_.size() < kMaxSpareResults) spare_results_.push_back(std::move(results));
 }

@@ -56,8 +56,9 @@ class QueryEngine : public server::RequestHandler {
 
   static constexpr size_t kMaxSpareResults = 4;     // one per thread that may be answering
   static constexpr size_t kMaxSliceResults = 8192;  // ServerOptions::answer_slice's default
-  static constexpr size_t kMaxKeptFrames = 64;
-  static constexpr size_t kMaxKeptTextBytes = 1024;
+  static constexpr size_t kMaxKeptFrames = 32;
+  static constexpr size_t kMaxKeptTextBytes = 512;
+  static constexpr size_t kMaxKeptBytes = 4u << 20;  // per array, besides the array itself
   std::mutex spare_mu_;
   std::vector<std::vector<proto::LookupResult>> spare_results_;
 
