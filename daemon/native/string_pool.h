@@ -2,8 +2,9 @@
 // for the whole module rather than once per compilation unit that mentions it.
 //
 // Why: a header's functions and paths appear in hundreds of CUs. Stored per CU, one answer that
-// crosses many CUs carries the same text under many addresses; the binary and compact answers
-// send each string once per address (proto/string_interner.h), so they send it many times, and
+// crosses many CUs carries the same text stored in many places; the binary and compact answers
+// send a string once per place it is stored (proto/string_interner.h keys by pointer), so they
+// send it many times, and
 // reading those copies scattered across the heap is where answering frames spends its cache
 // misses. Stored once, in large contiguous chunks, the same text is the same pointer.
 //

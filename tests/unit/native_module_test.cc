@@ -21,12 +21,15 @@
 #include "daemon/native/module_cache.h"
 #include "daemon/native/string_pool.h"
 #include "daemon/os/process_maps.h"
+#include "tests/unit/testing/self_path.h"
 
 namespace jitsym::native {
 
 volatile int g_native_sink = 1;
 
 namespace {
+
+using ::jitsym::testing::SelfPath;
 
 inline __attribute__((always_inline)) int NativeInner(int x) {
   return x * g_native_sink + 7;  // kInnerLine
@@ -38,12 +41,6 @@ __attribute__((noinline)) int NativeOuter(int x) {
   return y * g_native_sink + NativeInner(y + 1);
 }
 constexpr uint32_t kCallLine = __LINE__ - 3;
-
-std::string SelfPath() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

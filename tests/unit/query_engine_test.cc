@@ -13,9 +13,12 @@
 #include "daemon/index/code_map.h"
 #include "daemon/index/index_view.h"
 #include "daemon/query/resolver.h"
+#include "tests/unit/testing/self_path.h"
 
 namespace jitsym::query {
 namespace {
+
+using ::jitsym::testing::SelfPath;
 
 proto::AddressQuery Query(uint64_t addr) {
   proto::AddressQuery q;
@@ -293,12 +296,6 @@ std::string AsJson(const proto::LookupResponse& lookup) {
     out += '\n';
   }
   return out;
-}
-
-std::string SelfPath() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
 // A slice's results storage is handed back and filled again by the next lookup: nothing of the
