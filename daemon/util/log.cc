@@ -73,17 +73,22 @@ std::optional<Level> ParseLevel(std::string_view name) {
   return std::nullopt;
 }
 
-void Write(Level level, std::string_view message) {
-  std::string line;
-  line.reserve(message.size() + 32);
+std::string LinePrefix(Level level) {
+  std::string prefix;
   if (UnderJournal()) {
-    line += '<';
-    line += static_cast<char>('0' + SyslogPriority(level));
-    line += '>';
+    prefix += '<';
+    prefix += static_cast<char>('0' + SyslogPriority(level));
+    prefix += '>';
   }
-  line += "jitsymd: ";
-  line += Name(level);
-  line += ": ";
+  prefix += "jitsymd: ";
+  prefix += Name(level);
+  prefix += ": ";
+  return prefix;
+}
+
+void Write(Level level, std::string_view message) {
+  std::string line = LinePrefix(level);
+  line.reserve(line.size() + message.size() + 1);
   // One event, one line: a name read from a hostile file must not forge extra log lines.
   for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
   line += '\n';

@@ -18,6 +18,9 @@ Level GetLevel();
 std::optional<Level> ParseLevel(std::string_view name);
 bool Enabled(Level level);
 void Write(Level level, std::string_view message);
+// What Write puts before the message ("jitsymd: warning: ", with "<4>" under the journal), for
+// a writer that cannot call Write: a signal handler formats its line ahead of time.
+std::string LinePrefix(Level level);
 
 // Concatenates its arguments as an ostream would print them.
 template <typename... Args>
