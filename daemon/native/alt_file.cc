@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include "daemon/util/log.h"
 
@@ -119,7 +120,7 @@ void AltFile::Open(Elf* debug_elf, const std::string& debug_file) {
         f.Close();
       }
       if (f.elf != nullptr) {
-        file_ = f;
+        file_ = std::move(f);
         path_ = c;
         return;
       }

@@ -5,10 +5,10 @@
 // libdw (elfutils 0.188) finds that file itself on first use, with a plain open() and a mapping:
 // a path a hostile binary names could be a FIFO (the open blocks a query thread forever) or a
 // file its owner truncates while it is mapped (SIGBUS). So it is found here instead, opened with
-// OpenElf's checks (regular file, read into memory) and its build id checked, and handed to
-// libdw with dwarf_setalt before libdw could look; when it is missing, libdw gets a stand-in
-// with no DIEs and no strings, so that it never looks on its own and such references read as
-// absent.
+// OpenElf's checks (regular file, read into memory: it is small, and a copy outlives the file)
+// and its build id checked, and handed to libdw with dwarf_setalt before libdw could look; when
+// it is missing, libdw gets a stand-in with no DIEs and no strings, so that it never looks on its
+// own and such references read as absent.
 #ifndef JITSYM_DAEMON_NATIVE_ALT_FILE_H_
 #define JITSYM_DAEMON_NATIVE_ALT_FILE_H_
 

@@ -9,7 +9,7 @@
 #include <system_error>
 #include <thread>
 
-#include "daemon/native/file_trust.h"
+#include "daemon/native/elf_file.h"
 #include "daemon/native/split_units.h"
 #include "daemon/util/log.h"
 
@@ -23,9 +23,6 @@ void CuIndex::Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split) {
   file_ = std::move(file);
   split_ = split;
   fd_ = fd;
-  // Prefetch's extra handles map the file (the main handle reads it into memory): only a file
-  // no user but root can truncate (file_trust.h).
-  mappable_ = FdOwnerCannotChange(fd);
   main_handle_.dwarf = dwarf;
   std::vector<uint64_t> offsets;
   Dwarf_CU* cu = nullptr;
@@ -110,7 +107,7 @@ const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
 }
 
 void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads) {
-  if (!mappable_ || extra_threads == 0 || unread() < 2) return;
+  if (extra_threads == 0 || unread() < 2) return;
   std::vector<uint32_t> todo;
   std::vector<bool> seen(count_);
   for (uint64_t addr : addrs) {
@@ -125,10 +122,12 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
   // One handle per extra thread, over the same file (the pages are shared), gone afterwards.
   struct ExtraHandle {
     Elf* elf = nullptr;
+    MappingGuard guard;
     DwarfHandle handle;
     AltDwarf alt;  // ended after handle.dwarf
     ~ExtraHandle() {
       if (handle.dwarf != nullptr) dwarf_end(handle.dwarf);
+      guard.Release();
       if (elf != nullptr) elf_end(elf);
     }
   };
@@ -137,7 +136,8 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
   for (size_t i = 0; i < n; ++i) {
     auto h = std::make_unique<ExtraHandle>();
     h->elf = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
-    if (h->elf != nullptr) h->handle.dwarf = dwarf_begin_elf(h->elf, DWARF_C_READ, nullptr);
+    h->guard = GuardMapping(h->elf, file_);
+    if (h->guard.registered()) h->handle.dwarf = dwarf_begin_elf(h->elf, DWARF_C_READ, nullptr);
     if (h->handle.dwarf == nullptr) break;
     if (alt_ != nullptr) h->alt = alt_->Attach(h->handle.dwarf);
     extra.push_back(std::move(h));

@@ -106,8 +106,7 @@ class CuIndex {
   std::string file_;
   SplitUnits* split_ = nullptr;
   AltFile* alt_ = nullptr;
-  int fd_ = -1;            // the file main_handle_ reads, for Prefetch's handles
-  bool mappable_ = false;  // fd_ may be mapped: its owner cannot truncate it under us
+  int fd_ = -1;  // the file main_handle_ reads, for Prefetch's handles
   std::unique_ptr<Cu[]> cus_;
   size_t count_ = 0;
   std::vector<CuRange> ranges_;  // sorted by lo

@@ -92,7 +92,7 @@ OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, const std::
   for (const DebugCandidate& c :
        DebugFileCandidates(binary_path, build_id, link ? &*link : nullptr, search)) {
     if (::access(c.path.c_str(), R_OK) != 0 || SameFile(c.path, binary_path)) continue;
-    OpenedElf d = OpenElf(c.path, nullptr);
+    OpenedElf d = OpenElf(c.path, nullptr, ElfRead::kMap);
     if (d.elf == nullptr) continue;
     // A debug file must belong to this binary: same build-id, or (debuglink without build-id)
     // the CRC the binary recorded.

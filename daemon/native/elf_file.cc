@@ -43,13 +43,14 @@ std::string BuildIdFromNotes(Elf* elf, Elf_Data* data) {
 void InitElf() { static ElfVersionInit init; }
 
 void OpenedElf::Close() {
+  guard.Release();  // before elf_end unmaps
   if (elf) elf_end(elf);
   if (fd >= 0) ::close(fd);
   elf = nullptr;
   fd = -1;
 }
 
-OpenedElf OpenElf(const std::string& path, std::string* error) {
+OpenedElf OpenElf(const std::string& path, std::string* error, ElfRead how) {
   OpenedElf o;
   o.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (o.fd < 0) {
@@ -62,7 +63,15 @@ OpenedElf OpenElf(const std::string& path, std::string* error) {
     o.Close();
     return o;
   }
-  o.elf = elf_begin(o.fd, ELF_C_READ, nullptr);
+  if (how == ElfRead::kMap) {
+    o.elf = elf_begin(o.fd, ELF_C_READ_MMAP, nullptr);
+    if (o.elf != nullptr) o.guard = GuardMapping(o.elf, path);
+    if (o.elf != nullptr && !o.guard.registered()) {
+      elf_end(o.elf);
+      o.elf = nullptr;
+    }
+  }
+  if (o.elf == nullptr) o.elf = elf_begin(o.fd, ELF_C_READ, nullptr);
   if (o.elf == nullptr || elf_kind(o.elf) != ELF_K_ELF) {
     if (error) *error = path + ": not an ELF file";
     o.Close();
@@ -104,6 +113,16 @@ OpenedElf OpenElf(const std::string& path, std::string* error) {
     o.Close();
   }
   return o;
+}
+
+MappingGuard GuardMapping(Elf* elf, std::string_view file) {
+  // ELF_C_READ_MMAP maps the whole file; elf_rawfile gives that mapping. (When mmap fails libelf
+  // reads the file instead, and elf_rawfile reads all of it into memory: guarding that copy is
+  // harmless.)
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) return {};
+  size_t size = 0;
+  const char* raw = elf_rawfile(elf, &size);
+  return MappingGuard::Register(raw, size, file);
 }
 
 Elf_Data* SectionData(Elf_Scn* scn) {

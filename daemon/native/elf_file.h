@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/native/mapping_guard.h"
+
 namespace jitsym::native {
 
 // elf_version() once per process, before any other libelf call.
@@ -20,13 +22,25 @@ void InitElf();
 struct OpenedElf {
   int fd = -1;
   Elf* elf = nullptr;
+  MappingGuard guard;  // registered when libelf reads a mapping of the file
+  bool mapped() const { return guard.registered(); }
   void Close();
 };
 
-// Opens a regular file as ELF (ELF_C_READ: sections are read into memory, so a file truncated
-// later cannot fault the daemon as a mapping would). On failure elf is null and *error (when not
-// null) says why: "PATH: not an ELF file", "PATH: section headers ... truncated", ...
-OpenedElf OpenElf(const std::string& path, std::string* error);
+// How OpenElf has libelf read sections.
+enum class ElfRead {
+  kCopy,  // ELF_C_READ: each section read into memory when first used
+  kMap,   // ELF_C_READ_MMAP under a MappingGuard (a file that shrinks later reads as zeros past
+          // its end, instead of faulting); copied when no guard slot is free
+};
+
+// Opens a regular file as ELF. A mapped file costs no copy, no heap and no page faults on fresh
+// memory (a fifth of the CPU of a first lookup in a 128 MB binary). On failure elf is null and
+// *error (when not null) says why: "PATH: not an ELF file", "PATH: section headers ... truncated".
+OpenedElf OpenElf(const std::string& path, std::string* error, ElfRead how = ElfRead::kCopy);
+// A mapping libelf made of `elf` (ELF_C_READ_MMAP), under a guard naming `file`; an empty guard
+// when `elf` was not mapped or no slot is free.
+MappingGuard GuardMapping(Elf* elf, std::string_view file);
 
 // Section data, or nullptr (also for SHT_NOBITS and sections libelf rejects).
 Elf_Data* SectionData(Elf_Scn* scn);
@@ -39,7 +53,8 @@ bool HasDwarf(Elf* elf);
 std::string ReadBuildId(Elf* elf);
 // Raw build-id bytes -> lower-case hex.
 std::string HexBuildId(std::string_view bytes);
-// Bytes of the .debug* / .zdebug* sections: what libdw reads into memory from this file.
+// Bytes of the .debug* / .zdebug* sections: what libdw reads from this file (into memory, or
+// through a mapping that is resident once read).
 size_t DebugSectionBytes(Elf* elf);
 
 }  // namespace jitsym::native

@@ -1,9 +1,9 @@
-// Whether a file may be read in ways that trust it not to change: mapped (a mapped file that
-// shrinks raises SIGBUS in the daemon on the next read past its end) or opened by libdw, which
-// maps what it opens and blocks on a FIFO. The rule has one owner, here: only a file no user but
-// root can truncate or replace, on a file system that is not a user's FUSE server. Callers:
-// CuIndex (Prefetch's mapped handles) and split_units (an absolute DW_AT_dwo_name, which libdw
-// opens as it is).
+// Whether a file may be opened by libdw itself, which trusts it not to change: it maps what it
+// opens outside any MappingGuard (a mapped file that shrinks raises SIGBUS on the next read past
+// its end) and blocks on a FIFO. The rule has one owner, here: only a file no user but root can
+// truncate or replace, on a file system that is not a user's FUSE server. Caller: split_units (an
+// absolute DW_AT_dwo_name, which libdw opens as it is). Files the daemon opens itself are mapped
+// under a MappingGuard instead (elf_file.h).
 #ifndef JITSYM_DAEMON_NATIVE_FILE_TRUST_H_
 #define JITSYM_DAEMON_NATIVE_FILE_TRUST_H_
 

@@ -57,6 +57,15 @@ std::shared_ptr<NativeModule> ModuleCache::GetByPath(const std::string& path, st
   std::shared_ptr<Slot> slot = SlotFor(key);
   std::lock_guard lock(slot->mu);  // only the queries needing this very file wait for its load
   slot->last_used.store(++clock_, std::memory_order_relaxed);
+  if (slot->module && slot->module->damaged()) {
+    // One of its files shrank under its mapping (that fault was logged): what it reads now is
+    // zeros, so it is opened again, and says what it cannot read any more.
+    JITSYM_LOG(kWarning, "native: ", path, ": opened again: a file it maps shrank");
+    if (!Load(path, slot.get())) {
+      *error = slot->error;
+      return nullptr;
+    }
+  }
   if (slot->module) {
     // A debug file debuginfod fetched since the module was opened without DWARF: reopen.
     const NativeModule& m = *slot->module;

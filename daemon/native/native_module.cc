@@ -28,6 +28,8 @@ NativeModule::~NativeModule() {
   if (dwarf_) dwarf_end(dwarf_);
   dwarf_alt_ = AltDwarf();  // after dwarf_, before the files
   split_.reset();           // after the Dwarf that maps the copies it removes
+  debug_guard_.Release();   // before elf_end unmaps
+  guard_.Release();
   if (debug_elf_) elf_end(debug_elf_);
   if (debug_fd_ >= 0) ::close(debug_fd_);
   if (mini_elf_) elf_end(mini_elf_);
@@ -38,12 +40,13 @@ NativeModule::~NativeModule() {
 std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const DebugSearch& search,
                                                  std::string* error) {
   InitElf();
-  OpenedElf main = OpenElf(path, error);
+  OpenedElf main = OpenElf(path, error, ElfRead::kMap);
   if (main.elf == nullptr) return nullptr;
   std::shared_ptr<NativeModule> m(new NativeModule());
   m->path_ = path;
   m->fd_ = main.fd;
   m->elf_ = main.elf;
+  m->guard_ = std::move(main.guard);
   GElf_Ehdr ehdr;
   gelf_getehdr(m->elf_, &ehdr);
   if (ehdr.e_type == ET_REL) {
@@ -102,6 +105,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
              d.elf != nullptr) {
     debug_fd_ = d.fd;
     debug_elf_ = d.elf;
+    debug_guard_ = std::move(d.guard);
     source = d.elf;
     if (symbols_.empty() || FindSection(main, ".symtab") == nullptr) {
       // A stripped binary: the debug file's full symbol table names local functions too.
