@@ -5,7 +5,10 @@
 #include <elfutils/libdw.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <memory_resource>
+#include <new>
 #include <utility>
 
 #include "daemon/native/demangle.h"
@@ -29,6 +32,62 @@ std::string AbsolutePath(const char* name, const char* comp_dir) {
   out += name;
   return out;
 }
+
+// llvm-symbolizer's address-to-DIE map (DWARFUnit::updateAddressDieMap), rule for rule: ranges
+// are added parent first; a range that starts inside an entry splits it (the entry keeps what is
+// before and after), and the newest entry at an address replaces the one there. Its results on
+// overlapping ranges that do not nest (as compilers sometimes emit) are llvm-symbolizer's too.
+//
+// A cold lookup adds a few million ranges; with a plain std::map that was an eighth of its CPU
+// (a node allocated per entry, a search from the root per range, a walk to free them all).
+// Here nodes come from an arena released at once, a range's entry is looked for first next to
+// the last one added (a child starts inside its parent, usually right after it), and the map
+// is never destroyed node by node: its entries are trivially destructible and live in the arena.
+class AddressDieMap {
+ public:
+  using Entry = std::pair<uint64_t, uint32_t>;  // (end, node), keyed by start
+  using Map = std::pmr::map<uint64_t, Entry>;
+
+  AddressDieMap() : map_(new (storage_) Map(&arena_)), last_(map_->end()) {}
+  AddressDieMap(const AddressDieMap&) = delete;
+  AddressDieMap& operator=(const AddressDieMap&) = delete;
+  // ~AddressDieMap: arena_ frees every node; map_'s destructor is not run (see above).
+
+  void Add(uint64_t lo, uint64_t hi, uint32_t node) {
+    const Map::iterator b = EntryAtOrBefore(lo);
+    if (b != map_->end() && lo < b->second.first) {
+      if (hi < b->second.first) map_->insert_or_assign(std::next(b), hi, b->second);
+      if (lo > b->first) b->second.first = lo;
+    }
+    if (b != map_->end() && b->first == lo) {
+      b->second = {hi, node};
+      last_ = b;
+    } else {
+      last_ = map_->insert_or_assign(b == map_->end() ? map_->begin() : std::next(b), lo,
+                                     Entry{hi, node});
+    }
+  }
+  size_t size() const { return map_->size(); }
+  const Map& entries() const { return *map_; }
+
+ private:
+  // The entry with the greatest start <= lo, or end().
+  Map::iterator EntryAtOrBefore(uint64_t lo) {
+    if (last_ != map_->end() && last_->first <= lo) {
+      for (int step = 0; step < 4; ++step, ++last_) {
+        const Map::iterator next = std::next(last_);
+        if (next == map_->end() || next->first > lo) return last_;
+      }
+    }
+    const Map::iterator after = map_->upper_bound(lo);
+    return after == map_->begin() ? map_->end() : std::prev(after);
+  }
+
+  std::pmr::monotonic_buffer_resource arena_{size_t{64} << 10};
+  alignas(Map) unsigned char storage_[sizeof(Map)];
+  Map* map_;
+  Map::iterator last_;
+};
 
 const char* AttrString(Dwarf_Die* die, unsigned name) {
   Dwarf_Attribute attr;
@@ -112,14 +171,19 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   }
   std::vector<std::string> strings;                    // t->strings' texts, pooled at the end
   std::unordered_map<const char*, uint32_t> file_ids;  // libdw's strings -> ours
+  const char* last_name = nullptr;                     // consecutive rows share their file
+  uint32_t last_id = kNone;
   auto intern_path = [&](const char* name) -> uint32_t {
     if (name == nullptr) return kNone;
+    if (name == last_name) return last_id;
     auto [it, inserted] = file_ids.try_emplace(name, 0);
     if (inserted) {
       it->second = static_cast<uint32_t>(strings.size());
       strings.push_back(AbsolutePath(name, comp_dir));
     }
-    return it->second;
+    last_name = name;
+    last_id = it->second;
+    return last_id;
   };
 
   // Line table.
@@ -155,7 +219,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   // Subprogram and inlined-subroutine DIEs, walked in preorder; each one's ranges are laid over
   // its parent's as llvm-symbolizer's address-to-DIE map does (a child splits its parent's
   // range), so that an address maps to the deepest DIE covering it.
-  std::map<uint64_t, std::pair<uint64_t, uint32_t>> addr_map;
+  AddressDieMap addr_map;
   std::vector<Dwarf_Die> node_die;  // the nodes' DIEs (names are resolved at the end)
   struct Item {
     Dwarf_Die die;
@@ -201,13 +265,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       while ((off = dwarf_ranges(&item.die, off, &base, &lo, &hi)) > 0 && ++guard < 65536) {
         if (first) n.low_pc = lo;
         first = false;
-        if (hi <= lo) continue;
-        auto b = addr_map.upper_bound(lo);
-        if (b != addr_map.begin() && lo < (--b)->second.first) {
-          if (hi < b->second.first) addr_map[hi] = b->second;
-          if (lo > b->first) addr_map[b->first].first = lo;
-        }
-        addr_map[lo] = {hi, id};
+        if (hi > lo) addr_map.Add(lo, hi, id);
       }
       t->nodes.push_back(n);
       node_die.push_back(item.die);
@@ -232,7 +290,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   }
   t->intervals.reserve(addr_map.size());
   std::vector<bool> used(t->nodes.size(), false);
-  for (const auto& [lo, v] : addr_map) {
+  for (const auto& [lo, v] : addr_map.entries()) {
     t->intervals.push_back({lo, v.first, v.second});
     for (uint32_t n = v.second; n != kNone && !used[n]; n = t->nodes[n].parent) used[n] = true;
   }
