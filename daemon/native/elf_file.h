@@ -23,7 +23,6 @@ struct OpenedElf {
   int fd = -1;
   Elf* elf = nullptr;
   MappingGuard guard;  // registered when libelf reads a mapping of the file
-  bool mapped() const { return guard.registered(); }
   void Close();
 };
 
