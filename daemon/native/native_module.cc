@@ -28,13 +28,9 @@ NativeModule::~NativeModule() {
   if (dwarf_) dwarf_end(dwarf_);
   dwarf_alt_ = AltDwarf();  // after dwarf_, before the files
   split_.reset();           // after the Dwarf that maps the copies it removes
-  debug_guard_.Release();   // before elf_end unmaps
-  guard_.Release();
-  if (debug_elf_) elf_end(debug_elf_);
-  if (debug_fd_ >= 0) ::close(debug_fd_);
+  debug_.Close();
   if (mini_elf_) elf_end(mini_elf_);
-  if (elf_) elf_end(elf_);
-  if (fd_ >= 0) ::close(fd_);
+  main_.Close();
 }
 
 std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const DebugSearch& search,
@@ -44,39 +40,38 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
   if (main.elf == nullptr) return nullptr;
   std::shared_ptr<NativeModule> m(new NativeModule());
   m->path_ = path;
-  m->fd_ = main.fd;
-  m->elf_ = main.elf;
-  m->guard_ = std::move(main.guard);
+  m->main_ = std::move(main);
   GElf_Ehdr ehdr;
-  gelf_getehdr(m->elf_, &ehdr);
+  gelf_getehdr(m->main_.elf, &ehdr);
   if (ehdr.e_type == ET_REL) {
     *error = path + ": a relocatable object (.o) has no addresses to symbolize";
     return nullptr;
   }
   size_t phnum = 0;
-  if (elf_getphdrnum(m->elf_, &phnum) == 0) {
+  if (elf_getphdrnum(m->main_.elf, &phnum) == 0) {
     for (size_t i = 0; i < phnum && i < 4096; ++i) {
       GElf_Phdr ph;
-      if (gelf_getphdr(m->elf_, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) {
+      if (gelf_getphdr(m->main_.elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) {
         continue;
       }
       m->segments_.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz});
     }
   }
-  m->build_id_ = HexBuildId(ReadBuildId(m->elf_));
-  m->full_symbols_ = m->symbols_.Load(m->elf_, false);
+  m->build_id_ = HexBuildId(ReadBuildId(m->main_.elf));
+  m->full_symbols_ = m->symbols_.Load(m->main_.elf, false);
   if (!m->full_symbols_) {
     // No .symtab: the dynamic symbols, and MiniDebugInfo's symbols where there is one.
-    m->symbols_.Load(m->elf_, true);
-    m->LoadMiniDebugInfo(m->elf_);
+    m->symbols_.Load(m->main_.elf, true);
+    m->LoadMiniDebugInfo(m->main_.elf);
   }
-  m->OpenDwarf(m->elf_, search);
-  m->symbols_.AddPltEntries(m->elf_);
+  m->OpenDwarf(m->main_.elf, search);
+  m->symbols_.AddPltEntries(m->main_.elf);
   m->symbols_.Finish();
   size_t bytes =
       sizeof(NativeModule) + m->symbols_.Bytes() + m->minidebug_.capacity() + m->cus_.IndexBytes();
   // The debug sections libdw read into memory.
-  if (m->dwarf_ != nullptr) bytes += DebugSectionBytes(m->debug_elf_ ? m->debug_elf_ : m->elf_);
+  if (m->dwarf_ != nullptr)
+    bytes += DebugSectionBytes(m->debug_.elf ? m->debug_.elf : m->main_.elf);
   bytes += m->alt_.Bytes();
   m->bytes_ = bytes;
   return m;
@@ -103,14 +98,12 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_ = path_;
   } else if (OpenedElf d = OpenDebugFile(path_, main, build_id_, search, &debug_file_);
              d.elf != nullptr) {
-    debug_fd_ = d.fd;
-    debug_elf_ = d.elf;
-    debug_guard_ = std::move(d.guard);
+    debug_ = std::move(d);
     source = d.elf;
     if (symbols_.empty() || FindSection(main, ".symtab") == nullptr) {
       // A stripped binary: the debug file's full symbol table names local functions too.
       symbols_.Clear();
-      full_symbols_ = symbols_.Load(debug_elf_, false);
+      full_symbols_ = symbols_.Load(debug_.elf, false);
       if (!full_symbols_) {
         symbols_.Load(main, true);
         if (mini_elf_) full_symbols_ = symbols_.Load(mini_elf_, false);
@@ -118,7 +111,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     }
   }
   if (source == nullptr) return false;
-  int fd = source == debug_elf_ ? debug_fd_ : fd_;
+  int fd = source == debug_.elf ? debug_.fd : main_.fd;
   dwarf_ = dwarf_begin_elf(source, DWARF_C_READ, nullptr);
   if (dwarf_ == nullptr) {
     JITSYM_LOG(kWarning, debug_file_, ": cannot read DWARF: ", dwarf_errmsg(-1),
@@ -134,7 +127,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   // units costs nothing more: its unit headers are read once, here, and kept by libdw.
   if (HasSkeletonUnits(dwarf_)) {
     std::string error;
-    split_ = SplitUnits::Open(path_, fd_, debug_file_, fd, source, &error);
+    split_ = SplitUnits::Open(path_, main_.fd, debug_file_, fd, source, &error);
     Dwarf* copy =
         split_ != nullptr ? dwarf_begin_elf(split_->skeletons(), DWARF_C_READ, nullptr) : nullptr;
     if (copy != nullptr) {

@@ -85,7 +85,7 @@ class NativeModule {
   bool has_dwarf() const { return dwarf_ != nullptr; }
   // A file it maps (the binary, its debug file) shrank under it: pages past the new end read as
   // zeros (mapping_guard.h), so the module cache opens the files again.
-  bool damaged() const { return guard_.faults() != 0 || debug_guard_.faults() != 0; }
+  bool damaged() const { return main_.guard.faults() != 0 || debug_.guard.faults() != 0; }
   size_t symbol_count() const { return symbols_.size(); }
   // Stripped: no full symbol table (.symtab, MiniDebugInfo's, a debug file's) and no DWARF;
   // at most its dynamic symbols name anything.
@@ -128,12 +128,8 @@ class NativeModule {
   SymbolTable symbols_;
 
   // Owned libelf/libdw handles and their file descriptors.
-  int fd_ = -1;
-  Elf* elf_ = nullptr;
-  MappingGuard guard_;  // of elf_'s mapping, when mapped
-  int debug_fd_ = -1;
-  Elf* debug_elf_ = nullptr;
-  MappingGuard debug_guard_;
+  OpenedElf main_;   // the binary
+  OpenedElf debug_;  // its separate debug file, when the DWARF is there
   Dwarf* dwarf_ = nullptr;
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
