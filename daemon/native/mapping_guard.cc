@@ -124,10 +124,9 @@ MappingGuard MappingGuard::Register(const void* start, size_t size, std::string_
     Slot& s = g_slots[i];
     bool expected = false;
     if (!s.taken.compare_exchange_strong(expected, true, std::memory_order_acquire)) continue;
-    // One line per event: no newline of the file's name reaches the log.
-    std::string head = log::LinePrefix(log::Level::kWarning) + "native: ";
-    for (char c : file.substr(0, 256)) head += (c == '\n' || c == '\r') ? ' ' : c;
-    head += ": shrank while mapped: from offset ";
+    const std::string head = log::Format(
+        log::Level::kWarning,
+        log::Cat("native: ", file.substr(0, 256), ": shrank while mapped: from offset "));
     s.head_len = std::min(head.size(), kHeadBytes);
     std::memcpy(s.head, head.data(), s.head_len);
     s.faults.store(0, std::memory_order_relaxed);

@@ -73,24 +73,24 @@ std::optional<Level> ParseLevel(std::string_view name) {
   return std::nullopt;
 }
 
-std::string LinePrefix(Level level) {
-  std::string prefix;
+std::string Format(Level level, std::string_view message) {
+  std::string line;
+  line.reserve(message.size() + 32);
   if (UnderJournal()) {
-    prefix += '<';
-    prefix += static_cast<char>('0' + SyslogPriority(level));
-    prefix += '>';
+    line += '<';
+    line += static_cast<char>('0' + SyslogPriority(level));
+    line += '>';
   }
-  prefix += "jitsymd: ";
-  prefix += Name(level);
-  prefix += ": ";
-  return prefix;
+  line += "jitsymd: ";
+  line += Name(level);
+  line += ": ";
+  // One event, one line: a name read from a hostile file must not forge extra log lines.
+  for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
+  return line;
 }
 
 void Write(Level level, std::string_view message) {
-  std::string line = LinePrefix(level);
-  line.reserve(line.size() + message.size() + 1);
-  // One event, one line: a name read from a hostile file must not forge extra log lines.
-  for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
+  std::string line = Format(level, message);
   line += '\n';
   // A single write(2) keeps lines from concurrent threads whole.
   static std::mutex mu;

@@ -18,9 +18,10 @@ Level GetLevel();
 std::optional<Level> ParseLevel(std::string_view name);
 bool Enabled(Level level);
 void Write(Level level, std::string_view message);
-// What Write puts before the message ("jitsymd: warning: ", with "<4>" under the journal), for
-// a writer that cannot call Write: a signal handler formats its line ahead of time.
-std::string LinePrefix(Level level);
+// The line Write writes, without its final newline: "jitsymd: warning: MESSAGE" ("<4>" first
+// under the journal), newlines in the message made spaces. For a writer that cannot call Write:
+// a signal handler formats its line ahead of time.
+std::string Format(Level level, std::string_view message);
 
 // Concatenates its arguments as an ostream would print them.
 template <typename... Args>
