@@ -162,15 +162,12 @@ struct NodeAttrs {
   // dwarf_ranges' first answer for a DIE that is not a unit's: [low_pc, high_pc), high_pc an
   // address or an offset from low_pc. False when dwarf_ranges would look at DW_AT_ranges.
   bool Contiguous(Dwarf_Addr* lo, Dwarf_Addr* hi) {
-    if (low_pc.code == 0 || high_pc.code == 0) return false;
+    if (low_pc.code == 0 || high_pc.code == 0 || dwarf_formaddr(&low_pc, lo) != 0) return false;
+    if (dwarf_formaddr(&high_pc, hi) == 0) return true;
     Dwarf_Word offset;
-    if (dwarf_formaddr(&high_pc, hi) != 0) {
-      if (dwarf_formaddr(&low_pc, lo) != 0 || dwarf_formudata(&high_pc, &offset) != 0) {
-        return false;
-      }
-      *hi = *lo + offset;
-    }
-    return dwarf_formaddr(&low_pc, lo) == 0;
+    if (dwarf_formudata(&high_pc, &offset) != 0) return false;
+    *hi = *lo + offset;
+    return true;
   }
 };
 
