@@ -7,6 +7,10 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
+
+#include "daemon/native/elf_file.h"
+#include "tests/unit/testing/self_path.h"
 
 namespace jitsym::native {
 namespace {
@@ -45,13 +49,13 @@ TEST_F(MappedFile, PagesPastTheNewEndReadAsZerosAndTheRestStays) {
   MappingGuard guard = MappingGuard::Register(const_cast<char*>(map_), size_, path_);
   ASSERT_TRUE(guard.registered());
   EXPECT_EQ(map_[0], 'x');
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   ASSERT_EQ(::ftruncate(fd_, static_cast<off_t>(page_)), 0);
   EXPECT_EQ(map_[2 * page_ + 5], 0);  // without the guard: SIGBUS
   EXPECT_EQ(map_[page_], 0);
   EXPECT_EQ(map_[page_ + 1], 0);  // the same replaced page: no second fault
   EXPECT_EQ(map_[10], 'x');       // inside the file as it is now
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(guard.faults(), 2u);
   // One line, for the first fault, naming the file and where it now ends.
   EXPECT_EQ(log, "jitsymd: warning: native: " + path_ + ": shrank while mapped: from offset " +
@@ -67,9 +71,9 @@ TEST_F(MappedFile, AMovedGuardStillGuardsAndAReleasedOneNoLonger) {
   EXPECT_FALSE(first.registered());  // NOLINT(bugprone-use-after-move): what a move leaves
   ASSERT_TRUE(moved.registered());
   ASSERT_EQ(::ftruncate(fd_, 0), 0);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(map_[page_], 0);
-  testing::internal::GetCapturedStderr();
+  ::testing::internal::GetCapturedStderr();
   moved.Release();
   EXPECT_FALSE(moved.registered());
   // Unguarded, a read past the end is the fault it always was: SIGBUS's default action, or the
@@ -81,6 +85,31 @@ TEST(MappingGuard, EmptyRangesAreNotGuarded) {
   EXPECT_FALSE(MappingGuard::Register(nullptr, 4096, "x").registered());
   char byte = 0;
   EXPECT_FALSE(MappingGuard::Register(&byte, 0, "x").registered());
+}
+
+TEST(MappingGuard, WithEverySlotTakenOpenElfReadsACopy) {
+  InitElf();
+  const std::string self = jitsym::testing::SelfPath();
+  OpenedElf mapped = OpenElf(self, nullptr, ElfRead::kMap);
+  ASSERT_NE(mapped.elf, nullptr);
+  EXPECT_TRUE(mapped.guard.registered());
+  mapped.Close();
+  char byte = 0;
+  std::vector<MappingGuard> all;
+  for (MappingGuard g; (g = MappingGuard::Register(&byte, 1, "x")).registered();) {
+    all.push_back(std::move(g));
+  }
+  EXPECT_GE(all.size(), static_cast<size_t>(MappingGuard::kSlots) - 8);  // a few may be in use
+  std::string error;
+  OpenedElf copied = OpenElf(self, &error, ElfRead::kMap);
+  ASSERT_NE(copied.elf, nullptr) << error;  // still open: read into memory instead
+  EXPECT_FALSE(copied.guard.registered());
+  EXPECT_TRUE(HasDwarf(copied.elf));
+  copied.Close();
+  all.clear();
+  OpenedElf again = OpenElf(self, nullptr, ElfRead::kMap);
+  EXPECT_TRUE(again.guard.registered());  // released slots are taken again
+  again.Close();
 }
 
 }  // namespace
