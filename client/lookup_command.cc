@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "client/args.h"
 #include "client/blocking_queue.h"
@@ -118,6 +119,10 @@ struct Batch {
   std::vector<proto::LookupResult> bad;
 
   proto::ClientConnection* via = nullptr;  // the connection its request went out on
+  // Its answer, read by the decoder thread; read_ok false: read_error says why there is none.
+  proto::Response response;
+  bool read_ok = true;
+  std::string read_error;
 
   proto::LookupRequest& lookup() { return std::get<proto::LookupRequest>(request.body); }
   void Clear() {
@@ -270,14 +275,8 @@ class LookupPipeline {
   }
 
   int Run() {
-    return RunPipeline([this] { WriterLoop(); }, [this](std::string* e) { return ReaderLoop(e); },
-                       [this] {
-                         free_.Close();
-                         connection_.Shutdown();
-                         if (auto* second = second_.load()) second->Shutdown();
-                         source_.Wake();
-                       },
-                       &writer_error_);
+    return RunPipeline([this] { WriterLoop(); }, [this](std::string* e) { return ReadAndPrint(e); },
+                       [this] { Unblock(); }, &writer_error_);
   }
 
  private:
@@ -336,21 +335,55 @@ class LookupPipeline {
     return use_second_ ? second_owner_.get() : &connection_;
   }
 
+  // Wakes every thread of the pipeline that may wait: the writer (for a free batch, for input,
+  // in a send), the decoder (in a read). May be called more than once.
+  void Unblock() {
+    free_.Close();
+    connection_.Shutdown();
+    if (auto* second = second_.load()) second->Shutdown();
+    source_.Wake();
+  }
+
+  // Reading and decoding an answer is a third of the reader's work: a thread of its own does
+  // it, so that the next answer is decoded while this one is printed.
+  int ReadAndPrint(std::string* error) {
+    std::thread decoder([this] { DecodeLoop(); });
+    const int status = PrintLoop(error);
+    if (status != kExitOk) Unblock();
+    decoder.join();
+    return status;
+  }
+
+  // Reads each batch's answer into the batch, in the order the requests went out.
+  void DecodeLoop() {
+    for (;;) {
+      std::optional<Batch*> next = in_flight_.Pop();
+      if (!next) break;
+      Batch* batch = *next;
+      batch->read_ok = batch->lookup().addrs.empty() ||
+                       batch->via->ReadResponse(&batch->response, &batch->read_error);
+      decoded_.Push(batch);
+      if (!batch->read_ok) break;
+    }
+    decoded_.Close();
+  }
+
   // Prints answers in input order. Error responses are reported here; other failures are left
   // in *error for Run() to report once the writer has stopped.
-  int ReaderLoop(std::string* error) {
+  int PrintLoop(std::string* error) {
     Output output;
-    proto::Response response;
     for (;;) {
-      if (in_flight_.Empty()) output.Flush();  // waiting: show what we have (interactive use)
-      std::optional<Batch*> next = in_flight_.Pop();
+      if (decoded_.Empty()) output.Flush();  // waiting: show what we have (interactive use)
+      std::optional<Batch*> next = decoded_.Pop();
       if (!next) break;
       Batch* batch = *next;
       const std::vector<proto::AddressQuery>& addrs = batch->lookup().addrs;
       const std::vector<proto::LookupResult>* results = nullptr;
       if (!addrs.empty()) {
-        if (!batch->via->ReadResponse(&response, error)) {
+        const proto::Response& response = batch->response;
+        if (!batch->read_ok) {
           output.Flush();
+          *error = std::move(batch->read_error);
           return kExitError;
         }
         if (const auto* err = std::get_if<proto::ErrorResponse>(&response.body)) {
@@ -410,8 +443,9 @@ class LookupPipeline {
   TimeChecker* const times_;  // the writer thread's
   Batch batches_[kBatchesInFlight];
   BlockingQueue<Batch*> free_;
-  BlockingQueue<Batch*> in_flight_;
-  std::string writer_error_;  // the writer's; read after join
+  BlockingQueue<Batch*> in_flight_;  // sent, answer not read yet
+  BlockingQueue<Batch*> decoded_;    // answer read, not printed yet
+  std::string writer_error_;         // the writer's; read after join
   bool unknown_process_ = false;
   bool denied_ = false;
 };
