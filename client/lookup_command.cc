@@ -530,6 +530,8 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   prototype.strings = true;  // batches repeat names and paths: send each once
   // Decoding binary answers is a fraction of decoding JSON (docs/performance.md, Native).
   prototype.binary = !wire || *wire == "binary";
+  // Batches of one run repeat the same names: each is sent once per connection, not per batch.
+  prototype.connection_strings = prototype.binary;
   size_t batch_size = kDefaultBatch;
   if (batch_text) {
     const std::optional<uint64_t> n = proto::ParseDecimal(*batch_text);

@@ -2,6 +2,9 @@
 // comes from the peer and is checked against what is left before it is used: a malformed
 // answer is an error naming the byte offset (from the first byte after the header line),
 // never a read past the end or an allocation the input did not pay for.
+#include <algorithm>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,9 +20,10 @@ using namespace binary;  // NOLINT: the member bits
 class FrameDecoder {
  public:
   // `payload` is one frame's payload; `base` its offset in the frames; `table` the strings
-  // the answer sent so far.
-  FrameDecoder(std::string_view payload, size_t base, std::vector<std::string_view>* table)
-      : r_(payload, ByteOrder::kLittle), base_(base), table_(table) {}
+  // the answer sent so far, or `connection` the connection's table.
+  FrameDecoder(std::string_view payload, size_t base, std::vector<std::string_view>* table,
+               ConnectionStrings* connection)
+      : r_(payload, ByteOrder::kLittle), base_(base), table_(table), connection_(connection) {}
 
   const std::string& error() const { return error_; }
   size_t remaining() const { return r_.remaining(); }
@@ -60,20 +64,26 @@ class FrameDecoder {
     *s = std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     return true;
   }
-  // A new string (k = 0) joins the answer's table; k >= 1 names entry k - 1.
+  // A new string (k = 0) joins the table; k >= 1 names entry k - 1.
   bool String(std::string_view what, std::string_view* s) {
     uint64_t k = 0;
     if (!Uleb(what, &k)) return false;
     if (k == 0) {
       if (!Text(what, s)) return false;
-      table_->push_back(*s);
+      if (connection_ != nullptr) {
+        *s = connection_->Add(*s);
+      } else {
+        table_->push_back(*s);
+      }
       return true;
     }
-    if (k > table_->size()) {
+    const size_t size = connection_ != nullptr ? connection_->size() : table_->size();
+    if (k > size) {
       return Fail(std::string(what) + " refers to string " + std::to_string(k - 1) +
-                  " of a table of " + std::to_string(table_->size()));
+                  " of a table of " + std::to_string(size));
     }
-    *s = (*table_)[static_cast<size_t>(k - 1)];
+    *s = connection_ != nullptr ? (*connection_)[static_cast<size_t>(k - 1)]
+                                : (*table_)[static_cast<size_t>(k - 1)];
     return true;
   }
 
@@ -155,6 +165,7 @@ class FrameDecoder {
   size_t base_;
   size_t at_ = 0;  // where the field being read starts, in the payload
   std::vector<std::string_view>* table_;
+  ConnectionStrings* connection_;
   std::string error_;
 };
 
@@ -166,7 +177,23 @@ std::string At(size_t offset) { return "binary answer: offset " + std::to_string
 
 }  // namespace
 
-Status DecodeBinaryLookupFrames(std::string_view frames, LookupResponse* response) {
+std::string_view ConnectionStrings::Add(std::string_view s) {
+  if (s.empty()) return table_.emplace_back();
+  if (s.size() > room_) {  // a new chunk; the rest of the last one stays unused
+    static constexpr size_t kChunkBytes = size_t{256} << 10;
+    used_ = 0;
+    room_ = std::max(kChunkBytes, s.size());
+    chunks_.push_back(std::make_unique_for_overwrite<char[]>(room_));
+  }
+  char* at = chunks_.back().get() + used_;
+  std::memcpy(at, s.data(), s.size());
+  used_ += s.size();
+  room_ -= s.size();
+  return table_.emplace_back(at, s.size());
+}
+
+Status DecodeBinaryLookupFrames(std::string_view frames, LookupResponse* response,
+                                ConnectionStrings* strings) {
   std::vector<LookupResult>& results = response->results;
   std::vector<std::string_view> table;
   size_t n = 0;  // results decoded so far
@@ -185,7 +212,7 @@ Status DecodeBinaryLookupFrames(std::string_view frames, LookupResponse* respons
                        " bytes, " + std::to_string(frames.size() - at) + " left (at most " +
                        std::to_string(kMaxBinaryFrameBytes) + ")");
     }
-    FrameDecoder d(frames.substr(at, length), at, &table);
+    FrameDecoder d(frames.substr(at, length), at, &table, strings);
     uint32_t count = 0;
     bool ok = d.U32("result count", &count);
     if (ok && count > d.remaining() / 2) {  // a result takes at least 2 bytes

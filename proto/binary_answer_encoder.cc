@@ -45,8 +45,8 @@ void AppendText(std::string_view s, std::string* out) {
 
 class FrameWriter {
  public:
-  FrameWriter(StringInterner* strings, uint32_t base, std::string* out)
-      : out_(out), strings_(*strings), base_(base) {}
+  FrameWriter(StringInterner* strings, uint32_t base, uint64_t* text_bytes, std::string* out)
+      : out_(out), strings_(*strings), base_(base), text_bytes_(*text_bytes) {}
 
   void String(std::string_view s) {
     const StringInterner::Entry e = strings_.Intern(s);
@@ -56,6 +56,7 @@ class FrameWriter {
     }
     out_->push_back('\0');
     AppendText(s, out_);
+    text_bytes_ += s.size();
   }
 
   void Result(const LookupResult& r, uint32_t fields) {
@@ -127,24 +128,31 @@ class FrameWriter {
   std::string* out_;
   StringInterner& strings_;
   uint32_t base_;
+  uint64_t& text_bytes_;
 };
 
 }  // namespace
 
-void EncodeBinaryLookupBegin(std::string_view id_json, std::string* out) {
+void EncodeBinaryLookupBegin(std::string_view id_json, std::string* out,
+                             std::optional<uint64_t> strings_kept) {
   out->append("{\"v\":1");
   if (!id_json.empty()) {
     out->append(",\"id\":");
     out->append(id_json);
   }
-  out->append(",\"ok\":true,\"encoding\":\"binary\"}\n");
+  out->append(",\"ok\":true,\"encoding\":\"binary\"");
+  if (strings_kept) {
+    out->append(",\"strings_kept\":");
+    out->append(std::to_string(*strings_kept));
+  }
+  out->append("}\n");
 }
 
 size_t BinaryAnswerEncoder::EncodeFrame(std::span<const LookupResult> results, uint32_t fields,
                                         size_t max_bytes, std::string* out) {
   const size_t start = out->size();
   out->append(2 * kBinaryFramePrefixBytes, '\0');  // length and count, written at the end
-  FrameWriter writer(&strings_, base_, out);
+  FrameWriter writer(&strings_, base_, &text_bytes_, out);
   size_t n = 0;
   while (n < results.size() && (n == 0 || out->size() - start < max_bytes)) {
     writer.Result(results[n++], fields);
@@ -158,6 +166,12 @@ size_t BinaryAnswerEncoder::EncodeFrame(std::span<const LookupResult> results, u
 void BinaryAnswerEncoder::ForgetStrings() {
   base_ += static_cast<uint32_t>(strings_.strings().size());
   strings_.Clear();
+}
+
+void BinaryAnswerEncoder::Reset() {
+  strings_.Clear();
+  base_ = 0;
+  text_bytes_ = 0;
 }
 
 void EncodeBinaryLookupEnd(std::string* out) { out->append(kBinaryFramePrefixBytes, '\0'); }

@@ -214,7 +214,23 @@ bool ClientConnection::ReadBinaryFrames(LookupResponse* lookup, std::string* err
     }
     if (!ReadBytes(length, &frames, error)) return false;
   }
-  if (Status st = DecodeBinaryLookupFrames(frames, lookup); !st.ok()) {
+  ConnectionStrings* table = nullptr;
+  if (lookup->strings_kept) {
+    // The connection's table: all of it kept, or a new one (the old one lives on in the
+    // responses that point into it).
+    const uint64_t have = strings_ ? strings_->size() : 0;
+    if (*lookup->strings_kept == 0) {
+      strings_ = std::make_shared<ConnectionStrings>();
+    } else if (*lookup->strings_kept != have) {
+      *error = "malformed response from jitsymd: binary answer: keeps " +
+               std::to_string(*lookup->strings_kept) + " strings of a table of " +
+               std::to_string(have);
+      return false;
+    }
+    table = strings_.get();
+    lookup->keepalive = strings_;
+  }
+  if (Status st = DecodeBinaryLookupFrames(frames, lookup, table); !st.ok()) {
     *error = "malformed response from jitsymd: " + st.error().message;
     return false;
   }

@@ -80,6 +80,8 @@ class ClientConnection {
   size_t end_ = 0;
   size_t scanned_ = 0;  // buffer_[begin_, scanned_) is known to hold no '\n'
   std::string send_buffer_;
+  // The strings of binary answers that keep them across the connection ("strings_kept").
+  std::shared_ptr<ConnectionStrings> strings_;
 };
 
 }  // namespace jitsym::proto

@@ -117,6 +117,10 @@ struct LookupRequest {
   // JSON header line, then length-prefixed frames of results. What a client decodes from it is
   // exactly what it decodes from the JSON answer, for a fraction of both sides' work.
   bool binary = false;
+  // "string_table":"connection", with binary: the answer's strings join a table that lives
+  // across the binary answers of this connection (docs/protocol.md, *Strings kept across
+  // answers*), so a string is sent once per connection instead of once per answer.
+  bool connection_strings = false;
 };
 
 // Every range the daemon knows for a process as of now (what a perf map of it would hold).
@@ -193,14 +197,19 @@ void ResetLookupResult(LookupResult* r);
 
 struct LookupResponse {
   std::vector<LookupResult> results;  // in request order, one per address
-  // Made by the daemon: owns what the results' string members point into (the index view, the
-  // modules and image tables that answered). Copies of the response share it.
+  // Owns what the results' string members point into: made by the daemon (the index view, the
+  // modules and image tables that answered), or by the client (the connection's string table,
+  // for a binary answer that uses one). Copies of the response share it.
   std::shared_ptr<const void> keepalive;
   uint32_t fields = kAllFields;  // members to encode (from the request)
   bool strings = false;          // encode the compact form (LookupRequest::strings)
   // Encoding: the binary form (LookupRequest::binary). Decoding: the header line said binary
   // frames follow it (DecodeBinaryLookupFrames reads them).
   bool binary = false;
+  // A binary answer's header member "strings_kept" (encoding: what to write; decoding: what was
+  // read): the answer uses the connection's string table, of which it keeps this many entries
+  // (0: a new table, else all of them).
+  std::optional<uint64_t> strings_kept;
   // Decoded: the unescaped text of every string of the response (the compact form's table and
   // the plain form's members), which the results' string members point into. Copies of the
   // response share it; the next decode into this response reuses it when nobody else does.
@@ -414,8 +423,13 @@ inline constexpr size_t kBinaryFrameTarget = size_t{1} << 20;
 // Bytes of a frame's length prefix; a prefix of 0 ends the answer.
 inline constexpr size_t kBinaryFramePrefixBytes = 4;
 
-// The header line, {"v":1,"id":ID,"ok":true,"encoding":"binary"} and '\n'.
-void EncodeBinaryLookupBegin(std::string_view id_json, std::string* out);
+// The "string_table" a client asks for to keep strings across the answers of its connection.
+inline constexpr std::string_view kConnectionStringTable = "connection";
+
+// The header line, {"v":1,"id":ID,"ok":true,"encoding":"binary"} and '\n'; with strings_kept,
+// also "strings_kept":N (the answer uses the connection's string table).
+void EncodeBinaryLookupBegin(std::string_view id_json, std::string* out,
+                             std::optional<uint64_t> strings_kept = std::nullopt);
 // Writes the frames of one binary answer. Strings are sent once per answer: a frame may refer
 // to any string an earlier frame of the answer sent. The encoder remembers strings by address,
 // so whoever owns them says when they may go away (ForgetStrings): later frames then send them
@@ -428,10 +442,37 @@ class BinaryAnswerEncoder {
                      std::string* out);
   // The strings seen so far may be freed: never refer to them again.
   void ForgetStrings();
+  // Starts a new table (a connection's table, at the start of an answer).
+  void Reset();
+  // Strings sent so far (the next one's index); whether any were forgotten; the bytes of the
+  // strings' text sent since the last Reset.
+  uint64_t sent() const { return base_ + strings_.strings().size(); }
+  bool forgot() const { return base_ > 0; }
+  uint64_t text_bytes() const { return text_bytes_; }
 
  private:
   StringInterner strings_;
-  uint32_t base_ = 0;  // strings the answer sent before strings_ was cleared
+  uint32_t base_ = 0;  // strings sent before strings_ was cleared
+  uint64_t text_bytes_ = 0;
+};
+
+// The client's side of a connection-wide string table: the text of every string the
+// connection's answers sent into it, copied into chunks that never move, so that results
+// decoded from one answer stay valid while later answers add strings. A table the daemon
+// starts anew is a new object; the old one lives as long as the responses that point into it
+// (their keepalive).
+class ConnectionStrings {
+ public:
+  // Copies s in as the next entry; the view returned stays valid as long as this table.
+  std::string_view Add(std::string_view s);
+  std::string_view operator[](size_t i) const { return table_[i]; }
+  size_t size() const { return table_.size(); }
+
+ private:
+  std::vector<std::string_view> table_;
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  size_t used_ = 0;  // bytes used of the last chunk
+  size_t room_ = 0;  // bytes left in it
 };
 // The end marker (a frame length of 0).
 void EncodeBinaryLookupEnd(std::string* out);
@@ -441,7 +482,10 @@ uint32_t BinaryFrameLength(const char* prefix);
 // included (nothing after it), into response->results (reusing their storage). The results'
 // strings point into `frames`, which must outlive them (ClientConnection reads the frames into
 // response->text). Malformed input is an error naming the byte offset, never a crash.
-Status DecodeBinaryLookupFrames(std::string_view frames, LookupResponse* response);
+// With `strings` (a header with "strings_kept"), strings refer to that connection-wide table
+// and new ones are copied into it.
+Status DecodeBinaryLookupFrames(std::string_view frames, LookupResponse* response,
+                                ConnectionStrings* strings = nullptr);
 
 // The error response for a request, keeping its id.
 Response MakeErrorResponse(std::string id_json, std::string_view code, std::string message);

@@ -264,6 +264,19 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     f->lookup.binary = name == kBinaryEncoding;
     return true;
   }
+  if (key == "string_table") {
+    // "connection": the binary answers' strings kept across the answers of this connection;
+    // any other name (a newer client's) is a table per answer.
+    if (r.Peek() == Kind::kNull) return r.ReadNull();
+    std::string_view name;
+    if (r.Peek() != Kind::kString) {
+      SetOnce(&f->lookup_error, "member 'string_table' must be a string");
+      return r.Skip();
+    }
+    if (!r.ReadString(&name)) return false;
+    f->lookup.connection_strings = name == kConnectionStringTable;
+    return true;
+  }
   if (key == "addrs") return ReadAddrs(r, line, f);
   if (key == "addr") {
     f->have_addr = true;
@@ -435,6 +448,7 @@ void EncodeRequest(const Request& request, std::string* out) {
       }
       if (lookup.strings) out->append(",\"strings\":true");
       if (lookup.binary) out->append(",\"encoding\":\"binary\"");
+      if (lookup.connection_strings) out->append(",\"string_table\":\"connection\"");
       out->append(",\"addrs\":[");
       bool first = true;
       for (const AddressQuery& q : lookup.addrs) {

@@ -437,6 +437,7 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
   SymbolsResponse symbols;
   ExplainResponse explain;
   LookupResponse* lookup = std::get_if<LookupResponse>(&response->body);
+  if (lookup != nullptr) lookup->strings_kept.reset();
   size_t n_results = 0;
   ProcessesResponse processes;
   StatsResponse stats;
@@ -482,6 +483,10 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
       if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
       lookup->binary = true;
       return true;
+    }
+    if (key == "strings_kept") {  // a binary answer's header: it uses the connection's table
+      if (lookup == nullptr) lookup = &response->body.emplace<LookupResponse>();
+      return d.Uint(key, &lookup->strings_kept.emplace());
     }
     if (key == "processes") {
       body = Body::kProcesses;

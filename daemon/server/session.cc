@@ -29,6 +29,13 @@ constexpr size_t kUnchargedLineBytes = 4096;
 // A compact answer is built whole (its string table comes first); one whose strings add up to
 // more than this is sent in the plain form instead, which streams.
 constexpr size_t kMaxCompactStringBytes = 4 << 20;
+// A connection's string table (docs/protocol.md, *Strings kept across answers*) pins the
+// slices its strings point into: at most this many (their modules and index views), and it
+// starts anew past this much text (what the client holds).
+constexpr size_t kMaxPinnedSlices = 16;
+constexpr uint64_t kMaxConnectionStringBytes = 16 << 20;
+// A connection with no answer in progress for this long lets its pinned slices go.
+constexpr auto kStringPinIdle = std::chrono::seconds(2);
 
 bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;
@@ -82,8 +89,9 @@ struct Session::Stream {
   bool started = false;  // the answer's head has been written
   bool binary = false;   // the binary answer form: frames of results after a header line
   // Its string table: the slice's strings are borrowed from what the slice keeps alive, so it
-  // forgets them with the slice.
+  // forgets them with the slice. Not used when the answer uses the connection's table.
   proto::BinaryAnswerEncoder encoder;
+  bool connection_strings = false;
   uint64_t charged = 0;  // charged to ServerState::memory for `addrs`
 
   const std::vector<proto::LookupResult>& results() const {
@@ -167,6 +175,10 @@ void Session::OnTimer() {
   // answers the requests before it (a pipelined line read in part waits for those).
   const bool slow = reading_ && end_ > begin_ && o.request_timeout.count() > 0 &&
                     line_waited_ + (now - reading_since_) >= o.request_timeout;
+  // An idle connection does not keep slices alive for the strings of answers to come.
+  if (!stream_ && !pinned_slices_.empty() && now - last_progress_ >= kStringPinIdle) {
+    ForgetConnectionStrings();
+  }
   if (!idle && !slow) {
     ArmTimer();
     return;
@@ -389,6 +401,7 @@ bool Session::StartStream(proto::Request request, uint64_t charged) {
   const size_t slice = std::max<size_t>(1, state_->options.answer_slice);
   // A binary answer streams whatever its size: each frame has its own string table.
   stream->binary = lookup.binary;
+  stream->connection_strings = lookup.binary && lookup.connection_strings;
   if (lookup.strings && !lookup.binary && lookup.addrs.size() <= slice) {
     // The compact form needs every string before the first result: answered whole, as long as
     // its strings stay small.
@@ -455,7 +468,9 @@ void Session::Produce() {
   }
   if (!s.started) {
     if (s.binary) {
-      proto::EncodeBinaryLookupBegin(s.request.id_json, &out_);
+      std::optional<uint64_t> kept;
+      if (s.connection_strings) kept = BeginConnectionStrings();
+      proto::EncodeBinaryLookupBegin(s.request.id_json, &out_, kept);
     } else {
       proto::EncodeLookupResponseBegin(s.request.id_json, &out_);
     }
@@ -465,9 +480,10 @@ void Session::Produce() {
   const uint32_t fields = std::get<proto::LookupRequest>(s.request.body).fields;
   const size_t high_water = state_->options.output_high_water;
   if (s.binary) {
+    proto::BinaryAnswerEncoder& encoder = s.connection_strings ? connection_strings_ : s.encoder;
     while (s.emitted < results.size() && out_.size() < high_water) {
-      s.emitted += s.encoder.EncodeFrame(std::span(results).subspan(s.emitted), fields,
-                                         proto::kBinaryFrameTarget, &out_);
+      s.emitted += encoder.EncodeFrame(std::span(results).subspan(s.emitted), fields,
+                                       proto::kBinaryFrameTarget, &out_);
     }
   }
   while (s.emitted < results.size() && out_.size() < high_water) {
@@ -476,14 +492,41 @@ void Session::Produce() {
   }
   if (s.emitted == results.size()) {
     s.have_slice = false;
-    // Drops the slice's keepalive (index view, modules); the handler may keep the storage.
+    if (s.connection_strings) {
+      PinSlice(&s.slice);
+    } else {
+      s.encoder.ForgetStrings();
+    }
+    // Drops the slice's keepalive (index view, modules), unless pinned; the handler may keep
+    // the storage.
     state_->handler.Recycle(std::exchange(s.slice, proto::Response{}));
-    s.encoder.ForgetStrings();
     if (s.next == s.addrs.size() && s.started) {
       EndAnswer(s);
       EndStream();
     }
   }
+}
+
+uint64_t Session::BeginConnectionStrings() {
+  if (connection_strings_.forgot() ||
+      connection_strings_.text_bytes() > kMaxConnectionStringBytes) {
+    connection_strings_.Reset();
+    pinned_slices_.clear();
+  }
+  return connection_strings_.sent();
+}
+
+void Session::PinSlice(proto::Response* slice) {
+  if (auto* lookup = std::get_if<proto::LookupResponse>(&slice->body);
+      lookup != nullptr && lookup->keepalive != nullptr) {
+    pinned_slices_.push_back(std::move(lookup->keepalive));
+  }
+  if (pinned_slices_.size() > kMaxPinnedSlices) ForgetConnectionStrings();
+}
+
+void Session::ForgetConnectionStrings() {
+  connection_strings_.ForgetStrings();  // before what they point into may go
+  pinned_slices_.clear();
 }
 
 void Session::EndAnswer(const Stream& s) {

@@ -83,6 +83,14 @@ class Session : public std::enable_shared_from_this<Session> {
   // The end of a streamed answer: "]}\n", or a binary answer's end marker.
   void EndAnswer(const Stream& s);
   void EndStream();
+  // A binary answer that uses the connection's string table starts: the table starts anew if
+  // it forgot strings or grew past its bound. Returns how many strings it keeps.
+  uint64_t BeginConnectionStrings();
+  // A slice of such an answer was sent: its strings stay referable, so what they point into is
+  // pinned, up to kMaxPinnedSlices slices (then the table forgets them).
+  void PinSlice(proto::Response* slice);
+  // The table's strings are never referred to again; the pinned slices are let go.
+  void ForgetConnectionStrings();
   // The handler's answer to one request (a slice of a lookup), normalized; exceptions become
   // an "internal" error.
   proto::Response CallHandler(const proto::Request& request);
@@ -105,6 +113,12 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t scanned_ = 0;  // in_[begin_, scanned_) holds no '\n'
   std::string out_;
   std::unique_ptr<Stream> stream_;
+  // The connection's string table (binary answers that ask "string_table":"connection"): the
+  // encoder remembers strings by address, so the slices whose strings it may refer to are
+  // pinned (their keepalives) until it forgets them: past kMaxPinnedSlices slices or
+  // kMaxConnectionStringBytes of text, or once the connection is idle (OnTimer).
+  proto::BinaryAnswerEncoder connection_strings_;
+  std::vector<std::shared_ptr<const void>> pinned_slices_;
   bool writing_ = false;
   bool close_after_write_ = false;
   bool closed_ = false;

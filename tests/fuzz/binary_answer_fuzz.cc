@@ -1,6 +1,7 @@
 // Binary lookup answers (docs/protocol.md, *Binary answers*). Even first byte: the rest is the
-// frames after a binary header line, as a hostile or broken daemon may send them; decoding
-// never crashes, reads past them or allocates what their lengths claim. Odd first byte: the
+// frames after a binary header line, as a hostile or broken daemon may send them (also into a
+// connection's string table, answer after answer); decoding never crashes, reads past them or
+// allocates what their lengths claim. Odd first byte: the
 // rest makes results (strings cut from the input, invalid UTF-8 and control bytes included),
 // which are encoded in frames of a size the input picks, the string table forgotten between
 // some of them, decoded, and must equal what the JSON answer of the same results decodes to.
@@ -191,6 +192,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LookupResponse lookup;
     (void)jitsym::proto::DecodeBinaryLookupFrames(rest, &lookup);
     (void)jitsym::proto::DecodeBinaryLookupFrames(rest.substr(rest.size() / 2), &lookup);
+    // Into a connection's table, twice: the second answer may refer to what the first added.
+    if (data[0] % 4 == 2) {
+      jitsym::proto::ConnectionStrings table;
+      LookupResponse a, b;
+      (void)jitsym::proto::DecodeBinaryLookupFrames(rest, &a, &table);
+      (void)jitsym::proto::DecodeBinaryLookupFrames(rest.substr(rest.size() / 3), &b, &table);
+    }
     return 0;
   }
   Bytes in(rest);

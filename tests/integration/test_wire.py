@@ -332,10 +332,13 @@ def normalize_json(r):
     return out
 
 
-def binary_answer(conn, request):
+def binary_answer(conn, request, table=None):
     """Sends `request` with "encoding":"binary" and reads the answer by hand: (header, results,
-    frames, bytes, strings). The connection is left after the end marker."""
-    conn.send(dict(request, encoding="binary"))
+    frames, bytes, strings). The connection is left after the end marker. With `table` (a list),
+    the answer's strings go into the connection's table ("string_table":"connection"), which
+    `table` is: emptied when the header keeps none of it."""
+    extra = {} if table is None else {"string_table": "connection"}
+    conn.send(dict(request, encoding="binary", **extra))
     sock, buf = conn.sock, read_exact_line(conn.sock, conn.buf)
     line, buf = buf.split(b"\n", 1)
     header = json.loads(line)
@@ -343,6 +346,12 @@ def binary_answer(conn, request):
         conn.buf = buf
         return header, None, 0, 0, 0
     frames, decoder, total = 0, Frames(), 0
+    if table is not None:
+        kept = header.get("strings_kept")
+        check(kept in (0, len(table)), f"strings_kept {kept} of a table of {len(table)}")
+        if kept == 0:
+            table.clear()
+        decoder.strings = table
     while True:
         buf = read_exact(sock, buf, 4)
         length = int.from_bytes(buf[:4], "little")
@@ -416,6 +425,48 @@ def the_binary_form_read_by_hand_is_the_json_answer():
           f"unknown encoding: {str(other)[:300]}")
     pong = conn.request({"v": 1, "op": "ping"})
     check(pong.get("ok"), f"ping at the end: {pong}")
+    conn.close()
+
+
+@h.case
+def strings_are_kept_across_the_answers_of_a_connection():
+    addrs = [hexaddr(a) for a in FIX["addrs"][:3000]] + ["0x10"]
+    request = {"v": 1, "op": "lookup", "image": FIX["prog"], "addrs": addrs}
+    conn = h.raw_connection(timeout=60)
+    reference = conn.request(request)["results"]
+    table, sizes = [], []
+    for i in range(3):
+        before = len(table)
+        header, got, _, total, _ = binary_answer(conn, request, table)
+        check(header.get("strings_kept") == before, f"answer {i}: header {header}")
+        same_results(f"answer {i}", got, reference)
+        sizes.append(total)
+        if i == 0:
+            first_table = len(table)
+            text = sum(len(t.encode()) for t in table)
+            check(first_table > 100, f"{first_table} strings in the table")
+    # The strings went once: the answers after the first send (almost) none anew.
+    check(len(table) <= first_table + 2 and sizes[0] - sizes[1] >= text // 2,
+          f"bytes per answer {sizes}, table {first_table} strings ({text} bytes) then "
+          f"{len(table)}")
+    # Answers in another form in between leave the table as it is.
+    header, got, _, _, _ = binary_answer(conn, dict(request, addrs=addrs[:10]))
+    check("strings_kept" not in header, f"a per-answer table: {header}")
+    check(conn.request(dict(request, addrs=addrs[:10])).get("ok"), "a JSON answer in between")
+    before = len(table)
+    header, got, _, _, _ = binary_answer(conn, request, table)
+    check(header.get("strings_kept") == before > 0, f"after other answers: {header}")
+    same_results("after other answers", got, reference)
+    # The table pins what its strings point into, 16 slices at most: a run of small answers
+    # (a slice each) makes it start anew, and every answer still reads right.
+    restarts = 0
+    for i in range(20):
+        one = dict(request, addrs=addrs[i * 7:i * 7 + 7])
+        before = len(table)
+        header, got, _, _, _ = binary_answer(conn, one, table)
+        restarts += header.get("strings_kept") == 0 and before > 0
+        same_results(f"small answer {i}", got, reference[i * 7:i * 7 + 7])
+    check(restarts == 1, f"the table started anew {restarts} times in 20 small answers")
     conn.close()
 
 

@@ -374,3 +374,104 @@ TEST(BinaryAnswerTest, EveryTruncationAndByteFlipIsAnErrorOrAnAnswer) {
 
 }  // namespace
 }  // namespace jitsym::proto
+
+namespace jitsym::proto {
+namespace {
+
+// Strings kept across the answers of a connection: answers after the first refer to the
+// strings the first sent; a result decoded from an earlier answer stays valid while later
+// answers add strings, and after the table starts anew while the old table is held.
+TEST(BinaryAnswerTest, ConnectionTableKeepsStringsAcrossAnswers) {
+  std::mt19937_64 rng(23);
+  Generated g = Generate(rng, 300);
+  BinaryAnswerEncoder encoder;  // the session's, for the whole connection
+  auto encode = [&](std::span<const LookupResult> results) {
+    std::string frames;
+    while (!results.empty()) {
+      results = results.subspan(encoder.EncodeFrame(results, kAllFields, 4096, &frames));
+    }
+    EncodeBinaryLookupEnd(&frames);
+    return frames;
+  };
+  auto reference = [&](const LookupResult& r) {
+    std::string json;
+    EncodeLookupResult(r, &json);
+    const Result<Response> ref = DecodeResponse("{\"ok\":true,\"results\":[" + json + "]}");
+    return Describe(std::get<LookupResponse>(ref->body).results[0]);
+  };
+  const std::span<const LookupResult> all(g.lookup.results);
+  const std::string first = encode(all.first(200));
+  const std::string second = encode(all.subspan(100));  // half of it met in the first
+  auto table = std::make_shared<ConnectionStrings>();
+  LookupResponse a, b;
+  ASSERT_TRUE(DecodeBinaryLookupFrames(first, &a, table.get()));
+  const size_t after_first = table->size();
+  ASSERT_TRUE(DecodeBinaryLookupFrames(second, &b, table.get()));
+  EXPECT_EQ(table->size(), encoder.sent());
+  EXPECT_GT(after_first, 0u);
+  // The strings of results 100..199 were sent in the first answer only.
+  std::string again = encode(all.subspan(100, 100));
+  EXPECT_EQ(table->size(), encoder.sent()) << "nothing new: no string added";
+  LookupResponse c;
+  ASSERT_TRUE(DecodeBinaryLookupFrames(again, &c, table.get()));
+  for (size_t i = 0; i < 200; ++i) ASSERT_EQ(Describe(a.results[i]), reference(all[i])) << i;
+  for (size_t i = 0; i < 200; ++i) ASSERT_EQ(Describe(b.results[i]), reference(all[100 + i])) << i;
+  for (size_t i = 0; i < 100; ++i) ASSERT_EQ(Describe(c.results[i]), reference(all[100 + i])) << i;
+
+  // A new table (the daemon's "strings_kept":0): the old one is still held for a.
+  encoder.Reset();
+  EXPECT_EQ(encoder.sent(), 0u);
+  EXPECT_EQ(encoder.text_bytes(), 0u);
+  const std::string fresh = encode(all.last(50));
+  auto old = std::exchange(table, std::make_shared<ConnectionStrings>());
+  LookupResponse d;
+  ASSERT_TRUE(DecodeBinaryLookupFrames(fresh, &d, table.get()));
+  for (size_t i = 0; i < 50; ++i) ASSERT_EQ(Describe(d.results[i]), reference(all[250 + i])) << i;
+  EXPECT_EQ(Describe(a.results[7]), reference(all[7]));
+  // Read with a table that lacks what the daemon kept: an error naming the string, no crash.
+  LookupResponse e;
+  ConnectionStrings empty;
+  const Status st = DecodeBinaryLookupFrames(again, &e, &empty);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("refers to string"), std::string::npos) << st.error().message;
+}
+
+TEST(BinaryAnswerTest, StringTableMemberAndHeader) {
+  const auto request = [](const std::string& member) {
+    return DecodeRequest(R"({"op":"lookup","image":"/bin/true","addrs":[1],"encoding":"binary")" +
+                         member + "}");
+  };
+  DecodeRequestResult decoded = request(R"(,"string_table":"connection")");
+  ASSERT_TRUE(decoded.request);
+  EXPECT_TRUE(std::get<LookupRequest>(decoded.request->body).connection_strings);
+  for (const char* member : {"", R"(,"string_table":"answer")", R"(,"string_table":null)"}) {
+    decoded = request(member);
+    ASSERT_TRUE(decoded.request) << member;
+    EXPECT_FALSE(std::get<LookupRequest>(decoded.request->body).connection_strings) << member;
+  }
+  decoded = request(R"(,"string_table":true)");
+  ASSERT_FALSE(decoded.request);
+  EXPECT_EQ(std::get<ErrorResponse>(decoded.error->body).code, kErrBadRequest);
+  // The client's request carries it; the header says how many strings are kept.
+  Request r;
+  LookupRequest lookup;
+  lookup.image = "/bin/true";
+  lookup.addrs.emplace_back().addr = 1;
+  lookup.binary = lookup.connection_strings = true;
+  r.body = lookup;
+  std::string line;
+  EncodeRequest(r, &line);
+  EXPECT_NE(line.find(R"("string_table":"connection")"), std::string::npos) << line;
+  std::string header;
+  EncodeBinaryLookupBegin("3", &header, 42);
+  EXPECT_EQ(header, "{\"v\":1,\"id\":3,\"ok\":true,\"encoding\":\"binary\",\"strings_kept\":42}\n");
+  Response response;
+  ASSERT_TRUE(DecodeResponseInto(std::string_view(header).substr(0, header.size() - 1), &response));
+  EXPECT_EQ(std::get<LookupResponse>(response.body).strings_kept, 42u);
+  // The next header, without it, does not inherit it (responses are decoded into one object).
+  ASSERT_TRUE(DecodeResponseInto(R"({"v":1,"ok":true,"encoding":"binary"})", &response));
+  EXPECT_FALSE(std::get<LookupResponse>(response.body).strings_kept);
+}
+
+}  // namespace
+}  // namespace jitsym::proto
