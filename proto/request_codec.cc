@@ -254,26 +254,16 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
   if (key == "encoding") {
     // The answer's encoding: "binary", or anything else for JSON (a newer client may name an
     // encoding this daemon does not speak; it reads the JSON answer instead).
-    if (r.Peek() == Kind::kNull) return r.ReadNull();
-    std::string_view name;
-    if (r.Peek() != Kind::kString) {
-      SetOnce(&f->lookup_error, "member 'encoding' must be a string");
-      return r.Skip();
-    }
-    if (!r.ReadString(&name)) return false;
+    std::optional<std::string> name;
+    if (!ReadOptionalString(r, key, &name, &f->lookup_error)) return false;
     f->lookup.binary = name == kBinaryEncoding;
     return true;
   }
   if (key == "string_table") {
     // "connection": the binary answers' strings kept across the answers of this connection;
     // any other name (a newer client's) is a table per answer.
-    if (r.Peek() == Kind::kNull) return r.ReadNull();
-    std::string_view name;
-    if (r.Peek() != Kind::kString) {
-      SetOnce(&f->lookup_error, "member 'string_table' must be a string");
-      return r.Skip();
-    }
-    if (!r.ReadString(&name)) return false;
+    std::optional<std::string> name;
+    if (!ReadOptionalString(r, key, &name, &f->lookup_error)) return false;
     f->lookup.connection_strings = name == kConnectionStringTable;
     return true;
   }
