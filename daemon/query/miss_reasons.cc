@@ -23,6 +23,17 @@ std::string Seconds(uint64_t ns) {
 
 std::string Ns(uint64_t ns) { return std::to_string(ns); }
 
+// A hint's detail: a stripped file still has its exported (.dynsym) symbols, and the address
+// is in none of them (a local function, a PLT stub); else no symbol covers it.
+std::string HintDetail(const LookupBatch::MissHint& hint) {
+  if (hint.reason == proto::Reason::kNoDebugInfo) {
+    return hint.where +
+           " is stripped: no .symtab and no debug info, and no exported symbol covers this "
+           "address";
+  }
+  return "no symbol of " + hint.where + " covers this address";
+}
+
 // Whether `time` is within 10% of `reference` (both the same unit).
 bool Near(uint64_t time, uint64_t reference) {
   const uint64_t slack = reference / 10;
@@ -134,13 +145,7 @@ Explained ExplainMiss(const MissFacts& f) {
       }
     }
   }
-  if (f.hint != nullptr) {
-    if (f.hint->reason == Reason::kNoDebugInfo) {
-      return {Reason::kNoDebugInfo,
-              f.hint->where + " is stripped: no symbol table and no debug info"};
-    }
-    return {f.hint->reason, "no symbol of " + f.hint->where + " covers this address"};
-  }
+  if (f.hint != nullptr) return {f.hint->reason, HintDetail(*f.hint)};
   if (f.process != nullptr && f.time) {
     // Code defined here later than asked: the earliest such definition, over every source.
     const index::SourceView* by = nullptr;
@@ -274,9 +279,7 @@ void ExplainImageMisses(LookupBatch& batch, std::string_view image) {
     if (r.found || batch.is_input_error(i) || r.reason != proto::Reason::kNone) continue;
     if (const LookupBatch::MissHint* h = batch.hint(i)) {
       r.reason = h->reason;
-      r.detail = h->reason == proto::Reason::kNoDebugInfo
-                     ? h->where + " is stripped: no symbol table and no debug info"
-                     : "no symbol of " + h->where + " covers this address";
+      r.detail = HintDetail(*h);
       continue;
     }
     r.reason = proto::Reason::kNoSymbol;

@@ -295,7 +295,8 @@ def stripped_elf_is_no_debug_info_and_no_symbol():
     # Stripped: nothing to name anything by.
     res, lines = lookup_lines("--image", stripped, hexaddr(fn))
     check(res.returncode == 0 and lines[0][1] == "??" and
-          lines[0][2] == f"no_debug_info: {stripped} is stripped: no symbol table and no debug info",
+          lines[0][2] == f"no_debug_info: {stripped} is stripped: no .symtab and no debug info, "
+          "and no exported symbol covers this address",
           f"{res.stdout!r}")
     # A live process of the stripped file, by pid: the same reason, found through its mappings.
     proc = h.spawn([stripped, "wait"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
