@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "daemon/native/demangle.h"
+#include "daemon/native/line_program.h"
 #include "daemon/native/split_units.h"
 #include "daemon/native/string_pool.h"
 #include "daemon/util/log.h"
@@ -200,6 +201,21 @@ bool NoCodeInside(int tag) {
   }
 }
 
+// A unit's line program through line_program.h: false when it has none or leaves it to libdw.
+bool ReadOwnLines(Dwarf* dwarf, Dwarf_Die* cudie, const char* comp_dir, LineProgram* out) {
+  Dwarf_Attribute attr;
+  Dwarf_Word offset;
+  uint8_t address_size = 0;
+  if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) == nullptr ||
+      dwarf_formudata(&attr, &offset) != 0 ||
+      dwarf_cu_info(cudie->cu, nullptr, nullptr, nullptr, nullptr, nullptr, &address_size,
+                    nullptr) != 0) {
+    return false;
+  }
+  const LineSections sections = FindLineSections(dwarf_getelf(dwarf));
+  return sections.found() && ReadLineProgram(sections, offset, address_size, comp_dir, out);
+}
+
 }  // namespace
 
 size_t CuTables::Bytes() const {
@@ -257,10 +273,28 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
     return last_id;
   };
 
-  // Line table.
+  // Line table: read here when this unit's program is one line_program.h reads as libdw would,
+  // else through libdw (a split unit's table is its skeleton's: libdw's too).
+  LineProgram program;
+  std::vector<uint32_t> program_file_ids;  // the program's file register -> our string
+  const bool own_lines =
+      unit_type != DW_UT_skeleton && ReadOwnLines(dwarf, &cudie, comp_dir, &program);
+  auto program_file = [&](uint64_t file) -> uint32_t {
+    if (file >= program.files.size()) return kNone;
+    uint32_t& id = program_file_ids[file];
+    if (id == kNone) {
+      id = static_cast<uint32_t>(strings.size());
+      strings.push_back(AbsolutePath(program.files[file].c_str(), comp_dir));
+    }
+    return id;
+  };
   Dwarf_Lines* lines = nullptr;
   size_t nlines = 0;
-  if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
+  if (own_lines) {
+    program_file_ids.assign(program.files.size(), kNone);
+    t->rows = std::move(program.rows);
+    for (CuTables::Row& row : t->rows) row.file = program_file(row.file);
+  } else if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
     t->rows.reserve(nlines);
     for (size_t i = 0; i < nlines; ++i) {
       Dwarf_Line* line = dwarf_onesrcline(lines, i);
@@ -275,7 +309,10 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
                          static_cast<uint32_t>(std::max(lineno, 0)),
                          static_cast<uint32_t>(std::max(col, 0)), end});
     }
-    // libdw sorts rows by address with end_sequence rows first; keep that order, but be sure.
+  }
+  {
+    // libdw's order (line_program.h gives it too): by address, end_sequence rows first, else as
+    // the program wrote them. Checked, to be sure.
     auto order = [](const CuTables::Row& a, const CuTables::Row& b) {
       return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
     };
@@ -285,7 +322,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   }
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
-  if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = nullptr;
+  if (!own_lines && dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = nullptr;
 
   // Subprogram and inlined-subroutine DIEs, walked in preorder; each one's ranges are laid over
   // its parent's as llvm-symbolizer's address-to-DIE map does (a child splits its parent's
@@ -327,8 +364,12 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       dwarf_getattrs(&item.die, NodeAttrs::Collect, &attrs, 0);
       if (tag == DW_TAG_inlined_subroutine) {
         Dwarf_Word v;
-        if (NodeAttrs::Udata(attrs.call_file, &v) && files != nullptr && v < nfiles) {
-          n.call_file = intern_path(dwarf_filesrc(files, v, nullptr, nullptr));
+        if (NodeAttrs::Udata(attrs.call_file, &v)) {
+          if (own_lines) {
+            n.call_file = program_file(v);
+          } else if (files != nullptr && v < nfiles) {
+            n.call_file = intern_path(dwarf_filesrc(files, v, nullptr, nullptr));
+          }
         }
         if (NodeAttrs::Udata(attrs.call_line, &v)) n.call_line = static_cast<uint32_t>(v);
         if (NodeAttrs::Udata(attrs.call_column, &v)) n.call_column = static_cast<uint32_t>(v);
