@@ -172,7 +172,9 @@ TEST(MissReasons, AnImageMissIsNoSymbolOrNoDebugInfo) {
   f.hint = &hint;
   Explained e = ExplainMiss(f);
   EXPECT_EQ(e.reason, Reason::kNoDebugInfo);
-  EXPECT_EQ(e.detail, "/usr/bin/stripped is stripped: no .symtab and no debug info, and no exported symbol covers this address");
+  EXPECT_EQ(e.detail,
+            "/usr/bin/stripped is stripped: no .symtab and no debug info, and no exported symbol "
+            "covers this address");
   hint.reason = Reason::kNoSymbol;
   EXPECT_EQ(ExplainMiss(f).reason, Reason::kNoSymbol);
 }
