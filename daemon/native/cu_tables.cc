@@ -310,15 +310,9 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
                          static_cast<uint32_t>(std::max(col, 0)), end});
     }
   }
-  {
-    // libdw's order (line_program.h gives it too): by address, end_sequence rows first, else as
-    // the program wrote them. Checked, to be sure.
-    auto order = [](const CuTables::Row& a, const CuTables::Row& b) {
-      return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
-    };
-    if (!std::is_sorted(t->rows.begin(), t->rows.end(), order)) {
-      std::stable_sort(t->rows.begin(), t->rows.end(), order);
-    }
+  // In libdw's order either way (line_program.h); checked, to be sure.
+  if (!std::is_sorted(t->rows.begin(), t->rows.end(), RowBefore)) {
+    std::stable_sort(t->rows.begin(), t->rows.end(), RowBefore);
   }
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;

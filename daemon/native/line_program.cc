@@ -421,11 +421,8 @@ bool ReadLineProgram(const LineSections& s, uint64_t offset, unsigned address_si
   // libdw's order: by address, an end_sequence row before others at its address, else in
   // program order; and the last row marked end_sequence (compilers that forget it).
   std::vector<CuTables::Row>& rows = out->rows;
-  auto order = [](const CuTables::Row& a, const CuTables::Row& b) {
-    return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
-  };
-  if (!std::is_sorted(rows.begin(), rows.end(), order)) {
-    std::stable_sort(rows.begin(), rows.end(), order);
+  if (!std::is_sorted(rows.begin(), rows.end(), RowBefore)) {
+    std::stable_sort(rows.begin(), rows.end(), RowBefore);
   }
   if (!rows.empty()) rows.back().end_sequence = true;
   return true;

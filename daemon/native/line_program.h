@@ -38,6 +38,12 @@ struct LineSections {
 // when it opens the file, so call this after dwarf_begin_elf on the same Elf).
 LineSections FindLineSections(Elf* elf);
 
+// libdw's order of line rows: by address, an end_sequence row before others at its address,
+// else as the program wrote them (a stable sort by this). The one place the order is written.
+inline bool RowBefore(const CuTables::Row& a, const CuTables::Row& b) {
+  return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
+}
+
 struct LineProgram {
   std::vector<CuTables::Row> rows;  // in libdw's order; Row::file is the file register
   std::vector<std::string> files;   // file register -> the name libdw gives it
