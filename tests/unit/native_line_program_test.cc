@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -312,8 +313,9 @@ TEST(LineProgram, LeavesToLibdwWhatLibdwReadsItsOwnWay) {
 }
 
 TEST(LineProgram, EveryTruncationOfARealProgramStaysInside) {
-  // This binary's first line program, cut at every length (and its length field left lying):
-  // read or refused, never past the end (ASan watches the build that runs this).
+  // This binary's first line program, cut short at every length (up to 4,096 cuts spread over
+  // it) with its length field left lying: refused, never read past the cut (ASan watches the
+  // build that runs this); whole, read.
   const int fd = ::open(jitsym::testing::SelfPath().c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   elf_version(EV_CURRENT);
@@ -321,17 +323,24 @@ TEST(LineProgram, EveryTruncationOfARealProgramStaysInside) {
   Dwarf* dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
   ASSERT_NE(dwarf, nullptr);
   const LineSections whole = FindLineSections(elf);
-  ASSERT_TRUE(whole.found());
-  const size_t n = std::min<size_t>(whole.line.size(), 4096);
-  size_t read = 0;
+  ASSERT_GE(whole.line.size(), 4u);
+  uint32_t length;
+  std::memcpy(&length, whole.line.data(), 4);
+  ASSERT_LT(length, 0xfffffff0u) << "a 32-bit DWARF unit";
+  const size_t unit = 4 + size_t{length};
+  ASSERT_LE(unit, whole.line.size());
   LineProgram p;
-  for (size_t cut = 0; cut <= n; ++cut) {
+  auto reads = [&](size_t cut) {
     const std::string copy(whole.line.substr(0, cut));  // its own allocation: ASan sees the end
     LineSections s = whole;
     s.line = copy;
-    if (ReadLineProgram(s, 0, 8, "/src", &p)) ++read;
-  }
-  EXPECT_LE(read, 1u) << "only the whole program reads";
+    return ReadLineProgram(s, 0, 8, "/src", &p);
+  };
+  const size_t step = std::max<size_t>(1, unit / 4096);
+  size_t read = 0;
+  for (size_t cut = 0; cut < unit; cut += step) read += reads(cut) ? 1 : 0;
+  EXPECT_EQ(read, 0u) << "a program cut short was read";
+  EXPECT_TRUE(reads(unit)) << "the whole first program of this binary";
   dwarf_end(dwarf);
   elf_end(elf);
   ::close(fd);
