@@ -202,14 +202,12 @@ bool NoCodeInside(int tag) {
 }
 
 // A unit's line program through line_program.h: false when it has none or leaves it to libdw.
-bool ReadOwnLines(Dwarf* dwarf, Dwarf_Die* cudie, const char* comp_dir, LineProgram* out) {
+bool ReadOwnLines(Dwarf* dwarf, Dwarf_Die* cudie, unsigned address_size, const char* comp_dir,
+                  LineProgram* out) {
   Dwarf_Attribute attr;
   Dwarf_Word offset;
-  uint8_t address_size = 0;
   if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) == nullptr ||
-      dwarf_formudata(&attr, &offset) != 0 ||
-      dwarf_cu_info(cudie->cu, nullptr, nullptr, nullptr, nullptr, nullptr, &address_size,
-                    nullptr) != 0) {
+      dwarf_formudata(&attr, &offset) != 0) {
     return false;
   }
   const LineSections sections = FindLineSections(dwarf_getelf(dwarf));
@@ -236,9 +234,10 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   auto t = std::make_unique<CuTables>();
   const char* comp_dir = AttrString(&cudie, DW_AT_comp_dir);
   uint8_t unit_type = 0;
+  uint8_t address_size = 0;
   bool walk_dies = true;
-  if (dwarf_cu_info(cudie.cu, nullptr, &unit_type, nullptr, nullptr, nullptr, nullptr, nullptr) ==
-          0 &&
+  if (dwarf_cu_info(cudie.cu, nullptr, &unit_type, nullptr, nullptr, nullptr, &address_size,
+                    nullptr) == 0 &&
       unit_type == DW_UT_skeleton) {
     // The DIEs are the split unit's; libdw takes its line table (and, through the skeleton,
     // its addresses) from the skeleton. Without it, the skeleton's line table still places
@@ -278,7 +277,7 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
   LineProgram program;
   std::vector<uint32_t> program_file_ids;  // the program's file register -> our string
   const bool own_lines =
-      unit_type != DW_UT_skeleton && ReadOwnLines(dwarf, &cudie, comp_dir, &program);
+      unit_type != DW_UT_skeleton && ReadOwnLines(dwarf, &cudie, address_size, comp_dir, &program);
   auto program_file = [&](uint64_t file) -> uint32_t {
     if (file >= program.files.size()) return kNone;
     uint32_t& id = program_file_ids[file];

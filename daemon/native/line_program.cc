@@ -14,18 +14,20 @@
 namespace jitsym::native {
 namespace {
 
-constexpr uint32_t kNone = CuTables::kNone;
-
 // What libdw keeps of a row's registers fits these (its Dwarf_Line holds a column in 16 bits and
 // cuts LEB128 operands to 32): a program past them is left to libdw.
 constexpr uint64_t kMaxOperand = std::numeric_limits<uint32_t>::max();
 constexpr uint32_t kMaxColumn = 0xffff;
 
+// libdw keeps a row's line, and reads DW_LNS_advance_line's operand, in an int.
+bool FitsLine(int64_t line) {
+  return line >= std::numeric_limits<int32_t>::min() && line <= std::numeric_limits<int32_t>::max();
+}
+
 struct Header {
   unsigned version = 0;
   unsigned offset_size = 4;
   uint8_t min_inst_length = 1;
-  uint8_t default_is_stmt = 1;
   int8_t line_base = 0;
   uint8_t line_range = 0;
   uint8_t opcode_base = 0;
@@ -230,10 +232,7 @@ bool RunProgram(ByteReader& r, const Header& h, unsigned address_size,
   uint32_t file = 1, column = 0;
   int64_t line = 1;
   auto emit = [&](bool end) {
-    if (line < std::numeric_limits<int32_t>::min() || line > std::numeric_limits<int32_t>::max() ||
-        column > kMaxColumn) {
-      return false;
-    }
+    if (!FitsLine(line) || column > kMaxColumn) return false;
     rows->push_back({addr, file, static_cast<uint32_t>(std::max<int64_t>(line, 0)), column, end});
     return true;
   };
@@ -295,16 +294,10 @@ bool RunProgram(ByteReader& r, const Header& h, unsigned address_size,
         break;
       case DW_LNS_advance_line: {
         if (nargs != 1) return false;
-        const int64_t delta = r.Sleb();
-        if (!r.ok() || delta < std::numeric_limits<int32_t>::min() ||
-            delta > std::numeric_limits<int32_t>::max()) {
-          return false;
-        }
+        const int64_t delta = r.Sleb();  // libdw reads it into an int
+        if (!r.ok() || !FitsLine(delta)) return false;
         line += delta;
-        if (line < std::numeric_limits<int32_t>::min() ||
-            line > std::numeric_limits<int32_t>::max()) {
-          return false;  // libdw's line register is an int
-        }
+        if (!FitsLine(line)) return false;
         break;
       }
       case DW_LNS_set_file:
@@ -404,7 +397,7 @@ bool ReadLineProgram(const LineSections& s, uint64_t offset, unsigned address_si
   h.min_inst_length = r.U8();
   // VLIW programs (op_index) are libdw's.
   if (h.version >= 4 && r.U8() != 1) return false;
-  h.default_is_stmt = r.U8();
+  r.U8();  // default_is_stmt: rows do not keep is_stmt
   h.line_base = static_cast<int8_t>(r.U8());
   h.line_range = r.U8();
   h.opcode_base = r.U8();
