@@ -6,6 +6,7 @@ names the hot JS functions; google-pprof reading `--symbolized OUT` agrees with 
 jitsymd knows nothing about. Native frames go through the profile's mapping list as ELF image lookups: that
 case runs once the daemon answers ELF image lookups and is skipped (said so) before."""
 
+import functools
 import glob
 import json
 import os
@@ -182,40 +183,54 @@ def elf_lookups_supported():
     return True, None
 
 
-def symbols_covering(path, offset):
-    """The symbols of `path` (nm, full and dynamic tables, with sizes) whose [start, start+size)
-    holds the virtual address of file offset `offset`: the independent answer to whether a
-    symbol covers a pc."""
-    vaddr = None
+@functools.lru_cache(maxsize=None)
+def file_symbols(path):
+    """`path`'s PT_LOAD segments (offset, vaddr, filesz) and its code symbols (start, size,
+    name) from nm's full and dynamic tables: read once per file."""
+    loads = []
     for line in subprocess.run(["readelf", "-lW", path], capture_output=True, text=True,
                                check=True).stdout.splitlines():
         f = line.split()
         if f and f[0] == "LOAD":
-            off, va, filesz = int(f[1], 16), int(f[2], 16), int(f[4], 16)
-            if off <= offset < off + filesz:
-                vaddr = offset - off + va
-    if vaddr is None:
-        return ["(offset outside every LOAD segment)"]
-    hits = []
+            loads.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))
+    symbols = []
     for flags in (["-S"], ["-D", "-S"]):
         out = subprocess.run(["nm", "--defined-only", *flags, path], capture_output=True,
                              text=True).stdout
         for line in out.splitlines():
             f = line.split()
-            if len(f) == 4 and f[2] in "TtWwi" and int(f[0], 16) <= vaddr < int(f[0], 16) + int(
-                    f[1], 16):
-                hits.append(f[3])
-    return hits
+            if len(f) == 4 and f[2] in "TtWwi":
+                symbols.append((int(f[0], 16), int(f[1], 16), f[3]))
+    return loads, symbols
+
+
+def symbols_covering(path, offset):
+    """The symbols of `path` whose [start, start+size) holds the virtual address of file offset
+    `offset`: the independent answer to whether a symbol covers a pc."""
+    loads, symbols = file_symbols(path)
+    vaddrs = [offset - off + va for off, va, size in loads if off <= offset < off + size]
+    if not vaddrs:
+        return ["(offset outside every LOAD segment)"]
+    return [name for start, size, name in symbols if start <= vaddrs[-1] < start + size]
+
+
+@functools.lru_cache(maxsize=None)
+def profile_facts():
+    """The profile's mapping lines and google-pprof's per-address table: read once."""
+    with open(RUN["profile"], "rb") as f:
+        maps = f.read().decode("latin-1").splitlines()
+    res = subprocess.run(["google-pprof", "--text", "--addresses", RUN["node"], RUN["profile"]],
+                         capture_output=True, text=True, timeout=300)
+    return maps, res.stdout.splitlines()
 
 
 def explain_pc(pc):
     """Where a pc is (the profile's mapping line), what google-pprof calls it, what the daemon
     answers for its file offset, and which symbols of the file cover it (nm)."""
     addr = int(pc, 16)
-    with open(RUN["profile"], "rb") as f:
-        maps = f.read().decode("latin-1")
+    maps, table = profile_facts()
     out = {"pc": pc, "mapping": "no mapping", "jitsymd": None, "covering": None}
-    for line in maps.splitlines():
+    for line in maps:
         m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) (\S+) ([0-9a-f]+) \S+ \d+\s+(/.*)$", line)
         if m and int(m.group(1), 16) <= addr < int(m.group(2), 16):
             out["mapping"] = line.strip()
@@ -228,10 +243,8 @@ def explain_pc(pc):
                 conn.close()
             out["jitsymd"] = (ans.get("results") or [ans])[0]
             out["covering"] = symbols_covering(m.group(5), offset)
-    res = subprocess.run(["google-pprof", "--text", "--addresses", RUN["node"], RUN["profile"]],
-                         capture_output=True, text=True, timeout=300)
     near = {f"{a:016x}" for a in (addr - 1, addr, addr + 1)}
-    out["google-pprof"] = [l.strip() for l in res.stdout.splitlines() if near & set(l.split())][:2]
+    out["google-pprof"] = [l.strip() for l in table if near & set(l.split())][:2]
     return out
 
 
