@@ -188,8 +188,9 @@ def file_symbols(path):
     """`path`'s PT_LOAD segments (offset, vaddr, filesz) and its code symbols (start, size,
     name) from nm's full and dynamic tables: read once per file."""
     loads = []
-    for line in subprocess.run(["readelf", "-lW", path], capture_output=True, text=True,
-                               check=True).stdout.splitlines():
+    # readelf exits 1 on a debug file (no interpreter to show) yet prints its segments.
+    for line in subprocess.run(["readelf", "-lW", path], capture_output=True,
+                               text=True).stdout.splitlines():
         f = line.split()
         if f and f[0] == "LOAD":
             loads.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))
@@ -212,6 +213,48 @@ def symbols_covering(path, offset):
     if not vaddrs:
         return ["(offset outside every LOAD segment)"]
     return [name for start, size, name in symbols if start <= vaddrs[-1] < start + size]
+
+
+CLONE_SUFFIX = re.compile(r"(\.(part|isra|constprop|cold|lto_priv|localalias|clone|llvm)"
+                          r"(\.\d+)?)+$")
+
+
+def base_name(name):
+    """A name without the decorations the two tools print differently: pprof's ` [clone ...]`,
+    symbol versions, clone suffixes (jitsym names a clone as its function, docs/formats.md),
+    glibc's __GI_ prefix and leading underscores."""
+    name = re.sub(r" \[clone [^]]*\]", "", name)
+    name = CLONE_SUFFIX.sub("", re.sub(r"@.*$", "", name))
+    return re.sub(r"^__GI_+", "", name).lstrip("_")
+
+
+def debug_file(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]{4,})", out)
+    if m:
+        candidate = f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug"
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def alias_names():
+    """Each library name -> one name of its aliases (the symbols starting at one address of one
+    library, its debug file's included): google-pprof prints one alias (`__libc_malloc`),
+    jitsym by a documented rule another (`malloc`); both name the same function."""
+    canon = {}
+    libraries = {line.split()[-1] for line in profile_facts()[0]
+                 if " r-xp " in line and line.split()[-1].startswith("/")}
+    for path in sorted(libraries - {RUN["node"]}):
+        groups = {}
+        for f in filter(None, (path, debug_file(path))):
+            for start, _, name in file_symbols(f)[1]:
+                groups.setdefault(start, set()).add(base_name(name))
+        for names in groups.values():
+            for n in names:
+                canon.setdefault(n, min(names))
+    return canon
 
 
 @functools.lru_cache(maxsize=None)
@@ -260,13 +303,13 @@ def native_frames_named_through_the_mapping_list():
     # google-pprof symbolizes native code itself (nm, addr2line -i on the files and their
     # separate debug info): its table is the oracle. Where several symbols share an address
     # the two may pick different aliases, and pprof decorates names (overloads as name@addr,
-    # symbol versions, clones): compared with those decorations and glibc's __GI_ aliases off.
+    # symbol versions, clones): compared with those decorations off and aliases as one name.
     ours, theirs = RUN["rows"], RUN["plain_rows"]
+    aliases = alias_names()
 
     def norm(name):
-        name = re.sub(r" \[clone [^]]*\]", "", name)
-        name = re.sub(r"@.*$", "", name)
-        return re.sub(r"^__GI_+", "", name).lstrip("_")
+        name = base_name(name)
+        return aliases.get(name, name)
 
     # No native pc left unnamed that a symbol covers: a hex row of ours that is not a hex row of
     # google-pprof's (JIT code) is a pc in a file where no symbol covers it (nm, with sizes),
