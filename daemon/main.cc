@@ -28,6 +28,7 @@
 #include "daemon/ingest/ingester.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/query_engine.h"
+#include "daemon/security/accounts.h"
 #include "daemon/security/limits.h"
 #include "daemon/security/peer_access.h"
 #include "daemon/server/server.h"
@@ -191,6 +192,12 @@ int main(int argc, char** argv) {
   limits.user_files = descriptors.user_files;
   limits.total_bytes = settings.limit_total_bytes;
   limits.total_files = descriptors.total_files;
+  // Per-user shares are per person: a user's subordinate uids (/etc/subuid) count as his.
+  security::Accounts accounts;
+  auto person_of = [&accounts](uint32_t uid) { return accounts.PersonOf(uid); };
+  // One ledger for what every user's files make the daemon hold, whichever thread reads them.
+  auto ledger = std::make_shared<security::LimitLedger>(limits, person_of);
+  ingest_options.ledger = ledger;
   query::QueryEngine::Options query_options;
   security::AccessPolicy& access = query_options.access;
   if (!settings.trusted_group.empty()) {
@@ -215,6 +222,7 @@ int main(int argc, char** argv) {
   server_options.request_timeout = std::chrono::milliseconds(settings.request_timeout_ms);
   server_options.max_buffered_request_bytes = settings.request_memory_bytes;
   server_options.max_user_request_bytes = settings.user_request_memory_bytes;
+  server_options.person_of = person_of;
   server::Server server(server_io, engine, std::move(server_options));
   server_ptr = &server;
 

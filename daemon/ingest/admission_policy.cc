@@ -102,7 +102,8 @@ Decision AdmissionPolicy::Hold(const std::string& dir, const std::string& name,
   // Bounded per owner too: one user's files for pids that never come must not use up the room
   // another user's file needs while its process starts.
   size_t mine = 0;
-  for (const auto& [p, waiting] : pending_) mine += waiting.uid == owner;
+  const uint32_t person = ledger_.PersonOf(owner);
+  for (const auto& [p, waiting] : pending_) mine += ledger_.PersonOf(waiting.uid) == person;
   if (pending_.size() >= ledger_.limits().total_files || mine >= ledger_.limits().user_files) {
     JITSYM_LOG(kWarning, path, ": not followed: too many files waiting for their process (", mine,
                " of ", security::DescribeUid(owner), ", ", pending_.size(), " in all)");

@@ -38,7 +38,9 @@ Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::
     : io_(io),
       options_(std::move(options)),
       cell_(cell),
-      ledger_(options_.limits),
+      ledger_owner_(options_.ledger ? options_.ledger
+                                    : std::make_shared<security::LimitLedger>(options_.limits)),
+      ledger_(*ledger_owner_),
       watcher_(io, {[this](const std::string& dir, const std::string& name, uint32_t mask) {
                       OnEvent(dir, name, mask);
                     },
@@ -110,7 +112,7 @@ void Ingester::OnEvent(const std::string& dir, const std::string& name, uint32_t
     // number) is judged afresh.
     admission_.Forget(path);
     if (auto r = retry_.find(path); r != retry_.end()) {
-      --retry_per_user_[r->second.uid];
+      --retry_per_person_[r->second.person];
       retry_.erase(r);
     }
     evicted_.erase(path);
@@ -525,7 +527,7 @@ void Ingester::DrainDirty() {
   work.swap(dirty_);
   std::unordered_map<uint32_t, uint64_t> spent;
   for (FollowedFile* f : work) {
-    uint64_t& mine = spent[f->uid];
+    uint64_t& mine = spent[ledger_.PersonOf(f->uid)];
     if (mine >= kOwnerShareNs) {
       later.push_back(f);  // still dirty
       continue;

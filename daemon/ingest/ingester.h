@@ -57,6 +57,9 @@ struct IngesterOptions {
   // user_files and total_files come from the descriptor budget (config::ComputeDescriptorBudget,
   // applied by main), so that followed files never take the descriptors the rest needs.
   security::Limits limits;
+  // The ledger the limits are charged to, when it is shared with others (main shares it with
+  // the query engine); none: the ingester's own, built from `limits`.
+  std::shared_ptr<security::LimitLedger> ledger;
   // A followed file that has not grown for this long gives its descriptor back; the next
   // inotify event for its path reopens it (the same inode only). 0: never.
   int idle_close_ms = 10000;
@@ -181,7 +184,10 @@ class Ingester {
   boost::asio::io_context& io_;
   IngesterOptions options_;
   index::ViewCell& cell_;
-  security::LimitLedger ledger_;
+  // The limits' ledger, shared with the query threads (which charge what they read for a
+  // request to the same owners): options_.ledger, or one of the ingester's own.
+  std::shared_ptr<security::LimitLedger> ledger_owner_;
+  security::LimitLedger& ledger_;
   Watcher watcher_;
   PidfdProbe probe_;
   ProcessTable table_;
@@ -215,11 +221,12 @@ class Ingester {
   struct Retrying {
     std::string dir, name;
     uint32_t uid = 0;
+    uint32_t person = 0;  // ledger_.PersonOf(uid) when it started waiting
     uint64_t deadline_ns = 0;
     bool again = false;  // refused again by the last attempt
   };
   std::unordered_map<std::string, Retrying> retry_;  // by path
-  std::unordered_map<uint32_t, size_t> retry_per_user_;
+  std::unordered_map<uint32_t, size_t> retry_per_person_;
   boost::asio::steady_timer retry_timer_;
   bool retry_timer_armed_ = false;
   // A file whose process was evicted, as it was then: the same file is not read again by a

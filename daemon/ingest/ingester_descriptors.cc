@@ -60,7 +60,7 @@ void Ingester::Retry(const std::string& dir, const std::string& name, const char
   auto it = retry_.find(path);
   if (::lstat(path.c_str(), &st) != 0) {  // gone
     if (it != retry_.end()) {
-      --retry_per_user_[it->second.uid];
+      --retry_per_person_[it->second.person];
       retry_.erase(it);
     }
     return;
@@ -74,13 +74,14 @@ void Ingester::Retry(const std::string& dir, const std::string& name, const char
     }
     JITSYM_LOG(kWarning, path, ": not followed: ", why, " for ", options_.retry_timeout_ms,
                " ms; ignored until it changes");
-    --retry_per_user_[it->second.uid];
+    --retry_per_person_[it->second.person];
     retry_.erase(it);
     admission_.Ignore(path, st.st_dev, st.st_ino);
     return;
   }
   // Bounded like the files themselves: per owner and in total.
-  size_t& mine = retry_per_user_[st.st_uid];
+  const uint32_t person = ledger_.PersonOf(st.st_uid);
+  size_t& mine = retry_per_person_[person];
   if (mine >= ledger_.limits().user_files || retry_.size() >= ledger_.limits().total_files) {
     JITSYM_LOG(kWarning, path, ": not followed: ", why, "; too many files waiting to be opened");
     admission_.Ignore(path, st.st_dev, st.st_ino);
@@ -88,7 +89,7 @@ void Ingester::Retry(const std::string& dir, const std::string& name, const char
   }
   ++mine;
   const uint64_t timeout_ns = static_cast<uint64_t>(options_.retry_timeout_ms) * 1000000ull;
-  retry_[path] = Retrying{dir, name, st.st_uid, now + timeout_ns};
+  retry_[path] = Retrying{dir, name, st.st_uid, person, now + timeout_ns};
   JITSYM_LOG(kWarning, path, ": not followed yet: ", why, "; trying again for up to ",
              options_.retry_timeout_ms, " ms");
   ArmRetryTimer();
@@ -110,7 +111,7 @@ void Ingester::RecheckRetries() {
     Discover(r.dir, r.name);  // calls Retry (which sets `again`) if there is still no room
     it = retry_.find(path);
     if (it != retry_.end() && !it->second.again) {  // followed now, or decided otherwise
-      --retry_per_user_[it->second.uid];
+      --retry_per_person_[it->second.person];
       retry_.erase(it);
     }
   }

@@ -6,10 +6,15 @@
 // Bytes are what the daemon had to process: bytes read, plus what a compressed file inflated
 // to. Files are descriptors held for a user: followed files (an idle one gives its descriptor
 // back) and the pidfds of the live processes they belong to.
+//
+// "Per user" is per person (accounts.h): the subordinate uids /etc/subuid gives a user share his
+// quota, so that his containers' uids are not thousands of users.
 #ifndef JITSYM_DAEMON_SECURITY_LIMITS_H_
 #define JITSYM_DAEMON_SECURITY_LIMITS_H_
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -36,12 +41,18 @@ uint64_t DefaultTotalBytes(uint64_t ram_bytes);
 // Physical memory (sysconf), 0 if unknown.
 uint64_t PhysicalMemoryBytes();
 
-// What has been charged against the limits. Used by the ingester's thread only.
+// What has been charged against the limits: by the ingester (followed files) and by the query
+// threads (files read for a request, such as perfinfo maps). Thread-safe.
 class LimitLedger {
  public:
-  explicit LimitLedger(Limits limits = {}) : limits_(limits) {}
+  // person_of: the person a uid counts as (Accounts::PersonOf); none: every uid on its own.
+  explicit LimitLedger(Limits limits = {}, std::function<uint32_t(uint32_t)> person_of = {})
+      : limits_(limits), person_of_(std::move(person_of)) {}
 
   const Limits& limits() const { return limits_; }
+  // The person whose per-user shares a file owned by uid counts against. Stable while the uid
+  // holds files or bytes here, even if /etc/subuid changes meanwhile.
+  uint32_t PersonOf(uint32_t uid) const;
 
   // A new file owned by `uid` would be followed: ok if admitted (and counted), otherwise a
   // kLimit error naming the limit that refuses it ("per-user files limit (1024 for uid 7)").
@@ -62,12 +73,28 @@ class LimitLedger {
   Status CheckRanges(uint64_t ranges) const;
 
  private:
-  struct User {
+  struct Held {
     uint64_t bytes = 0;
     uint64_t files = 0;
   };
-  Limits limits_;
-  std::unordered_map<uint32_t, User> users_;
+  // What a uid holds, and the person it was charged to: released to the same person.
+  struct Uid {
+    Held held;
+    uint32_t person = 0;
+  };
+  // With mu_ held:
+  uint32_t HeldPersonOf(uint32_t uid) const;
+  Uid& Charged(uint32_t uid);
+  void Forget(uint32_t uid);  // once it holds nothing
+  uint32_t FreshPersonOf(uint32_t uid) const;
+  // "1024 for uid 7" or "1024 for uid 1001 (bob), counting uid 100007".
+  std::string ShareOf(uint64_t limit, uint32_t uid) const;
+
+  const Limits limits_;
+  const std::function<uint32_t(uint32_t)> person_of_;
+  mutable std::mutex mu_;
+  std::unordered_map<uint32_t, Uid> uids_;
+  std::unordered_map<uint32_t, Held> persons_;
   uint64_t total_bytes_ = 0;
   uint64_t total_files_ = 0;
 };

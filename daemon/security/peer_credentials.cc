@@ -34,6 +34,7 @@ std::optional<PeerCredentials> ReadPeerCredentials(int fd) {
   PeerCredentials peer;
   peer.pid = cred.pid;
   peer.uid = cred.uid;
+  peer.person = cred.uid;
   peer.gid = cred.gid;
   ReadPeerGroups(fd, &peer.groups);
   return peer;

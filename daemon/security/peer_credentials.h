@@ -16,6 +16,9 @@ struct PeerCredentials {
   int pid = 0;
   unsigned uid = kUnknownId;
   unsigned gid = kUnknownId;
+  // The person whose per-user shares (connections, request memory) the peer uses: uid, or the
+  // owner of the subordinate uid range that holds it (accounts.h). Set by the server at accept.
+  unsigned person = kUnknownId;
   // Supplementary groups at connect time (SO_PEERGROUPS); empty when the kernel cannot tell.
   std::vector<unsigned> groups;
 };

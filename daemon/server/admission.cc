@@ -18,9 +18,23 @@ Admission AdmitConnection(const ConnectionLimits& limits, bool privileged, size_
   return open_total < usable ? Admission::kAdmit : Admission::kTotalFull;
 }
 
-std::string ConnectionBusyMessage(Admission why, const ConnectionLimits& limits, unsigned uid) {
+namespace {
+
+// "uid 1001" or "uid 1001 (with its subordinate uids; this is uid 100007)".
+std::string Holder(unsigned uid, unsigned person) {
+  std::string out = "uid " + std::to_string(person);
+  if (uid != person) {
+    out += " (with its subordinate uids; this is uid " + std::to_string(uid) + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ConnectionBusyMessage(Admission why, const ConnectionLimits& limits, unsigned uid,
+                                  unsigned person) {
   if (why == Admission::kUserFull) {
-    return "uid " + std::to_string(uid) + " already has " + std::to_string(limits.per_user) +
+    return Holder(uid, person) + " already has " + std::to_string(limits.per_user) +
            " connections open to jitsymd (the per-user connection limit)";
   }
   return "jitsymd has all its " + std::to_string(limits.total) +
@@ -66,10 +80,10 @@ uint64_t MemoryBudget::used_by(unsigned uid) const {
   return it == users_.end() ? 0 : it->second;
 }
 
-std::string MemoryBusyMessage(MemoryBudget::Result why, const MemoryBudget& budget, unsigned uid) {
+std::string MemoryBusyMessage(MemoryBudget::Result why, const MemoryBudget& budget, unsigned uid,
+                              unsigned person) {
   if (why == MemoryBudget::Result::kUserFull) {
-    return "uid " + std::to_string(uid) + " already has " +
-           std::to_string(budget.per_user() >> 20) +
+    return Holder(uid, person) + " already has " + std::to_string(budget.per_user() >> 20) +
            " MiB of requests in flight (the per-user request memory limit)";
   }
   return "jitsymd has " + std::to_string(budget.total() >> 20) +

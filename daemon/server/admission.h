@@ -4,9 +4,10 @@
 // only ask.
 //
 // Any local user may connect, so each resource has a per-user share below the total: one user
-// filling their share leaves room for everyone else. Root (uid 0) has no per-user share and
-// may use a reserve of connection slots nobody else may, so `jitsym ping` as root answers
-// even when every other slot is taken.
+// filling their share leaves room for everyone else. A share is a person's (security/accounts.h):
+// callers key them by the person a uid counts as, so a user's subordinate uids share his. Root (uid
+// 0) has no per-user share and may use a reserve of connection slots nobody else may, so `jitsym
+// ping` as root answers even when every other slot is taken.
 #ifndef JITSYM_DAEMON_SERVER_ADMISSION_H_
 #define JITSYM_DAEMON_SERVER_ADMISSION_H_
 
@@ -37,8 +38,9 @@ enum class Admission {
 Admission AdmitConnection(const ConnectionLimits& limits, bool privileged, size_t open_total,
                           size_t open_by_user);
 
-// The message of the busy error sent instead of the connection.
-std::string ConnectionBusyMessage(Admission why, const ConnectionLimits& limits, unsigned uid);
+// The message of the busy error sent instead of the connection, to uid counted as `person`.
+std::string ConnectionBusyMessage(Admission why, const ConnectionLimits& limits, unsigned uid,
+                                  unsigned person);
 
 // Bytes held by requests being received (long lines) and decoded requests being answered,
 // summed over all connections and per uid. Thread-safe.
@@ -66,7 +68,8 @@ class MemoryBudget {
 };
 
 // The message of the busy error for a request the budget refused.
-std::string MemoryBusyMessage(MemoryBudget::Result why, const MemoryBudget& budget, unsigned uid);
+std::string MemoryBusyMessage(MemoryBudget::Result why, const MemoryBudget& budget, unsigned uid,
+                              unsigned person);
 
 // An upper bound of the memory DecodeRequest may allocate for a request line: the addresses
 // vector (at most one entry per ',' in the line, at most proto::kMaxBatch, grown by doubling)

@@ -221,18 +221,19 @@ class Server::Impl : public std::enable_shared_from_this<Impl> {
       Reject(socket, proto::kErrPermission,
              "jitsymd cannot tell which user is connecting (SO_PEERCRED failed); refused");
     } else {
+      peer->person = o.person_of ? o.person_of(peer->uid) : peer->uid;
       const ConnectionLimits limits{o.max_connections, o.max_user_connections,
                                     o.privileged_connections};
       std::shared_ptr<Session> session;
       Admission admission;
       {
         std::lock_guard lock(state_->mutex);
-        auto it = state_->connections_by_uid.find(peer->uid);
+        auto it = state_->connections_by_person.find(peer->person);
         admission = AdmitConnection(limits, IsPrivilegedUid(peer->uid),
                                     state_->connections_open.load(std::memory_order_relaxed),
-                                    it == state_->connections_by_uid.end() ? 0 : it->second);
+                                    it == state_->connections_by_person.end() ? 0 : it->second);
         if (admission == Admission::kAdmit) {
-          ++state_->connections_by_uid[peer->uid];
+          ++state_->connections_by_person[peer->person];
           state_->connections_open.fetch_add(1, std::memory_order_relaxed);
           session = std::make_shared<Session>(state_, std::move(socket), std::move(*peer));
           state_->sessions.emplace(session.get(), session);
@@ -241,7 +242,8 @@ class Server::Impl : public std::enable_shared_from_this<Impl> {
       if (session) {
         session->Start();
       } else {
-        Reject(socket, proto::kErrBusy, ConnectionBusyMessage(admission, limits, peer->uid));
+        Reject(socket, proto::kErrBusy,
+               ConnectionBusyMessage(admission, limits, peer->uid, peer->person));
       }
     }
     Accept();

@@ -86,6 +86,9 @@ struct ServerOptions {
   // Request: from the first byte of a request line to its newline.
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+  // The person a peer's uid counts as for the per-user shares (security::Accounts::PersonOf);
+  // none: every uid on its own.
+  std::function<unsigned(unsigned uid)> person_of;
   // For tests: replaces ReadPeerCredentials.
   std::function<std::optional<PeerCredentials>(int fd)> peer_credentials_for_testing;
 };

@@ -110,14 +110,14 @@ Session::Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredenti
       last_progress_(Clock::now()) {}
 
 Session::~Session() {
-  state_->memory.Release(peer_.uid, charged_);
-  if (stream_) state_->memory.Release(peer_.uid, stream_->charged);
+  state_->memory.Release(peer_.person, charged_);
+  if (stream_) state_->memory.Release(peer_.person, stream_->charged);
   {
     std::lock_guard lock(state_->mutex);
     state_->sessions.erase(this);
-    auto it = state_->connections_by_uid.find(peer_.uid);
-    if (it != state_->connections_by_uid.end() && --it->second == 0) {
-      state_->connections_by_uid.erase(it);
+    auto it = state_->connections_by_person.find(peer_.person);
+    if (it != state_->connections_by_person.end() && --it->second == 0) {
+      state_->connections_by_person.erase(it);
     }
     state_->connections_open.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -141,7 +141,7 @@ void Session::CloseNow() {
   // close, not when the last pending handler lets go of the session: a client that saw the
   // close may send its next long line at once.
   // (The buffer itself is freed with the session; handlers still queued may look at it.)
-  state_->memory.Release(peer_.uid, charged_);
+  state_->memory.Release(peer_.person, charged_);
   charged_ = 0;
   boost::system::error_code ignored;
   timer_.cancel();
@@ -221,11 +221,11 @@ void Session::ReadMore() {
     const size_t limit = state_->options.max_request_bytes + kReadChunk;
     const size_t size = std::max(std::min(in_.size() * 2, limit), end_ + kReadChunk);
     const size_t charge = size - kIdleInputBytes - charged_;
-    const MemoryBudget::Result r = state_->memory.TryCharge(peer_.uid, charge);
+    const MemoryBudget::Result r = state_->memory.TryCharge(peer_.person, charge);
     if (r != MemoryBudget::Result::kOk) {
       state_->requests_busy.fetch_add(1, std::memory_order_relaxed);
-      Answer(proto::MakeErrorResponse("", proto::kErrBusy,
-                                      MemoryBusyMessage(r, state_->memory, peer_.uid)));
+      Answer(proto::MakeErrorResponse(
+          "", proto::kErrBusy, MemoryBusyMessage(r, state_->memory, peer_.uid, peer_.person)));
       close_after_write_ = true;
       Continue();
       return;
@@ -251,7 +251,7 @@ void Session::ShrinkInput() {
   scanned_ -= begin_;
   end_ = pending;
   begin_ = 0;
-  state_->memory.Release(peer_.uid, charged_);
+  state_->memory.Release(peer_.person, charged_);
   charged_ = 0;
 }
 
@@ -351,17 +351,17 @@ void Session::HandleLine(std::string_view line) {
   uint64_t charge = 0;
   if (line.size() > kUnchargedLineBytes) {
     charge = DecodedRequestBound(line);
-    const MemoryBudget::Result r = state_->memory.TryCharge(peer_.uid, charge);
+    const MemoryBudget::Result r = state_->memory.TryCharge(peer_.person, charge);
     if (r != MemoryBudget::Result::kOk) {
       state_->requests_busy.fetch_add(1, std::memory_order_relaxed);
-      Answer(proto::MakeErrorResponse("", proto::kErrBusy,
-                                      MemoryBusyMessage(r, state_->memory, peer_.uid)));
+      Answer(proto::MakeErrorResponse(
+          "", proto::kErrBusy, MemoryBusyMessage(r, state_->memory, peer_.uid, peer_.person)));
       return;
     }
   }
   proto::DecodeRequestResult decoded = proto::DecodeRequest(line);
   if (!decoded.request) {
-    state_->memory.Release(peer_.uid, charge);
+    state_->memory.Release(peer_.person, charge);
     Answer(*decoded.error);
     return;
   }
@@ -370,11 +370,11 @@ void Session::HandleLine(std::string_view line) {
     state_->addresses.fetch_add(lookup->addrs.size(), std::memory_order_relaxed);
     // Keep charged only what the request really holds.
     const uint64_t held = std::min(charge, DecodedBytes(*lookup));
-    state_->memory.Release(peer_.uid, charge - held);
+    state_->memory.Release(peer_.person, charge - held);
     StartStream(std::move(request), held);
     return;
   }
-  state_->memory.Release(peer_.uid, charge);
+  state_->memory.Release(peer_.person, charge);
   Answer(CallHandler(request));
 }
 
@@ -414,7 +414,7 @@ bool Session::StartStream(proto::Request request, uint64_t charged) {
       }
     }
     if (answer == nullptr || string_bytes <= kMaxCompactStringBytes) {
-      state_->memory.Release(peer_.uid, charged);
+      state_->memory.Release(peer_.person, charged);
       Answer(response);
       return false;
     }
@@ -538,7 +538,7 @@ void Session::EndAnswer(const Stream& s) {
 }
 
 void Session::EndStream() {
-  state_->memory.Release(peer_.uid, stream_->charged);
+  state_->memory.Release(peer_.person, stream_->charged);
   stream_.reset();
 }
 

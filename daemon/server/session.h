@@ -47,7 +47,7 @@ struct ServerState {
 
   std::mutex mutex;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mutex
-  std::unordered_map<unsigned, size_t> connections_by_uid;        // guarded by mutex
+  std::unordered_map<unsigned, size_t> connections_by_person;     // guarded by mutex
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -55,7 +55,7 @@ class Session : public std::enable_shared_from_this<Session> {
   using Socket = boost::asio::local::stream_protocol::socket;
 
   // `socket`'s executor must be a strand of its own: every handler of the session runs on it.
-  // The caller has counted the connection in state->connections_open and connections_by_uid;
+  // The caller has counted the connection in state->connections_open and connections_by_person;
   // the session uncounts it when it ends.
   Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredentials peer);
   ~Session();

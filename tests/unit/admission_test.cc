@@ -44,10 +44,10 @@ TEST(AdmitConnectionTest, ReserveLargerThanTotal) {
 
 TEST(AdmitConnectionTest, MessagesNameTheLimit) {
   const ConnectionLimits limits{100, 10, 5};
-  EXPECT_NE(server::ConnectionBusyMessage(Admission::kUserFull, limits, 1001)
+  EXPECT_NE(server::ConnectionBusyMessage(Admission::kUserFull, limits, 1001, 1001)
                 .find("uid 1001 already has 10 connections"),
             std::string::npos);
-  EXPECT_NE(server::ConnectionBusyMessage(Admission::kTotalFull, limits, 1001)
+  EXPECT_NE(server::ConnectionBusyMessage(Admission::kTotalFull, limits, 1001, 1001)
                 .find("total connection limit"),
             std::string::npos);
 }
