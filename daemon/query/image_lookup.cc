@@ -209,12 +209,12 @@ std::optional<ImageLookup::LiveProcess> ImageLookup::LiveMappedImages(const inde
   if (!images) return std::nullopt;
   LiveProcess out;
   out.identity = images->identity;
-  for (const ProcessSnapshot::Placed& img : images->images) {
-    if (img.name.empty()) continue;
+  images->ForEachPlaced([&](const ProcessSnapshot::Placed& img) {
+    if (img.name.empty()) return;
     Sources sources = FindByName(view, img.name, images->identity.uid);
-    if (sources.empty()) continue;
+    if (sources.empty()) return;
     out.images.push_back({sources.front(), img.base, img.end});  // the one a lookup would use
-  }
+  });
   return out;
 }
 
@@ -233,14 +233,12 @@ std::optional<proto::ErrorResponse> ImageLookup::Resolve(LookupBatch& batch) {
     std::vector<size_t> misses;
     for (size_t i : todo) {
       const uint64_t addr = batch.addr(i);
-      auto next =
-          std::upper_bound(images->images.begin(), images->images.end(), addr,
-                           [](uint64_t a, const ProcessSnapshot::Placed& p) { return a < p.base; });
-      if (next == images->images.begin()) {
+      const ProcessSnapshot::Placed* placed = images->PlacedAt(addr);
+      if (placed == nullptr) {
         misses.push_back(i);
         continue;
       }
-      const ProcessSnapshot::Placed& img = *std::prev(next);
+      const ProcessSnapshot::Placed& img = *placed;
       const uint64_t rva = addr - img.base;
       if ((img.end != 0 && addr >= img.end) || rva > 0xFFFFFFFFu) {
         misses.push_back(i);

@@ -5,52 +5,24 @@
 
 #include <algorithm>
 
-#include "daemon/formats/perfinfo/perfinfo_parser.h"
-#include "daemon/os/small_file.h"
-#include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 
 namespace jitsym::query {
-namespace {
 
-constexpr size_t kMaxPerfinfoBytes = 1ull << 30;
-
-bool EndsWithNoCase(std::string_view s, std::string_view suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (size_t i = 0; i < suffix.size(); ++i) {
-    char a = s[s.size() - suffix.size() + i];
-    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
-    if (a != suffix[i]) return false;
-  }
-  return true;
-}
-
-bool IsDll(std::string_view path) { return EndsWithNoCase(path, ".dll"); }
-
-// A perfinfo file is one anyone may write (in /tmp) that describes the process of `owner`: no
-// symlink is followed and it must be believed for that process (security::JudgeProcessFile).
-std::optional<std::string> ReadPerfinfo(const std::string& path, uint32_t owner) {
-  os::SmallFileOptions options;
-  options.max_bytes = kMaxPerfinfoBytes;
-  options.no_follow = true;
-  options.accept = [&](const struct stat& st) {
-    return security::JudgeProcessFile(st.st_uid, owner) == security::FileVerdict::kTrusted;
+const ProcessSnapshot::Placed* ProcessSnapshot::PlacedAt(uint64_t addr) const {
+  auto before = [addr](const std::vector<Placed>& list) -> const Placed* {
+    auto next = std::upper_bound(list.begin(), list.end(), addr,
+                                 [](uint64_t a, const Placed& p) { return a < p.base; });
+    return next == list.begin() ? nullptr : &*std::prev(next);
   };
-  auto file = os::ReadSmallFile(path, options);
-  if (!file) return std::nullopt;
-  return std::move(file->bytes);
+  const Placed* mapped = before(images);
+  const Placed* logged = perfinfo ? before(*perfinfo) : nullptr;
+  if (logged == nullptr || (mapped != nullptr && mapped->base >= logged->base)) return mapped;
+  return logged;
 }
 
-}  // namespace
-
-std::string ImageNameFromPath(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  if (slash != std::string_view::npos) path.remove_prefix(slash + 1);
-  if (IsDll(path)) path.remove_suffix(4);
-  return std::string(path);
-}
-
-ProcessSnapshots::ProcessSnapshots(Options options) : options_(std::move(options)) {}
+ProcessSnapshots::ProcessSnapshots(Options options)
+    : options_(std::move(options)), perfinfo_(options_.perfinfo) {}
 
 std::shared_ptr<const ProcessSnapshot> ProcessSnapshots::Read(uint32_t pid) {
   const auto identity = options_.read_identity(pid);
@@ -71,16 +43,9 @@ std::shared_ptr<const ProcessSnapshot> ProcessSnapshots::Read(uint32_t pid) {
   for (const os::MappedFile& f : os::MappedFiles(*maps)) {
     p->images.push_back({IsDll(f.path) ? ImageNameFromPath(f.path) : std::string(), f.base, f.end});
   }
-  const std::string perfinfo = options_.perfinfo_dir + "/perfinfo-" + std::to_string(pid) + ".map";
-  if (auto text = ReadPerfinfo(perfinfo, identity->uid)) {
-    for (const perfinfo::PerfInfoImage& img : perfinfo::ParsePerfInfo(*text)) {
-      const bool known = std::any_of(p->images.begin(), p->images.end(),
-                                     [&](const auto& x) { return x.base == img.base; });
-      if (!known) p->images.push_back({ImageNameFromPath(img.path), img.base, 0});
-    }
-  }
   std::sort(p->images.begin(), p->images.end(),
             [](const auto& a, const auto& b) { return a.base < b.base; });
+  p->perfinfo = perfinfo_.Read(pid, *identity);
   return p;
 }
 

@@ -20,11 +20,10 @@
 #include "daemon/os/proc.h"
 #include "daemon/os/process_maps.h"
 #include "daemon/os/process_table_cache.h"
+#include "daemon/query/perfinfo_files.h"
+#include "daemon/query/placed_image.h"
 
 namespace jitsym::query {
-
-// "/usr/share/dotnet/.../System.Private.CoreLib.dll" -> "System.Private.CoreLib".
-std::string ImageNameFromPath(std::string_view path);
 
 // What one read of /proc told about a process, with what each lookup needs derived once, when
 // it is read (the lookups then do no more work per address than a binary search).
@@ -34,20 +33,27 @@ struct ProcessSnapshot {
     uint64_t start = 0, end = 0, offset = 0, inode = 0;
     std::string path;
   };
-  // A file mapped in the process, as an image would be.
-  struct Placed {
-    std::string name;  // the image name; empty for files that are not .dll (native libraries)
-    uint64_t base = 0;
-    uint64_t end = 0;  // 0: unknown (from perfinfo only)
-  };
+  using Placed = PlacedImage;
 
   os::ProcessIdentity identity;   // who the process was when it was read
   uint64_t read_ns = 0;           // when (CLOCK_MONOTONIC)
   std::vector<ExecMapping> exec;  // sorted by start
-  // Every mapped file (the others, native libraries, bound the images whose extent only
-  // perfinfo gives, and an address in them is known not to be in any image), and the images
-  // .NET 8 and older log in /tmp/perfinfo-<pid>.map; sorted by base.
+  // Every mapped file, sorted by base: the images (.dll), and the others (native libraries),
+  // which bound the images whose extent only perfinfo gives (an address in them is known not to
+  // be in any image).
   std::vector<Placed> images;
+  // The images .NET 8 and older log in /tmp/perfinfo-<pid>.map (sorted by base, one per base,
+  // shared by the snapshots of the process while the file does not grow); null if none.
+  std::shared_ptr<const std::vector<Placed>> perfinfo;
+
+  // The placed image whose base is the nearest at or below addr, of both lists (a mapped file
+  // wins over a perfinfo line for the same base); null if none. Its extent is the caller's to
+  // check (`end`, or 4 GiB of RVAs for perfinfo's).
+  const Placed* PlacedAt(uint64_t addr) const;
+  // Calls fn for every placed image: the mapped files, then perfinfo's images at a base no
+  // mapped file has.
+  template <typename F>
+  void ForEachPlaced(F&& fn) const;
 };
 
 class ProcessSnapshots {
@@ -55,7 +61,7 @@ class ProcessSnapshots {
   static constexpr uint64_t kMinRereadNs = os::ProcessTableCache<ProcessSnapshot>::kMinRereadNs;
 
   struct Options {
-    std::string perfinfo_dir = "/tmp";
+    PerfinfoFiles::Options perfinfo;  // where perfinfo maps are, and whose quota they use
     // The /proc readers (tests replace them).
     std::function<std::optional<os::ProcessIdentity>(uint32_t)> read_identity =
         &os::ReadProcessIdentity;
@@ -80,8 +86,20 @@ class ProcessSnapshots {
   std::shared_ptr<const ProcessSnapshot> Read(uint32_t pid);
 
   Options options_;
+  PerfinfoFiles perfinfo_;
   os::ProcessTableCache<ProcessSnapshot> cache_;
 };
+
+template <typename F>
+void ProcessSnapshot::ForEachPlaced(F&& fn) const {
+  for (const Placed& img : images) fn(img);
+  if (!perfinfo) return;
+  auto mapped = images.begin();
+  for (const Placed& img : *perfinfo) {  // both sorted by base: one pass
+    while (mapped != images.end() && mapped->base < img.base) ++mapped;
+    if (mapped == images.end() || mapped->base != img.base) fn(img);
+  }
+}
 
 }  // namespace jitsym::query
 

@@ -26,6 +26,7 @@ QueryEngine::QueryEngine(const index::ViewCell& cell,
       server_counters_(std::move(server_counters)),
       policy_(options.access),
       started_ns_(MonotonicNowNs()),
+      processes_(std::move(options.processes)),
       images_(std::move(options.images), processes_),
       native_(std::move(options.native), processes_),
       pid_chain_{&index_, &process_denials_, &images_, &native_} {}

@@ -31,6 +31,8 @@ class QueryEngine : public server::RequestHandler {
     security::AccessPolicy access;  // who may ask about what (jitsymd --trusted-group)
     ImageLookup::Options images;    // --r2rmap-dir
     NativeOptions native;           // --debug-dir, --debug-cache-mb
+    // What processes map, and the perfinfo maps read for them (charged to their owners' quota).
+    ProcessSnapshots::Options processes;
   };
   QueryEngine(const index::ViewCell& cell, std::function<server::Counters()> server_counters,
               Options options);
