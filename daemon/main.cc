@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
     if (!access.trusted_gid) UsageError("trusted-group: no group '" + settings.trusted_group + "'");
   }
   query_options.images.search_dirs = settings.r2rmap_dirs;
+  query_options.images.ledger = ledger;
   query_options.processes.perfinfo.ledger = ledger;
   if (!settings.debug_dirs.empty()) query_options.native.debug_dirs = settings.debug_dirs;
   query_options.native.cache_bytes = static_cast<size_t>(settings.debug_cache_mb) << 20;

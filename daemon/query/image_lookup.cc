@@ -1,14 +1,16 @@
 #include "daemon/query/image_lookup.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "daemon/ingest/r2rmap_source.h"
-#include "daemon/os/small_file.h"
 #include "daemon/security/access_rules.h"
+#include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -16,17 +18,51 @@ namespace jitsym::query {
 namespace {
 
 constexpr uint64_t kRetryLoadNs = 1000000000ull;  // a missing r2rmap is looked for again after 1 s
-constexpr size_t kMaxFileBytes = 1ull << 30;
+constexpr uint64_t kMaxFileBytes = 1ull << 30;
+constexpr size_t kReadChunk = 1 << 20;
 // The state of sources loaded from --r2rmap-dir (the ingester never uses it).
 constexpr std::string_view kLoadedState = proto::SourceStateName(proto::SourceState::kLoaded);
 
-// Reads a whole (small) regular file (an r2rmap of --r2rmap-dir); nullopt if it cannot be read.
-std::optional<std::string> ReadFile(const std::string& path) {
-  os::SmallFileOptions options;
-  options.max_bytes = kMaxFileBytes;
-  auto file = os::ReadSmallFile(path, options);
-  if (!file) return std::nullopt;
-  return std::move(file->bytes);
+// Feeds an r2rmap of --r2rmap-dir to `src` as it is read, 1 MiB at a time, up to kMaxFileBytes
+// and its owner's byte quota; the bytes read, or nullopt if it is no regular file or cannot be
+// read. Where a bound stops it, what was read is used and the log says where.
+std::optional<uint64_t> FeedFile(const std::string& path, ingest::R2rmapSource& src,
+                                 security::LimitLedger* ledger) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::vector<uint8_t> buf(kReadChunk);
+  uint64_t offset = 0;
+  std::string stop;
+  for (;;) {
+    uint64_t want = std::min<uint64_t>(buf.size(), kMaxFileBytes - offset);
+    std::string which = "per-file bound (" + std::to_string(kMaxFileBytes) + " bytes)";
+    if (ledger) want = std::min(want, ledger->ByteAllowance(st.st_uid, offset, &which));
+    if (want == 0) {
+      stop = which;
+      break;
+    }
+    const ssize_t n = ::read(fd, buf.data(), want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    if (ledger) ledger->ChargeBytes(st.st_uid, static_cast<uint64_t>(n));
+    offset += static_cast<uint64_t>(n);
+    src.Feed({buf.data(), static_cast<size_t>(n)});
+  }
+  ::close(fd);
+  if (!stop.empty()) {
+    JITSYM_LOG(kWarning, path, ": offset ", offset, ": not read further: ", stop,
+               "; the records before it are used");
+  }
+  return offset;
 }
 
 // An answer from an image source; `base` is where the image is (0 for RVA lookups).
@@ -104,10 +140,9 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
   entry.checked_ns = now;
   for (const std::string& dir : options_.search_dirs) {
     const std::string path = dir + "/" + name + ".ni.r2rmap";
-    std::optional<std::string> bytes = ReadFile(path);
-    if (!bytes) continue;
     ingest::R2rmapSource src(path);
-    src.Feed({reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()});
+    const std::optional<uint64_t> bytes = FeedFile(path, src, options_.ledger.get());
+    if (!bytes) continue;
     src.Settle();  // read whole: a last line without its newline counts
     if (src.failed() && src.records() == 0) {
       JITSYM_LOG(kWarning, path, ": offset ", src.error_offset(), ": ", src.error());
@@ -119,7 +154,7 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
     v->image = name;
     v->image_signature = src.image_signature();
     v->state = std::string(kLoadedState);
-    v->bytes_read = bytes->size();
+    v->bytes_read = *bytes;
     v->code = src.code().CompactAll();
     v->ranges = v->code->ranges().size();
     JITSYM_LOG(kInfo, "loaded ", path, " (", v->ranges, " ranges) for image ", name);

@@ -31,6 +31,10 @@
 #include "daemon/security/peer_access.h"
 #include "proto/protocol.h"
 
+namespace jitsym::security {
+class LimitLedger;
+}
+
 namespace jitsym::query {
 
 // "{0D2A...-...}" / "0d2a..." -> 32 lower-case hex digits; empty if it is not a signature.
@@ -43,6 +47,9 @@ class ImageLookup : public Resolver {
   struct Options {
     // Directories searched for `<image>.ni.r2rmap` (jitsymd --r2rmap-dir).
     std::vector<std::string> search_dirs;
+    // Charged with the bytes of the maps read from them, per owner (kept for the daemon's life);
+    // none: only the per-file bound applies.
+    std::shared_ptr<security::LimitLedger> ledger;
   };
   // `processes`: where the processes map their images (shared with NativeLookup; outlives this).
   ImageLookup(Options options, ProcessSnapshots& processes);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "daemon/ingest/r2rmap_source.h"
+#include "daemon/security/limits.h"
 
 namespace jitsym::query {
 namespace {
@@ -193,6 +194,44 @@ TEST(ImageLookup, InProcessThroughProcMapsOnlyForTheOwner) {
   ::close(fd);
   ::unlink(path.c_str());
   ::unlink(source->path.c_str());
+  ::rmdir(dir);
+}
+
+// A map of an --r2rmap-dir is read in steps, each charged to its owner: past the quota, the
+// records read before answer and the rest do not (nor does the map take more memory).
+TEST(ImageLookup, OperatorMapsAreChargedToTheirOwnerAndBounded) {
+  char dir[] = "/tmp/jitsym-image-quota-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  std::string text = "FFFFFFFF 00 0123456789ABCDEF0123456789ABCDEF\nFFFFFFFE 00 1\n";
+  char line[64];
+  for (int i = 0; i < 200000; ++i) {  // about 5 MiB
+    std::snprintf(line, sizeof(line), "%08X 10 Quota::M%d()\n", 0x1000 + i * 16, i);
+    text += line;
+  }
+  const std::string path = std::string(dir) + "/Quota.ni.r2rmap";
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_TRUE(f);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  security::Limits limits;
+  limits.user_bytes = 2 << 20;
+  auto ledger = std::make_shared<security::LimitLedger>(limits);
+  ProcessSnapshots processes;
+  ImageLookup lookup(ImageLookup::Options{{dir}, ledger}, processes);
+  proto::LookupRequest req;
+  req.image = "Quota";
+  req.addrs = Queries({0x1000, 0x1000 + 199999 * 16});
+  proto::LookupResponse out;
+  const security::PeerAccess access = AccessOf(::getuid());
+  index::IndexView view;
+  LookupBatch batch(req, view, access, &out);
+  ASSERT_TRUE(lookup.LookupImage(batch, ::getuid()));
+  EXPECT_TRUE(out.results[0].found);
+  EXPECT_EQ(out.results[0].name, "Quota::M0()");
+  EXPECT_FALSE(out.results[1].found);  // past the 2 MiB read
+  std::string which;
+  EXPECT_EQ(ledger->ByteAllowance(::getuid(), 0, &which), 0u);
+  std::remove(path.c_str());
   ::rmdir(dir);
 }
 
