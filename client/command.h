@@ -20,8 +20,10 @@ inline constexpr int kExitUnknownProcess = 3;
 inline constexpr int kExitDenied = 4;
 
 struct GlobalOptions {
-  std::string socket_path;  // --socket, else $JITSYM_SOCKET, else proto::DefaultSocketPath()
-  int timeout_ms = 30000;   // --timeout: how long to wait for jitsymd; 0 forever
+  // Where to connect, in order: --socket, else $JITSYM_SOCKET (no other then), else
+  // proto::ClientSocketCandidates(). Empty for `jitsym --version` (the client alone).
+  std::vector<std::string> socket_paths;
+  int timeout_ms = 30000;  // --timeout: how long to wait for jitsymd; 0 forever
 };
 
 struct Command {

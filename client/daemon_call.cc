@@ -6,11 +6,12 @@
 namespace jitsym::client {
 
 std::unique_ptr<proto::ClientConnection> ConnectOrReport(const GlobalOptions& globals) {
-  std::string error;
-  auto connection =
-      proto::ClientConnection::Connect(globals.socket_path, &error, globals.timeout_ms);
-  if (!connection) std::fprintf(stderr, "jitsym: %s\n", error.c_str());
-  return connection;
+  auto connection = proto::ClientConnection::ConnectFirst(globals.socket_paths, globals.timeout_ms);
+  if (!connection) {
+    std::fprintf(stderr, "jitsym: %s\n", connection.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(*connection);
 }
 
 void ReportErrorResponse(const proto::ErrorResponse& error) {

@@ -553,9 +553,11 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
   // A second connection only once the daemon has taken it (a ping answered): one over the
   // daemon's per-user connection limit is answered "busy" and closed, and would fail the batches
   // sent on it. Without it, the first connection serves every batch.
-  auto connect_more = [&globals]() -> std::unique_ptr<proto::ClientConnection> {
+  // The same daemon as the first connection: the path that one reached.
+  auto connect_more = [&globals,
+                       path = connection->path()]() -> std::unique_ptr<proto::ClientConnection> {
     std::string ignored;
-    auto more = proto::ClientConnection::Connect(globals.socket_path, &ignored, globals.timeout_ms);
+    auto more = proto::ClientConnection::Connect(path, &ignored, globals.timeout_ms);
     if (more == nullptr) return nullptr;
     proto::Request ping;
     ping.body = proto::PingRequest{};

@@ -1,5 +1,7 @@
 // jitsym: the command-line client of jitsymd. main() only resolves global options and
 // dispatches to the subcommand table.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "client/command.h"
+#include "proto/daemon_socket.h"
 #include "proto/protocol.h"
 
 namespace jitsym::client {
@@ -32,7 +35,19 @@ constexpr Command kCommands[] = {
      RunFlamegraph},
 };
 
+// Where the client looks when neither --socket nor JITSYM_SOCKET names a socket.
+std::vector<std::string> DefaultCandidates() {
+  const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");
+  return proto::ClientSocketCandidates(geteuid(), runtime_dir != nullptr ? runtime_dir : "");
+}
+
 void PrintUsage(std::FILE* out) {
+  // "/tmp/jitsymd-1000.sock,\n   or /run/jitsymd/jitsymd.sock when no daemon listens there"
+  const std::vector<std::string> paths = DefaultCandidates();
+  std::string candidates = paths.front();
+  for (size_t i = 1; i < paths.size(); ++i) {
+    candidates += ",\n                     or " + paths[i] + " when no daemon listens there";
+  }
   std::fprintf(out,
                "usage: jitsym [--socket PATH] [--timeout SECONDS] COMMAND [ARGS...]\n"
                "\n"
@@ -50,7 +65,7 @@ void PrintUsage(std::FILE* out) {
                "\n"
                "exit status: 0 success; 1 daemon unreachable, busy, silent for --timeout,\n"
                "or an error; 2 usage error\n",
-               proto::DefaultSocketPath().c_str());
+               candidates.c_str());
 }
 
 // "30" -> 30000, "2.5" -> 2500, "0" -> 0 (no timeout).
@@ -142,11 +157,11 @@ int Main(int argc, char** argv) {
   if (help) args.insert(args.begin(), "--help");  // `jitsym help lookup`
 
   if (socket_path) {
-    globals.socket_path = *socket_path;
+    globals.socket_paths = {*socket_path};
   } else if (const char* env = std::getenv("JITSYM_SOCKET"); env != nullptr && env[0] != '\0') {
-    globals.socket_path = env;
+    globals.socket_paths = {env};
   } else {
-    globals.socket_path = proto::DefaultSocketPath();
+    globals.socket_paths = DefaultCandidates();
   }
   if (timeout_text) {
     const std::optional<int> ms = ParseTimeoutMs(*timeout_text);
@@ -156,7 +171,7 @@ int Main(int argc, char** argv) {
     }
     globals.timeout_ms = *ms;
   }
-  if (globals.socket_path.empty()) {
+  if (globals.socket_paths.front().empty()) {
     std::fprintf(stderr, "jitsym: --socket needs a non-empty path\n");
     return kExitUsage;
   }

@@ -30,7 +30,7 @@ int RunPing(const GlobalOptions& globals, const std::vector<std::string>& args) 
     ReportErrorResponse(*err);
     return kExitError;
   }
-  std::printf("pong from %s: time=%.3f ms\n", globals.socket_path.c_str(),
+  std::printf("pong from %s: time=%.3f ms\n", connection->path().c_str(),
               std::chrono::duration<double, std::milli>(elapsed).count());
   return kExitOk;
 }

@@ -17,7 +17,7 @@ int RunVersion(const GlobalOptions& globals, const std::vector<std::string>& arg
 
   std::printf("jitsym %s (protocol %d)\n", JITSYM_VERSION, proto::kProtocolVersion);
   std::fflush(stdout);
-  if (globals.socket_path.empty()) return kExitOk;  // `jitsym --version`: client only
+  if (globals.socket_paths.empty()) return kExitOk;  // `jitsym --version`: client only
   std::optional<proto::Response> response = CallOrReport(globals, {"", proto::VersionRequest{}});
   if (!response) return kExitError;
   const auto* version = std::get_if<proto::VersionResponse>(&response->body);

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "proto/daemon_socket.h"
+
 namespace jitsym::proto {
 namespace {
 
@@ -18,25 +20,23 @@ constexpr size_t kReadChunk = 256 * 1024;
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-}  // namespace
-
-std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& path,
-                                                            std::string* error, int timeout_ms) {
+// Opens a socket and connects it to `path`. Returns the descriptor, or -1 with *err set (EAGAIN:
+// not accepted within the timeout) or *problem saying what is wrong with the path itself.
+int Dial(const std::string& path, int timeout_ms, int* err, std::string* problem) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-    *error = "cannot connect to jitsymd at '" + path + "': socket path " +
-             (path.empty() ? "is empty"
-                           : "is too long (at most " + std::to_string(sizeof(addr.sun_path) - 1) +
-                                 " bytes)") +
-             " (set --socket or JITSYM_SOCKET)";
-    return nullptr;
+    *problem = path.empty() ? "socket path is empty"
+                            : "socket path is too long (at most " +
+                                  std::to_string(sizeof(addr.sun_path) - 1) + " bytes)";
+    return -1;
   }
   std::memcpy(addr.sun_path, path.data(), path.size());
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    *error = "cannot create a socket: " + ErrnoText(errno);
-    return nullptr;
+    *err = errno;
+    *problem = "cannot create a socket: " + ErrnoText(errno);
+    return -1;
   }
   if (timeout_ms > 0) {
     // For a Unix socket the send timeout also bounds connect (a full backlog).
@@ -51,33 +51,72 @@ std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& p
     rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) {
-    const int err = errno;
+    *err = errno;
     ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// What to do about the failure that ended the search, at `path`.
+std::string Hint(int err, const std::string& path) {
+  switch (err) {
+    case ENOENT:
+    case ECONNREFUSED:
+      return " (is jitsymd running? start it or set --socket/JITSYM_SOCKET)";
+    case EACCES:
+    case EPERM:
+      return PermissionHint(ObserveSocketPermission(path));
+    case ENOTDIR:
+    case ENOTSOCK:
+      return " (that path is not a socket; set --socket/JITSYM_SOCKET)";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClientConnection>> ClientConnection::ConnectFirst(
+    std::span<const std::string> paths, int timeout_ms) {
+  if (paths.empty()) return MakeError(ErrorKind::kUsage, "no socket to connect to jitsymd at");
+  std::string tried;  // "P1: why, nor at P2: why"
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    int err = 0;
+    std::string problem;
+    const int fd = Dial(path, timeout_ms, &err, &problem);
+    if (fd >= 0) {
+      return std::unique_ptr<ClientConnection>(new ClientConnection(fd, path, timeout_ms));
+    }
     if (err == EAGAIN || err == EWOULDBLOCK) {
-      *error = ClientConnection(-1, path, timeout_ms).TimeoutText("accept the connection");
-      return nullptr;
+      return MakeError(ErrorKind::kIo,
+                       ClientConnection(-1, path, timeout_ms).TimeoutText("accept the connection"));
     }
-    std::string hint;
-    switch (err) {
-      case ENOENT:
-      case ECONNREFUSED:
-        hint = " (is jitsymd running? start it or set --socket/JITSYM_SOCKET)";
-        break;
-      case EACCES:
-      case EPERM:
-        hint = " (no permission on the socket or its directory)";
-        break;
-      case ENOTDIR:
-      case ENOTSOCK:
-        hint = " (that path is not a socket; set --socket/JITSYM_SOCKET)";
-        break;
-      default:
-        break;
+    if (err != 0 && !problem.empty()) return MakeError(ErrorKind::kIo, problem);  // no socket()
+    if (!tried.empty()) tried += ", nor at ";
+    if (!problem.empty()) {
+      // Nobody can listen at a path that does not fit a socket address either.
+      tried += "'" + path + "': " + problem;
+      if (i + 1 < paths.size()) continue;
+      return MakeError(ErrorKind::kUsage, "cannot connect to jitsymd at " + tried +
+                                              " (set --socket or JITSYM_SOCKET)");
     }
-    *error = "cannot connect to jitsymd at " + path + ": " + ErrnoText(err) + hint;
+    tried += path + ": " + ErrnoText(err);
+    if (NobodyListens(err) && i + 1 < paths.size()) continue;
+    return MakeError(ErrorKind::kIo, "cannot connect to jitsymd at " + tried + Hint(err, path));
+  }
+  return MakeError(ErrorKind::kIo, "cannot connect to jitsymd");  // not reached
+}
+
+std::unique_ptr<ClientConnection> ClientConnection::Connect(const std::string& path,
+                                                            std::string* error, int timeout_ms) {
+  Result<std::unique_ptr<ClientConnection>> r = ConnectFirst({&path, 1}, timeout_ms);
+  if (!r) {
+    *error = r.error().message;
     return nullptr;
   }
-  return std::unique_ptr<ClientConnection>(new ClientConnection(fd, path, timeout_ms));
+  return std::move(*r);
 }
 
 ClientConnection::ClientConnection(int fd, std::string path, int timeout_ms)

@@ -9,11 +9,13 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "proto/protocol.h"
+#include "proto/result.h"
 
 namespace jitsym::proto {
 
@@ -30,6 +32,15 @@ class ClientConnection {
   // they wait that long.
   static std::unique_ptr<ClientConnection> Connect(const std::string& path, std::string* error,
                                                    int timeout_ms = 0);
+  // Connects to the first of `paths` where a daemon listens (the client's default search,
+  // proto/daemon_socket.h). A path where nobody listens (NobodyListens) moves on to the next;
+  // any other failure ends the search there. The error names every path tried and why each
+  // failed, with what to do about the last: "cannot connect to jitsymd at
+  // /tmp/jitsymd-1000.sock: No such file or directory, nor at /run/jitsymd/jitsymd.sock:
+  // Permission denied (the socket admits members of the group jitsym: ...)". path() says
+  // which one answered.
+  static Result<std::unique_ptr<ClientConnection>> ConnectFirst(std::span<const std::string> paths,
+                                                                int timeout_ms = 0);
 
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;

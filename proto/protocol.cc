@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "proto/daemon_socket.h"
 #include "proto/hex.h"
 #include "proto/json_writer.h"
 
@@ -19,12 +20,8 @@ constexpr uint64_t kNsPerSecond = 1'000'000'000;
 }  // namespace
 
 std::string DefaultSocketPath() {
-  if (geteuid() == 0) return "/run/jitsymd/jitsymd.sock";
   const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");
-  if (runtime_dir != nullptr && runtime_dir[0] != '\0') {
-    return std::string(runtime_dir) + "/jitsymd.sock";
-  }
-  return "/tmp/jitsymd-" + std::to_string(geteuid()) + ".sock";
+  return DaemonSocketPathFor(geteuid(), runtime_dir != nullptr ? runtime_dir : "");
 }
 
 std::optional<uint64_t> ParseAddress(std::string_view text) { return ParseHex64(text); }

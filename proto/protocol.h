@@ -52,8 +52,9 @@ inline constexpr std::string_view kErrBusy = "busy";
 // send one request line; the connection is closed after this response.
 inline constexpr std::string_view kErrTimeout = "timeout";
 
-// Socket path when neither --socket nor JITSYM_SOCKET says otherwise: /run/jitsymd/jitsymd.sock
-// for root, $XDG_RUNTIME_DIR/jitsymd.sock otherwise (/tmp/jitsymd-<uid>.sock without it).
+// The socket jitsymd listens on without --socket: /run/jitsymd/jitsymd.sock for root,
+// $XDG_RUNTIME_DIR/jitsymd.sock otherwise (/tmp/jitsymd-<uid>.sock without it). The client
+// searches further (proto/daemon_socket.h, ClientSocketCandidates).
 std::string DefaultSocketPath();
 
 // "0x7f00", "7F00" -> value. Rejects empty input, non-hex characters and overflow.

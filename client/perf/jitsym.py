@@ -9,16 +9,20 @@
 # sample time (CLOCK_MONOTONIC with -k mono, the jitdump clock), in batches, over its Unix
 # socket with the NDJSON protocol (docs/protocol.md). Python standard library only.
 #
-# Options (after `--`): --folded, --socket PATH (default $JITSYM_SOCKET, else the daemon's
-# default socket), --batch N (samples per round trip, default 4096).
+# Options (after `--`): --folded, --socket PATH (default $JITSYM_SOCKET, else where `jitsym`
+# looks: the user's own daemon's socket, then /run/jitsymd/jitsymd.sock), --batch N (samples
+# per round trip, default 4096).
 #
 # Output, one block per sample as `perf script` prints callchains:
 #   COMM PID/TID SECS.NSECS: EVENT:
 #   <TAB>IP NAME+0xOFF (DSO)          perf's own name and dso
 #   <TAB>IP NAME+0xOFF (ORIGIN:FILE)  a name jitsymd gave
 
+import errno
+import grp
 import json
 import os
+import pwd
 import re
 import socket
 import sys
@@ -27,15 +31,48 @@ JIT_DSO = re.compile(r"^(\[unknown\]|//anon|\[anon.*|/memfd:.*|\[JIT\].*|.*/perf
                      r".*jit-\d+\.dump)$")
 
 
-def default_socket():
+SYSTEM_SOCKET = "/run/jitsymd/jitsymd.sock"
+
+
+def socket_candidates():
+    """Where to connect, in order, as jitsym does (proto/daemon_socket.h): JITSYM_SOCKET alone;
+    else the socket the user's own jitsymd listens on, then (not for root) the system one."""
     if os.environ.get("JITSYM_SOCKET"):
-        return os.environ["JITSYM_SOCKET"]
+        return [os.environ["JITSYM_SOCKET"]]
     if os.geteuid() == 0:
-        return "/run/jitsymd/jitsymd.sock"
+        return [SYSTEM_SOCKET]
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "jitsymd.sock")
-    return "/tmp/jitsymd-%d.sock" % os.getuid()
+    own = (os.path.join(runtime, "jitsymd.sock") if runtime
+           else "/tmp/jitsymd-%d.sock" % os.geteuid())
+    return [own, SYSTEM_SOCKET]
+
+
+# Nobody listens there: try the next candidate (a stale socket file refuses the connection).
+NOBODY_LISTENS = (errno.ENOENT, errno.ENOTDIR, errno.ECONNREFUSED)
+
+
+def permission_hint(path):
+    """What a user refused by the socket's mode can do, worded as jitsym words it."""
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        primary = pwd.getpwuid(os.geteuid()).pw_gid
+    except KeyError:
+        user, primary = str(os.geteuid()), os.getegid()
+    try:
+        st = os.stat(path)
+        group = grp.getgrgid(st.st_gid).gr_name if st.st_mode & 0o020 else ""
+    except (OSError, KeyError):
+        group = ""
+    if not group:
+        return " (no permission on the socket or its directory)"
+    if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
+        return " (%s is in the socket's group %s: a directory on the path refuses it)" % (
+            user, group)
+    if st.st_gid in os.getgrouplist(user, primary):
+        return (" (the socket admits members of the group %s; %s was added to it after this "
+                "login: log in again, or run `newgrp %s`)" % (group, user, group))
+    return (" (the socket admits members of the group %s: as root, `usermod -aG %s %s`, then "
+            "log in again)" % (group, group, user))
 
 
 def parse_args(argv):
@@ -55,22 +92,33 @@ def parse_args(argv):
         else:
             sys.stderr.write("jitsym.py: unknown option %r\n" % a)
         i += 1
-    opts["socket"] = opts["socket"] or default_socket()
+    opts["sockets"] = [opts["socket"]] if opts["socket"] else socket_candidates()
     return opts
 
 
 class Daemon:
     """One connection to jitsymd; requests are pipelined, one response line each."""
 
-    def __init__(self, path):
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self.sock.connect(path)
-        except OSError as e:
-            sys.stderr.write("jitsym.py: cannot connect to jitsymd at %s: %s (is jitsymd "
-                             "running? set JITSYM_SOCKET or --socket)\n" % (path, e.strerror))
-            raise SystemExit(1)
+    def __init__(self, paths):
+        tried = []
+        for i, path in enumerate(paths):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.connect(path)
+                self.path = path
+                break
+            except OSError as e:
+                self.sock.close()
+                tried.append("%s: %s" % (path, e.strerror))
+                if e.errno in NOBODY_LISTENS and i + 1 < len(paths):
+                    continue
+                if e.errno in (errno.EACCES, errno.EPERM):
+                    hint = permission_hint(path)
+                else:
+                    hint = " (is jitsymd running? set JITSYM_SOCKET or --socket)"
+                sys.stderr.write("jitsym.py: cannot connect to jitsymd at %s%s\n" %
+                                 (", nor at ".join(tried), hint))
+                raise SystemExit(1)
         self.buf = b""
         self.reported = set()
 
@@ -188,7 +236,7 @@ def write(text):
 
 def trace_begin():
     global DAEMON
-    DAEMON = Daemon(OPTS["socket"])
+    DAEMON = Daemon(OPTS["sockets"])
 
 
 def process_event(param_dict):
