@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Install and package: `cmake --install` into a DESTDIR staging directory for the /usr prefix
 puts every file where the units and the docs say; the installed daemon, started with the
-installed config file, serves the installed client; the units pass `systemd-analyze verify`
+installed config file, serves the installed client; the service's MemoryHigh=/MemoryMax= lie
+above what the installed config's budgets add up to; the units pass `systemd-analyze verify`
 (with the staged binary and man pages) and `systemd-analyze security` rates the service at most
 3.0; `cpack -G DEB` builds a package with the same files, a conffile, and maintainer scripts whose
 sysusers file creates the user and group the units name."""
@@ -94,6 +95,50 @@ def installed_binaries_run_with_the_installed_config():
         check(res.returncode == 0 and res.stdout.count("0.") >= 2, res.stdout + res.stderr)
     finally:
         check(d.stop() == 0, "installed jitsymd did not exit cleanly on SIGTERM")
+
+
+def size_bytes(text):
+    """"8G", "512M", "1024" (bytes) as systemd and jitsymd spell sizes (powers of 1024)."""
+    m = re.fullmatch(r"(\d+)([KMGT]?)", text.strip())
+    check(m, f"not a size: {text!r}")
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m.group(2)]
+
+
+def budget_bytes(settings):
+    """What jitsymd's budgets let it hold, by the sum operations.md ("Memory bounds") gives: the
+    index at about twice the bytes read for it, the ingest arrays kept for reuse, native debug
+    information, requests in flight, a full answer buffer per connection, the process itself."""
+    mib = 1 << 20
+    return (2 * size_bytes(settings["limit-total-bytes"]) + 256 * mib +
+            int(settings["debug-cache-mb"]) * mib + size_bytes(settings["request-memory"]) +
+            int(settings["max-connections"]) * mib + 128 * mib)
+
+
+@h.case
+def unit_memory_bounds_exceed_what_the_shipped_budgets_add_up_to():
+    service = unit("jitsymd.service")
+    bounds = dict(re.findall(r"^(MemoryHigh|MemoryMax)=(\S+)$", service, re.M))
+    check(set(bounds) == {"MemoryHigh", "MemoryMax"}, f"memory bounds in the unit: {bounds}")
+    high, top = size_bytes(bounds["MemoryHigh"]), size_bytes(bounds["MemoryMax"])
+    config = os.path.join(STAGE, "etc/jitsymd/jitsymd.conf")
+    res = run([os.path.join(STAGE, "usr/sbin/jitsymd"), "--config", config, "--print-config"])
+    check(res.returncode == 0, res.stderr)
+    settings = dict(line.split(" = ", 1) for line in res.stdout.splitlines()
+                    if " = " in line and not line.startswith("#"))
+    budgets = budget_bytes(settings)
+    check(budgets < high < top, f"budgets {budgets >> 20} MiB, MemoryHigh {high >> 20} MiB, "
+          f"MemoryMax {top >> 20} MiB")
+    # The byte limits come from the file, not from this host's RAM: the sum holds on any host.
+    res = run([os.path.join(STAGE, "usr/sbin/jitsymd"), "--config", os.devnull, "--print-config"])
+    defaults = dict(line.split(" = ", 1) for line in res.stdout.splitlines()
+                    if " = " in line and not line.startswith("#"))
+    text = open(config).read()
+    for name in ("limit-total-bytes", "limit-user-bytes"):
+        check(re.search(rf"^{name} = ", text, re.M), f"the shipped config does not set {name}")
+    check(size_bytes(settings["limit-user-bytes"]) <= size_bytes(settings["limit-total-bytes"]),
+          f"{settings['limit-user-bytes']} per user > {settings['limit-total-bytes']} in total")
+    print(f"  budgets {budgets >> 20} MiB < MemoryHigh {high >> 20} MiB < MemoryMax "
+          f"{top >> 20} MiB (host defaults: limit-total-bytes {defaults['limit-total-bytes']})")
 
 
 @h.case
