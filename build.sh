@@ -29,6 +29,7 @@ PACKAGES=(
   python3 mono-runtime mono-mcs libmono-profiler mono-utils
   default-jdk-headless
   systemd dpkg-dev man-db  # service tests: systemd-analyze, systemd-socket-activate; cpack -G DEB
+  debootstrap systemd-container  # the .deb installed in a Debian 12 booted by systemd-nspawn
   linux-perf google-perftools libgoogle-perftools-dev  # annotate, perfmap, pprof tests
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) and their sanitizers
   chromium fonts-dejavu-core  # flame graphs rendered in a real browser (headless)
