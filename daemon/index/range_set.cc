@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "daemon/index/latest_cursor.h"
+
 namespace jitsym::index {
 namespace {
 
@@ -509,32 +511,29 @@ std::vector<LatestPiece> Run::LatestPieces() const {
   return out;
 }
 
-std::vector<LatestPiece> RangeSetSnapshot::Latest() const {
-  // Overlay each newer run's pieces on what the older runs left, as Run::Merge does.
-  std::vector<LatestPiece> acc;
-  for (const auto& run : runs_) {
-    std::vector<LatestPiece> newer = run->LatestPieces();
-    if (acc.empty()) {
-      acc = std::move(newer);
-      continue;
-    }
-    std::vector<LatestPiece> out;
-    out.reserve(acc.size() + newer.size());
-    size_t j = 0;
-    for (const LatestPiece& n : newer) {
-      while (j < acc.size() && acc[j].end <= n.start) out.push_back(acc[j++]);
-      if (j < acc.size() && acc[j].start < n.start)
-        out.push_back({acc[j].start, n.start, acc[j].range});
-      out.push_back(n);
-      while (j < acc.size() && acc[j].end <= n.end) ++j;
-      if (j < acc.size() && acc[j].start < n.end) acc[j].start = n.end;
-    }
-    while (j < acc.size()) out.push_back(acc[j++]);
-    acc = std::move(out);
+bool Run::Slot(size_t i, LatestPiece* piece) const {
+  const uint32_t pos = keys_[i].pos;
+  if (pos == kGap) return false;
+  uint64_t end = ranges_[pos].end();
+  if (i + 1 < keys_.size()) {
+    const uint64_t next = keys_[i + 1].key;  // a copy: Piece is packed
+    end = std::min(end, next);
   }
-  std::erase_if(
-      acc, [](const LatestPiece& p) { return p.range->payload == kTombstone || p.start >= p.end; });
-  return acc;
+  *piece = {keys_[i].key, end, &ranges_[pos]};
+  return true;
+}
+
+size_t Run::FirstSlotEndingAfter(uint64_t addr) const {
+  const size_t i = LocatePiece(addr);
+  if (i == SIZE_MAX) return 0;
+  LatestPiece piece;
+  return Slot(i, &piece) && addr < piece.end ? i : i + 1;
+}
+
+std::vector<LatestPiece> RangeSetSnapshot::Latest() const {
+  std::vector<LatestPiece> out;
+  for (LatestCursor cursor(*this); !cursor.done(); cursor.Next()) out.push_back(cursor.piece());
+  return out;
 }
 
 std::vector<Validity> RangeSetSnapshot::History(uint64_t addr) const {

@@ -111,6 +111,12 @@ class Run {
   // The flattened map as of the run's last range: disjoint pieces sorted by start (tombstones
   // included).
   std::vector<LatestPiece> LatestPieces() const;
+  // The same, slot by slot, for a cursor that must not copy it (LatestCursor): slot i holds a
+  // piece (true, *piece set) or a gap (false).
+  size_t slots() const { return keys_.size(); }
+  bool Slot(size_t i, LatestPiece* piece) const;
+  // The first slot whose piece ends after addr: the one covering addr, or a later one.
+  size_t FirstSlotEndingAfter(uint64_t addr) const;
 
   // Every range of this run covering addr (tombstones too), in no particular order.
   void Covering(uint64_t addr, std::vector<const Range*>* out) const;
@@ -180,7 +186,8 @@ class RangeSetSnapshot {
   void FindBatch(const uint64_t* addrs, size_t n, std::optional<uint64_t> time, Found* out) const;
   // What a lookup without a time answers, for every address at once: the disjoint pieces of the
   // address space and the range answering each, sorted by start. Tombstones are left out. A
-  // range partly covered by later ones appears as the pieces still its own.
+  // range partly covered by later ones appears as the pieces still its own. A copy of what a
+  // LatestCursor walks (latest_cursor.h), which answers that must not hold it use instead.
   std::vector<LatestPiece> Latest() const;
   // Every range that ever covered addr (tombstones included), in append order, with the times
   // it answered lookups of addr (ValidityIntervals): `jitsym explain`'s list of definitions.
@@ -192,6 +199,7 @@ class RangeSetSnapshot {
   std::optional<uint64_t> last_time() const;
 
  private:
+  friend class LatestCursor;                      // walks runs_
   std::vector<std::shared_ptr<const Run>> runs_;  // oldest first
   uint32_t size_ = 0;
   uint64_t first_time_ = 0;
