@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
+
+#include "proto/array_answer_reader.h"
 
 #include "proto/daemon_socket.h"
 
@@ -303,6 +306,81 @@ std::optional<Response> ClientConnection::Call(const Request& request, std::stri
   Response response;
   if (!ReadResponse(&response, error)) return std::nullopt;
   return response;
+}
+
+bool ClientConnection::ReadLinePart(std::string_view* part, bool* line_end, std::string* error) {
+  for (;;) {
+    if (begin_ < end_) {
+      const char* at = buffer_.data() + begin_;
+      if (const void* nl = std::memchr(at, '\n', end_ - begin_)) {
+        const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buffer_.data());
+        *part = std::string_view(at, pos - begin_);
+        *line_end = true;
+        begin_ = scanned_ = pos + 1;
+        return true;
+      }
+      *part = std::string_view(at, end_ - begin_);
+      *line_end = false;
+      begin_ = scanned_ = end_;
+      return true;
+    }
+    begin_ = end_ = scanned_ = 0;  // all of it handed over: read into the start again
+    const ssize_t n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        *error = TimeoutText("answer");
+        return false;
+      }
+      *error = "cannot read from jitsymd at " + path_ + ": " + ErrnoText(errno);
+      return false;
+    }
+    if (n == 0) {
+      *error = "jitsymd closed the connection in the middle of a response";
+      return false;
+    }
+    end_ = static_cast<size_t>(n);
+  }
+}
+
+std::optional<Response> ClientConnection::CallArrayAnswer(
+    const Request& request, std::string_view member,
+    const std::function<Status(std::string_view element)>& element, std::string* error) {
+  if (!SendRequest(request, error)) {
+    Response refusal;  // as in Call: a refused connection says why before it closes
+    std::string ignored;
+    if (ReadResponse(&refusal, &ignored) && std::holds_alternative<ErrorResponse>(refusal.body)) {
+      return refusal;
+    }
+    return std::nullopt;
+  }
+  ArrayAnswerReader reader{std::string(member)};
+  std::string element_error;
+  // A failure of the caller's is told as it is, not as a malformed answer.
+  auto hand_over = [&](std::string_view text) {
+    Status st = element(text);
+    if (!st.ok()) element_error = st.error().message;
+    return st;
+  };
+  bool line_end = false;
+  while (!line_end) {
+    std::string_view part;
+    if (!ReadLinePart(&part, &line_end, error)) return std::nullopt;
+    if (line_end && !part.empty() && part.back() == '\r') part.remove_suffix(1);
+    if (Status st = reader.Feed(part, hand_over); !st.ok()) {
+      *error = !element_error.empty()
+                   ? element_error
+                   : "malformed response from jitsymd: offset " +
+                         std::to_string(st.error().offset) + ": " + st.error().message;
+      return std::nullopt;
+    }
+  }
+  Result<Response> rest = reader.Finish();
+  if (!rest) {
+    *error = "malformed response from jitsymd: " + rest.error().message;
+    return std::nullopt;
+  }
+  return std::move(*rest);
 }
 
 void ClientConnection::ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }

@@ -7,6 +7,7 @@
 #define JITSYM_PROTO_CLIENT_CONNECTION_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -62,6 +63,17 @@ class ClientConnection {
   // daemon refused the connection (a "busy" line, then close) before the request could be sent,
   // that error response is returned, not the failure to send.
   std::optional<Response> Call(const Request& request, std::string* error);
+
+  // Reads the next line in pieces, whatever its length: *part is the next bytes of it (valid
+  // until the next read), *line_end says the line ends there (its newline not included).
+  bool ReadLinePart(std::string_view* part, bool* line_end, std::string* error);
+  // As Call, for an answer whose array `member` ("symbols", "processes") may be larger than the
+  // client should hold: each element's text is handed to `element` as it arrives, and the
+  // response returned is the rest of the answer (that array empty). A failure of `element`
+  // ends the call with its message in *error.
+  std::optional<Response> CallArrayAnswer(
+      const Request& request, std::string_view member,
+      const std::function<Status(std::string_view element)>& element, std::string* error);
 
   // Half-closes the write side: the daemon sees end of input after the last request.
   void ShutdownWrite();

@@ -395,16 +395,66 @@ Result<Response> DecodeResponse(std::string_view line);
 // is the same as last time: the client's hot loop decodes one lookup response per batch.
 Status DecodeResponseInto(std::string_view line, Response* response);
 
+// One element of a symbols or processes answer, as the whole answer's decoder reads it, for a
+// client that reads the answer element by element (ArrayAnswerReader).
+Status DecodeSymbolEntry(std::string_view text, SymbolEntry* entry);
+Status DecodeProcessInfo(std::string_view text, ProcessInfo* process);
+
 // One member object exactly as it appears on the wire (no newline): `jitsym --json` prints these.
 void EncodeLookupResult(const LookupResult& result, std::string* out, uint32_t fields = kAllFields);
 void EncodeProcessInfo(const ProcessInfo& process, std::string* out);
 void EncodeExplain(const ExplainResponse& explain, std::string* out);
 void EncodeStats(const StatsResponse& stats, std::string* out);
+// What every response line starts with: {"v":1 and, when there is one, the id.
+void EncodeResponseHead(std::string_view id_json, std::string* out);
 // A plain lookup answer in pieces, for answers produced slice by slice: Begin, the results
 // (EncodeLookupResult, ',' between them), then End give exactly the bytes EncodeResponse gives
 // for the whole LookupResponse without "strings".
 void EncodeLookupResponseBegin(std::string_view id_json, std::string* out);
 void EncodeLookupResponseEnd(std::string* out);
+
+// The other answers that may be large, in pieces, for the daemon to send while it produces
+// them (docs/protocol.md, *Large answers*). As for lookups, Begin, the elements (',' between
+// them) and End give exactly the bytes EncodeResponse gives for the whole answer, and each
+// element has one encoder, which EncodeResponse uses too.
+//   symbols:   SymbolsBegin, EncodeSymbolEntry..., ListEnd
+//   processes: ProcessesBegin, EncodeProcessInfo..., [UnattachedBegin, EncodeUnattachedInfo...,]
+//              ListEnd (the unattached files only when there are any)
+//   explain:   ExplainAnswerSteps
+void EncodeSymbolsResponseBegin(std::string_view id_json, int64_t pid, uint64_t incarnation,
+                                std::string* out);
+void EncodeSymbolEntry(const SymbolEntry& entry, std::string* out);
+void EncodeProcessesResponseBegin(std::string_view id_json, std::string* out);
+void EncodeUnattachedBegin(std::string* out);
+void EncodeUnattachedInfo(const UnattachedInfo& file, std::string* out);
+// The end of a symbols or processes answer: the list, the object, the line.
+void EncodeListResponseEnd(std::string* out);
+// An answer sent in pieces that fails after its first piece cannot take back "ok":true: once
+// what is open in it is closed (the list, ...), this ends the line with an "error" member, as
+// an error response has it. A client must take an answer with "error" for a failure.
+void EncodeAnswerFailure(std::string_view code, std::string_view message, std::string* out);
+
+// An explain answer written in steps (the head, then one incarnation, definition or ignored
+// file at a time, then the end), together the bytes EncodeResponse writes for it. Holds
+// references: `explain` must outlive it.
+class ExplainAnswerSteps {
+ public:
+  ExplainAnswerSteps(std::string id_json, const ExplainResponse& explain)
+      : id_json_(std::move(id_json)), explain_(explain) {}
+  // Appends the next step; false once the line is complete (its newline written). A step that
+  // throws leaves the steps where they were.
+  bool Step(std::string* out);
+  // What closes the report after the steps so far (the list and object open), for
+  // EncodeAnswerFailure to follow.
+  void Close(std::string* out) const;
+
+ private:
+  enum class Part { kHead, kIncarnations, kDefinitions, kIgnored, kDone };
+  std::string id_json_;
+  const ExplainResponse& explain_;
+  Part part_ = Part::kHead;
+  size_t next_ = 0;  // the next element of the current list
+};
 // The bytes of a result's string members (names, paths, frames); about the size of its text
 // in the compact form's string table.
 size_t LookupResultStringBytes(const LookupResult& result);

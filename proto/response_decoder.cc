@@ -552,7 +552,9 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
   if (!ok) {
     return Malformed("response member 'ok' is missing");
   }
-  if (!*ok) {
+  // An answer sent in pieces that failed after it started keeps its "ok":true and ends with
+  // the error (EncodeAnswerFailure): what came before it is incomplete.
+  if (!*ok || have_error) {
     if (!have_error) {
       err.code = kErrInternal;
       err.message = "error response without an 'error' member";
@@ -587,6 +589,22 @@ Status DecodeResponseInto(std::string_view line, Response* response) {
       break;
   }
   return Malformed("response has no recognizable body");
+}
+
+Status DecodeSymbolEntry(std::string_view text, SymbolEntry* entry) {
+  *entry = SymbolEntry{};
+  Decoder d(text);
+  if (!DecodeSymbol(d, entry) || !d.ok()) return Malformed(d.error());
+  if (!d.reader().AtEnd()) return Malformed("unexpected characters after a symbols entry");
+  return OkStatus();
+}
+
+Status DecodeProcessInfo(std::string_view text, ProcessInfo* process) {
+  *process = ProcessInfo{};
+  Decoder d(text);
+  if (!DecodeProcess(d, process) || !d.ok()) return Malformed(d.error());
+  if (!d.reader().AtEnd()) return Malformed("unexpected characters after a process");
+  return OkStatus();
 }
 
 Result<Response> DecodeResponse(std::string_view line) {

@@ -180,11 +180,13 @@ void EncodeSource(const SourceInfo& source, std::string* out) {
   out->push_back('}');
 }
 
-void AppendOptionalUint(std::string_view member, const std::optional<uint64_t>& v,
-                        std::string* out) {
-  if (!v) return;
-  out->append(member);
-  AppendUint(*v, out);
+// A symbols answer's members before its entries: ,"ok":true,"pid":N,"incarnation":N,"symbols":[
+void SymbolsMembers(int64_t pid, uint64_t incarnation, std::string* out) {
+  out->append(",\"ok\":true,\"pid\":");
+  json::AppendInt(pid, out);
+  out->append(",\"incarnation\":");
+  AppendUint(incarnation, out);
+  out->append(",\"symbols\":[");
 }
 
 struct BodyEncoder {
@@ -222,42 +224,24 @@ struct BodyEncoder {
       first = false;
       EncodeProcessInfo(process, out);
     }
-    out->push_back(']');
     if (!processes.unattached.empty()) {
-      out->append(",\"unattached\":[");
+      EncodeUnattachedBegin(out);
       first = true;
       for (const UnattachedInfo& u : processes.unattached) {
         if (!first) out->push_back(',');
         first = false;
-        out->append("{\"path\":");
-        AppendString(u.path, out);
-        out->append(",\"uid\":");
-        AppendUint(u.uid, out);
-        out->append(",\"reason\":");
-        AppendString(u.reason, out);
-        out->push_back('}');
+        EncodeUnattachedInfo(u, out);
       }
-      out->push_back(']');
     }
+    out->push_back(']');
   }
   void operator()(const SymbolsResponse& symbols) const {
-    out->append(",\"ok\":true,\"pid\":");
-    json::AppendInt(symbols.pid, out);
-    out->append(",\"incarnation\":");
-    AppendUint(symbols.incarnation, out);
-    out->append(",\"symbols\":[");
+    SymbolsMembers(symbols.pid, symbols.incarnation, out);
     bool first = true;
     for (const SymbolEntry& s : symbols.symbols) {
       if (!first) out->push_back(',');
       first = false;
-      out->append("{\"start\":");
-      AppendHexString(s.start, out);
-      out->append(",\"size\":");
-      AppendUint(s.size, out);
-      AppendMember(",\"name\":", s.name, out);
-      AppendMember(",\"origin\":", OriginName(s.origin), out);
-      if (!s.image.empty()) AppendMember(",\"image\":", s.image, out);
-      out->push_back('}');
+      EncodeSymbolEntry(s, out);
     }
     out->push_back(']');
   }
@@ -288,16 +272,62 @@ void EncodeLookupResult(const LookupResult& r, std::string* out, uint32_t fields
   EncodeResult(r, fields, StringWriter(nullptr), out);
 }
 
-void EncodeLookupResponseBegin(std::string_view id_json, std::string* out) {
+void EncodeResponseHead(std::string_view id_json, std::string* out) {
   out->append("{\"v\":1");
   if (!id_json.empty()) {
     out->append(",\"id\":");
     out->append(id_json);
   }
+}
+
+void EncodeLookupResponseBegin(std::string_view id_json, std::string* out) {
+  EncodeResponseHead(id_json, out);
   out->append(",\"ok\":true,\"results\":[");
 }
 
 void EncodeLookupResponseEnd(std::string* out) { out->append("]}\n"); }
+
+void EncodeSymbolsResponseBegin(std::string_view id_json, int64_t pid, uint64_t incarnation,
+                                std::string* out) {
+  EncodeResponseHead(id_json, out);
+  SymbolsMembers(pid, incarnation, out);
+}
+
+void EncodeSymbolEntry(const SymbolEntry& s, std::string* out) {
+  out->append("{\"start\":");
+  AppendHexString(s.start, out);
+  out->append(",\"size\":");
+  AppendUint(s.size, out);
+  AppendMember(",\"name\":", s.name, out);
+  AppendMember(",\"origin\":", OriginName(s.origin), out);
+  if (!s.image.empty()) AppendMember(",\"image\":", s.image, out);
+  out->push_back('}');
+}
+
+void EncodeProcessesResponseBegin(std::string_view id_json, std::string* out) {
+  EncodeResponseHead(id_json, out);
+  out->append(",\"ok\":true,\"processes\":[");
+}
+
+void EncodeUnattachedBegin(std::string* out) { out->append("],\"unattached\":["); }
+
+void EncodeUnattachedInfo(const UnattachedInfo& u, std::string* out) {
+  out->append("{\"path\":");
+  AppendString(u.path, out);
+  out->append(",\"uid\":");
+  AppendUint(u.uid, out);
+  out->append(",\"reason\":");
+  AppendString(u.reason, out);
+  out->push_back('}');
+}
+
+void EncodeListResponseEnd(std::string* out) { out->append("]}\n"); }
+
+void EncodeAnswerFailure(std::string_view code, std::string_view message, std::string* out) {
+  AppendMember(",\"error\":{\"code\":", code, out);
+  AppendMember(",\"message\":", message, out);
+  out->append("}}\n");
+}
 
 size_t LookupResultStringBytes(const LookupResult& r) {
   size_t n = r.name.size() + (r.origin == Origin::kUnknown ? 0 : OriginName(r.origin).size()) +
@@ -306,100 +336,6 @@ size_t LookupResultStringBytes(const LookupResult& r) {
              (r.reason == Reason::kNone ? 0 : ReasonName(r.reason).size());
   for (const Frame& f : r.frames) n += f.name.size() + f.file.size();
   return n;
-}
-
-void EncodeExplain(const ExplainResponse& e, std::string* out) {
-  out->push_back('{');
-  if (e.pid) {
-    out->append("\"pid\":");
-    json::AppendInt(*e.pid, out);
-  } else {
-    AppendMember("\"image\":", e.image.value_or(""), out);
-  }
-  out->append(",\"addr\":");
-  AppendHexString(e.addr, out);
-  AppendOptionalUint(",\"time\":", e.time, out);
-  out->append(",\"incarnations\":[");
-  bool first = true;
-  for (const ExplainIncarnation& inc : e.incarnations) {
-    if (!first) out->push_back(',');
-    first = false;
-    out->append("{\"incarnation\":");
-    AppendUint(inc.incarnation, out);
-    out->append(",\"alive\":");
-    json::AppendBool(inc.alive, out);
-    if (inc.uid) AppendOptionalUint(",\"uid\":", uint64_t{*inc.uid}, out);
-    AppendOptionalUint(",\"start_time\":", inc.start_time, out);
-    AppendOptionalUint(",\"exit_time\":", inc.exit_time, out);
-    if (inc.nspid) AppendOptionalUint(",\"nspid\":", uint64_t{*inc.nspid}, out);
-    if (inc.cgroup) AppendMember(",\"cgroup\":", *inc.cgroup, out);
-    out->append(",\"sources\":[");
-    bool first_source = true;
-    for (const ExplainSource& s : inc.sources) {
-      if (!first_source) out->push_back(',');
-      first_source = false;
-      AppendMember("{\"origin\":", OriginName(s.origin), out);
-      AppendMember(",\"path\":", s.path, out);
-      if (s.owner) AppendOptionalUint(",\"owner\":", uint64_t{*s.owner}, out);
-      if (!s.trust.empty()) AppendMember(",\"trust\":", s.trust, out);
-      AppendMember(",\"state\":", SourceStateName(s.state), out);
-      out->append(",\"ranges\":");
-      AppendUint(s.ranges, out);
-      out->append(",\"bytes_read\":");
-      AppendUint(s.bytes_read, out);
-      AppendOptionalUint(",\"records\":", s.records, out);
-      if (!s.error.empty()) AppendMember(",\"error\":", s.error, out);
-      out->push_back('}');
-    }
-    out->append("]}");
-  }
-  out->append("],\"definitions\":[");
-  first = true;
-  for (const ExplainDefinition& d : e.definitions) {
-    if (!first) out->push_back(',');
-    first = false;
-    out->push_back('{');
-    if (d.incarnation) {
-      AppendOptionalUint("\"incarnation\":", d.incarnation, out);
-      out->push_back(',');
-    }
-    AppendMember("\"origin\":", OriginName(d.origin), out);
-    AppendMember(",\"source\":", d.source, out);
-    if (d.removed) {
-      out->append(",\"removed\":true");
-    } else {
-      AppendMember(",\"name\":", d.name, out);
-    }
-    out->append(",\"start\":");
-    AppendHexString(d.start, out);
-    out->append(",\"size\":");
-    AppendUint(d.size, out);
-    AppendOptionalUint(",\"from\":", d.from, out);
-    AppendOptionalUint(",\"to\":", d.to, out);
-    if (d.picked) out->append(",\"picked\":true");
-    out->push_back('}');
-  }
-  out->push_back(']');
-  if (e.definitions_omitted != 0) {
-    out->append(",\"definitions_omitted\":");
-    AppendUint(e.definitions_omitted, out);
-  }
-  out->append(",\"ignored\":[");
-  first = true;
-  for (const ExplainIgnored& i : e.ignored) {
-    if (!first) out->push_back(',');
-    first = false;
-    AppendMember("{\"path\":", i.path, out);
-    AppendMember(",\"reason\":", i.reason, out);
-    out->push_back('}');
-  }
-  out->push_back(']');
-  if (!e.answer.results.empty()) {
-    out->append(",\"answer\":");
-    EncodeLookupResult(e.answer.results.front(), out);
-  }
-  AppendMember(",\"rule\":", e.rule, out);
-  out->push_back('}');
 }
 
 void EncodeProcessInfo(const ProcessInfo& p, std::string* out) {
@@ -484,11 +420,7 @@ void EncodeResponse(const Response& response, std::string* out) {
     EncodeBinaryLookupEnd(out);
     return;
   }
-  out->append("{\"v\":1");
-  if (!response.id_json.empty()) {
-    out->append(",\"id\":");
-    out->append(response.id_json);
-  }
+  EncodeResponseHead(response.id_json, out);
   std::visit(BodyEncoder{out}, response.body);
   out->append("}\n");
 }
