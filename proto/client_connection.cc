@@ -354,6 +354,12 @@ std::optional<Response> ClientConnection::CallArrayAnswer(
     }
     return std::nullopt;
   }
+  return ReadArrayAnswer(member, element, error);
+}
+
+std::optional<Response> ClientConnection::ReadArrayAnswer(
+    std::string_view member, const std::function<Status(std::string_view element)>& element,
+    std::string* error) {
   ArrayAnswerReader reader{std::string(member)};
   std::string element_error;
   // A failure of the caller's is told as it is, not as a malformed answer.

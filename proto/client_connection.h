@@ -74,6 +74,10 @@ class ClientConnection {
   std::optional<Response> CallArrayAnswer(
       const Request& request, std::string_view member,
       const std::function<Status(std::string_view element)>& element, std::string* error);
+  // The reading half of CallArrayAnswer, for a request already sent.
+  std::optional<Response> ReadArrayAnswer(
+      std::string_view member, const std::function<Status(std::string_view element)>& element,
+      std::string* error);
 
   // Half-closes the write side: the daemon sees end of input after the last request.
   void ShutdownWrite();

@@ -10,7 +10,8 @@
 // with "too_large" and the connection closed; a lookup is resolved and encoded in slices of
 // answer_slice addresses, each slice's text written before the next is produced, so an answer
 // of 2^20 addresses takes the memory of one slice and a client that does not read stops the
-// production (backpressure). Long request lines being received and decoded requests being
+// production (backpressure). Other answers that may be large are produced step by step
+// (AnswerProducer) on the same terms. Long request lines being received and decoded requests being
 // answered are charged to a memory budget shared by all connections, with a per-user share
 // (admission.h): beyond it a request is answered "busy".
 //
@@ -32,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/security/peer_credentials.h"
@@ -45,6 +47,33 @@ namespace jitsym::server {
 using security::PeerCredentials;
 using security::ReadPeerCredentials;
 
+// An answer the handler produces while it is sent, for the answers that may be large (symbols,
+// processes, explain; lookups have their slices): the session asks for one step at a time while
+// what it has to write is below output_high_water, and for none while the client does not read
+// (backpressure), so an answer of any size holds that much text plus what the producer needs to
+// go on (its cursor and what that reads: an index view, a process's snapshot). The text is the
+// protocol's, the request's id echoed; the server never looks into it.
+class AnswerProducer {
+ public:
+  virtual ~AnswerProducer() = default;
+  // Appends the next step of the answer to *out: its head, one element, or its end, which ends
+  // the line with '\n' and returns false. A step that throws is taken back (*out cut to where
+  // it was), so a producer changes its state only once a step's text is appended.
+  virtual bool Step(std::string* out) = 0;
+  // A step threw after earlier ones were sent: appends what ends the answer as a valid line
+  // that says it failed (what is open closed, then proto::EncodeAnswerFailure).
+  virtual void Fail(std::string_view code, std::string_view message, std::string* out) = 0;
+  // Memory it holds of its own (its cursor, tables; not what it shares with the index),
+  // charged to the memory budget while the answer is sent.
+  virtual size_t memory_bytes() const { return 0; }
+};
+
+// A handler's answer: a whole response, or the producer of one.
+struct Reply {
+  proto::Response response;                  // when producer is null
+  std::unique_ptr<AnswerProducer> producer;  // its step that throws first is an "internal" error
+};
+
 // Implemented by the daemon's query engine.
 class RequestHandler {
  public:
@@ -57,6 +86,11 @@ class RequestHandler {
   // request's other members unchanged), each answered on its own; an error response to the
   // first slice is the answer to the whole request.
   virtual proto::Response Handle(const proto::Request& request, const PeerCredentials& peer) = 0;
+  // Any request but a lookup: the answer whole, or its producer, which the session pulls the
+  // answer from as the client reads it. Called concurrently like Handle; the default is Handle.
+  virtual Reply Respond(const proto::Request& request, const PeerCredentials& peer) {
+    return {Handle(request, peer), nullptr};
+  }
   // Takes back a lookup slice's response once it is sent, so that its storage may serve a later
   // one (8,192 results and their frames, allocated afresh for each slice otherwise). Called
   // concurrently like Handle. The default drops it.

@@ -112,6 +112,7 @@ Session::Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredenti
 Session::~Session() {
   state_->memory.Release(peer_.person, charged_);
   if (stream_) state_->memory.Release(peer_.person, stream_->charged);
+  if (pulled_) state_->memory.Release(peer_.person, pulled_->charged());
   {
     std::lock_guard lock(state_->mutex);
     state_->sessions.erase(this);
@@ -148,6 +149,7 @@ void Session::CloseNow() {
   socket_.shutdown(Socket::shutdown_both, ignored);
   socket_.close(ignored);
   if (stream_) EndStream();
+  if (pulled_) EndPulled();  // lets go of what the producer holds (an index view)
 }
 
 void Session::ArmTimer() {
@@ -280,6 +282,10 @@ void Session::Continue() {
       Produce();
       continue;
     }
+    if (pulled_) {
+      Pull();
+      continue;
+    }
     const void* nl = std::memchr(in_.data() + scanned_, '\n', end_ - scanned_);
     if (nl == nullptr) {
       scanned_ = end_;
@@ -375,7 +381,66 @@ void Session::HandleLine(std::string_view line) {
     return;
   }
   state_->memory.Release(peer_.person, charge);
-  Answer(CallHandler(request));
+  StartAnswer(request);
+}
+
+void Session::StartAnswer(const proto::Request& request) {
+  Reply reply;
+  try {
+    reply = state_->handler.Respond(request, peer_);
+  } catch (const std::exception& e) {
+    JITSYM_LOG(kError, "request handler failed: ", e.what());
+    Answer(proto::MakeErrorResponse(request.id_json, proto::kErrInternal,
+                                    std::string("internal error: ") + e.what()));
+    return;
+  } catch (...) {
+    JITSYM_LOG(kError, "request handler failed with a non-standard exception");
+    Answer(proto::MakeErrorResponse(request.id_json, proto::kErrInternal, "internal error"));
+    return;
+  }
+  if (reply.producer == nullptr) {
+    Normalize(request, &reply.response);
+    Answer(reply.response);
+    return;
+  }
+  // What the producer holds of its own is request memory too.
+  const uint64_t held = reply.producer->memory_bytes();
+  if (held > 0) {
+    const MemoryBudget::Result r = state_->memory.TryCharge(peer_.person, held);
+    if (r != MemoryBudget::Result::kOk) {
+      state_->requests_busy.fetch_add(1, std::memory_order_relaxed);
+      Answer(
+          proto::MakeErrorResponse(request.id_json, proto::kErrBusy,
+                                   MemoryBusyMessage(r, state_->memory, peer_.uid, peer_.person)));
+      return;
+    }
+  }
+  pulled_ = std::make_unique<PulledAnswer>(std::move(reply.producer), request.id_json, held);
+}
+
+void Session::Pull() {
+  switch (pulled_->Pull(&out_, state_->options.output_high_water)) {
+    case PulledAnswer::Outcome::kMore:
+      return;
+    case PulledAnswer::Outcome::kDone:
+      break;
+    case PulledAnswer::Outcome::kFailed:
+      Answer(pulled_->error());
+      break;
+    case PulledAnswer::Outcome::kCutShort:
+      state_->errors.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case PulledAnswer::Outcome::kBroken:
+      state_->errors.fetch_add(1, std::memory_order_relaxed);
+      close_after_write_ = true;  // the client sees the line cut, then the end
+      break;
+  }
+  EndPulled();
+}
+
+void Session::EndPulled() {
+  state_->memory.Release(peer_.person, pulled_->charged());
+  pulled_.reset();
 }
 
 proto::Response Session::CallHandler(const proto::Request& request) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/server/admission.h"
+#include "daemon/server/pulled_answer.h"
 #include "daemon/server/server.h"
 
 namespace jitsym::server {
@@ -83,6 +84,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // The end of a streamed answer: "]}\n", or a binary answer's end marker.
   void EndAnswer(const Stream& s);
   void EndStream();
+  // Any other request: the handler's answer (RequestHandler::Respond), whole or pulled from its
+  // producer step by step (Pull) until the output reaches the high-water mark.
+  void StartAnswer(const proto::Request& request);
+  void Pull();
+  void EndPulled();
   // A binary answer that uses the connection's string table starts: the table starts anew if
   // it forgot strings or grew past its bound. Returns how many strings it keeps.
   uint64_t BeginConnectionStrings();
@@ -113,6 +119,7 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t scanned_ = 0;  // in_[begin_, scanned_) holds no '\n'
   std::string out_;
   std::unique_ptr<Stream> stream_;
+  std::unique_ptr<PulledAnswer> pulled_;  // the answer being pulled from a producer
   // The connection's string table (binary answers that ask "string_table":"connection"): the
   // encoder remembers strings by address, so the slices whose strings it may refer to are
   // pinned (their keepalives) until it forgets them: past kMaxPinnedSlices slices or
