@@ -2,6 +2,7 @@
 #include "daemon/query/explain.h"
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,10 +28,11 @@ bool NamesPid(std::string_view path, uint32_t pid) {
   return base.find("-" + std::to_string(pid) + ".") != std::string_view::npos;
 }
 
-// Whether the definition answered at `time` (nullopt: now, the newest one still valid).
-bool ValidAt(const proto::ExplainDefinition& d, std::optional<uint64_t> time) {
-  if (!time) return !d.to;
-  return (!d.from || *d.from <= *time) && (!d.to || *time < *d.to);
+// Whether a definition valid in [from, to) answered at `time` (nullopt: now, the newest one
+// still valid).
+bool ValidAt(uint64_t from, std::optional<uint64_t> to, std::optional<uint64_t> time) {
+  if (!time) return !to;
+  return from <= *time && (!to || *time < *to);
 }
 
 std::string At(std::optional<uint64_t> time) {
@@ -130,6 +132,88 @@ std::string ImageRule(const proto::ExplainRequest& request, const proto::LookupR
          "': the one covering the address answers (images do not change over time)";
 }
 
+// The definitions of the address in the order the sources made them, keeping only what the
+// report lists: the newest kMaxExplainDefinitions, and the one that answered if it is older.
+// An address a JIT reused a million times has a million definitions; their names are views
+// into the index until the end, and only the listed ones are copied.
+class NewestDefinitions {
+ public:
+  struct Seen {
+    uint64_t incarnation;
+    proto::Origin origin;
+    const std::string* source;  // the source's path, in the index view
+    index::Definition definition;
+  };
+  // `answer`: the lookup's found answer (null if none), which names the definition that gave
+  // it (the first one of its incarnation and source, at its start, valid at `time`).
+  NewestDefinitions(const proto::LookupResult* answer, std::optional<uint64_t> time)
+      : answer_(answer), time_(time) {}
+
+  void Add(const Seen& seen) {
+    if (!picked_ && answer_ != nullptr && IsPicked(seen)) {
+      picked_ = Make(seen);
+      picked_->picked = true;
+      picked_at_ = seen_;
+    }
+    ++seen_;
+    newest_.push_back(seen);
+    if (newest_.size() > kMaxExplainDefinitions) newest_.pop_front();
+  }
+  bool picked() const { return picked_.has_value(); }
+  // An answer no definition of a source gave (an image's): the newest of all.
+  void AddPicked(proto::ExplainDefinition d) { extra_ = std::move(d); }
+
+  void Finish(proto::ExplainResponse* out) {
+    const uint64_t total = seen_ + (extra_ ? 1 : 0);
+    const uint64_t listed = std::min<uint64_t>(total, kMaxExplainDefinitions);
+    const uint64_t dropped = total - listed;  // the oldest
+    out->definitions_omitted = dropped;
+    if (picked_ && picked_at_ < dropped) {  // older than the listed ones: kept, first
+      out->definitions.push_back(std::move(*picked_));
+      --out->definitions_omitted;
+    }
+    const uint64_t first = seen_ - newest_.size();  // the place of newest_[0] among all seen
+    for (size_t i = 0; i < newest_.size(); ++i) {
+      if (first + i < dropped) continue;
+      proto::ExplainDefinition d = Make(newest_[i]);
+      d.picked = first + i == picked_at_;
+      out->definitions.push_back(std::move(d));
+    }
+    if (extra_) out->definitions.push_back(std::move(*extra_));
+  }
+
+ private:
+  static proto::ExplainDefinition Make(const Seen& s) {
+    proto::ExplainDefinition d;
+    d.incarnation = s.incarnation;
+    d.origin = s.origin;
+    d.source = *s.source;
+    d.name = s.definition.name;
+    d.removed = s.definition.removed;
+    d.start = s.definition.start;
+    d.size = s.definition.size;
+    d.from = s.definition.from;
+    d.to = s.definition.to;
+    return d;
+  }
+  bool IsPicked(const Seen& s) const {
+    const index::Definition& d = s.definition;
+    if (d.removed || s.incarnation != answer_->incarnation || *s.source != answer_->source ||
+        d.start != answer_->start) {
+      return false;
+    }
+    return ValidAt(d.from, d.to, time_);
+  }
+
+  const proto::LookupResult* answer_;
+  std::optional<uint64_t> time_;
+  std::deque<Seen> newest_;
+  uint64_t seen_ = 0;
+  std::optional<proto::ExplainDefinition> picked_;
+  uint64_t picked_at_ = UINT64_MAX;  // its place among all seen
+  std::optional<proto::ExplainDefinition> extra_;
+};
+
 }  // namespace
 
 proto::LookupRequest ExplainLookup(const proto::ExplainRequest& request) {
@@ -156,6 +240,7 @@ proto::ExplainResponse BuildExplain(const index::IndexView& view,
 
   const index::ProcessView* chosen = nullptr;
   bool any_visible = false;
+  NewestDefinitions definitions(a != nullptr && a->found ? a : nullptr, request.time);
   if (request.pid && !denied) {
     if (auto it = view.processes.find(process_pid); it != view.processes.end()) {
       for (const auto& p : it->second) {
@@ -187,16 +272,7 @@ proto::ExplainResponse BuildExplain(const index::IndexView& view,
                                    "owner"});
           }
           for (const index::Definition& d : s->code->History(request.addr)) {
-            proto::ExplainDefinition& ed = out.definitions.emplace_back();
-            ed.incarnation = p->incarnation;
-            ed.origin = es.origin;
-            ed.source = s->path;
-            ed.name = d.name;
-            ed.removed = d.removed;
-            ed.start = d.start;
-            ed.size = d.size;
-            ed.from = d.from;
-            ed.to = d.to;
+            definitions.Add({p->incarnation, es.origin, &s->path, d});
           }
         }
       }
@@ -221,37 +297,19 @@ proto::ExplainResponse BuildExplain(const index::IndexView& view,
     }
   }
 
-  // The definition that answered: from the source and incarnation the lookup named, valid at T.
-  bool picked = false;
-  if (a != nullptr && a->found) {
-    for (auto& d : out.definitions) {
-      if (!d.removed && d.incarnation == a->incarnation && d.source == a->source &&
-          d.start == a->start && ValidAt(d, request.time)) {
-        d.picked = picked = true;
-        break;
-      }
-    }
-    if (!picked) {  // an image or ELF symbol: valid as long as the image is mapped
-      proto::ExplainDefinition& d = out.definitions.emplace_back();
-      d.origin = a->origin;
-      d.source = std::string(a->source.empty() ? a->image : a->source);
-      d.name = a->name;
-      d.start = a->start;
-      d.size = a->size;
-      d.picked = true;
-    }
+  // The definition that answered: from the source and incarnation the lookup named, valid at
+  // T; else an image or ELF symbol, valid as long as the image is mapped (the newest).
+  if (a != nullptr && a->found && !definitions.picked()) {
+    proto::ExplainDefinition d;
+    d.origin = a->origin;
+    d.source = std::string(a->source.empty() ? a->image : a->source);
+    d.name = a->name;
+    d.start = a->start;
+    d.size = a->size;
+    d.picked = true;
+    definitions.AddPicked(std::move(d));
   }
-  if (out.definitions.size() > kMaxExplainDefinitions) {
-    // Keep the newest, and the one that answered.
-    const size_t drop = out.definitions.size() - kMaxExplainDefinitions;
-    auto keep = std::find_if(out.definitions.begin(), out.definitions.begin() + drop,
-                             [](const auto& d) { return d.picked; });
-    std::optional<proto::ExplainDefinition> kept;
-    if (keep != out.definitions.begin() + drop) kept = std::move(*keep);
-    out.definitions.erase(out.definitions.begin(), out.definitions.begin() + drop);
-    if (kept) out.definitions.insert(out.definitions.begin(), std::move(*kept));
-    out.definitions_omitted = drop - (kept ? 1 : 0);
-  }
+  definitions.Finish(&out);
   if (request.pid) {
     out.rule = a == nullptr ? "no answer" : PidRule(request, *a, out, chosen, any_visible);
     if (!out.ignored.empty() && !(a != nullptr && a->found)) {
