@@ -244,11 +244,16 @@ std::optional<ImageLookup::LiveProcess> ImageLookup::LiveMappedImages(const inde
   if (!images) return std::nullopt;
   LiveProcess out;
   out.identity = images->identity;
+  // An image placed at many bases is looked up once (its maps' owners are read each time).
+  std::unordered_map<std::string_view, std::shared_ptr<const index::SourceView>> by_name;
   images->ForEachPlaced([&](const ProcessSnapshot::Placed& img) {
     if (img.name.empty()) return;
-    Sources sources = FindByName(view, img.name, images->identity.uid);
-    if (sources.empty()) return;
-    out.images.push_back({sources.front(), img.base, img.end});  // the one a lookup would use
+    auto [it, inserted] = by_name.try_emplace(img.name);
+    if (inserted) {
+      Sources sources = FindByName(view, img.name, images->identity.uid);
+      if (!sources.empty()) it->second = std::move(sources.front());  // the one a lookup uses
+    }
+    if (it->second != nullptr) out.images.push_back({it->second, img.base, img.end});
   });
   return out;
 }

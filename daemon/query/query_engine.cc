@@ -4,8 +4,10 @@
 #include <type_traits>
 
 #include "daemon/query/access_checks.h"
+#include "daemon/query/answer_producers.h"
 #include "daemon/query/explain.h"
 #include "daemon/query/miss_reasons.h"
+#include "daemon/query/processes_query.h"
 #include "daemon/query/symbols_query.h"
 #include "daemon/util/clock.h"
 
@@ -30,53 +32,6 @@ QueryEngine::QueryEngine(const index::ViewCell& cell,
       images_(std::move(options.images), processes_),
       native_(std::move(options.native), processes_),
       pid_chain_{&index_, &process_denials_, &images_, &native_} {}
-
-proto::ProcessesResponse QueryEngine::Processes(const index::IndexView& view,
-                                                const security::PeerAccess* access) {
-  proto::ProcessesResponse out;
-  for (const auto& [pid, incarnations] : view.processes) {
-    for (const auto& p : incarnations) {
-      if (access && !access->MaySeeProcess(p->uid)) continue;
-      proto::ProcessInfo info;
-      info.pid = p->pid;
-      info.incarnation = p->incarnation;
-      info.alive = p->alive;
-      info.uid = p->uid;
-      if (p->nspid) info.nspid = p->nspid;
-      if (p->pid_ns) info.pid_ns = p->pid_ns;
-      if (p->mnt_ns) info.mnt_ns = p->mnt_ns;
-      if (!p->cgroup.empty()) info.cgroup = p->cgroup;
-      if (!p->threads.empty()) info.threads = p->threads.size();
-      for (const auto& s : p->sources) {
-        proto::SourceInfo si;
-        si.origin = proto::OriginFromName(s->origin).value_or(proto::Origin::kUnknown);
-        si.path = s->path;
-        si.state = proto::SourceStateFromName(s->state).value_or(proto::SourceState::kUnknown);
-        si.ranges = s->ranges;
-        si.bytes_read = s->bytes_read;
-        si.error = s->error;
-        info.ranges += s->ranges;
-        const auto& ranges = s->code->ranges();
-        if (auto t = ranges.first_time(); t && (!info.first_time || *t < *info.first_time)) {
-          info.first_time = t;
-        }
-        if (auto t = ranges.last_time(); t && (!info.last_time || *t > *info.last_time)) {
-          info.last_time = t;
-        }
-        info.sources.push_back(std::move(si));
-      }
-      out.processes.push_back(std::move(info));
-    }
-  }
-  if (view.unattached) {
-    for (const index::UnattachedFile& u : *view.unattached) {
-      // Listed to its owner (and root, the trusted group): the path is the owner's business.
-      if (access && !access->MaySeeProcess(u.uid)) continue;
-      out.unattached.push_back({u.path, u.uid, u.reason});
-    }
-  }
-  return out;
-}
 
 namespace {
 
@@ -184,6 +139,50 @@ std::vector<proto::LookupResult> QueryEngine::TakeSpareResults() {
   return results;
 }
 
+proto::Response QueryEngine::Explain(const std::shared_ptr<const index::IndexView>& view,
+                                     const proto::ExplainRequest& request,
+                                     const security::PeerAccess& access) {
+  // The answer comes from the lookup path itself (same chain, same access rule, same errors),
+  // so explain and lookup cannot disagree.
+  const proto::LookupRequest as_lookup = ExplainLookup(request);
+  proto::LookupResponse lookup;
+  LookupBatch batch(as_lookup, *view, access, &lookup);
+  if (auto error = Lookup(as_lookup, access, batch)) {
+    return Error(error->code, std::move(error->message));
+  }
+  const index::ProcessView* process = request.pid ? batch.processes().Find(request.time) : nullptr;
+  const uint32_t process_pid = process != nullptr ? process->pid : batch.pid();
+  lookup.keepalive = batch.TakeKeepalive(view);
+  CountDenied(lookup);
+  proto::Response response;
+  response.body = BuildExplain(*view, request, access, process_pid, std::move(lookup));
+  return response;
+}
+
+server::Reply QueryEngine::Respond(const proto::Request& request,
+                                   const server::PeerCredentials& peer) {
+  if (const auto* symbols = std::get_if<proto::SymbolsRequest>(&request.body)) {
+    const std::shared_ptr<const index::IndexView> view = cell_.Get();
+    const security::PeerAccess access(peer, policy_);
+    SymbolsQuery query = OpenSymbols(*view, *symbols, access, images_);
+    if (query.error) return {std::move(*query.error), nullptr};
+    return {{}, SymbolsProducer(request.id_json, std::move(query.cursor))};
+  }
+  if (std::holds_alternative<proto::ProcessesRequest>(request.body)) {
+    auto cursor =
+        std::make_unique<ProcessesCursor>(cell_.Get(), security::PeerAccess(peer, policy_));
+    return {{}, ProcessesProducer(request.id_json, std::move(cursor))};
+  }
+  if (const auto* explain = std::get_if<proto::ExplainRequest>(&request.body)) {
+    const std::shared_ptr<const index::IndexView> view = cell_.Get();
+    proto::Response response = Explain(view, *explain, security::PeerAccess(peer, policy_));
+    auto* report = std::get_if<proto::ExplainResponse>(&response.body);
+    if (report == nullptr) return {std::move(response), nullptr};
+    return {{}, ExplainProducer(request.id_json, std::move(*report))};
+  }
+  return {Handle(request, peer), nullptr};
+}
+
 proto::Response QueryEngine::Handle(const proto::Request& request,
                                     const server::PeerCredentials& peer) {
   const std::shared_ptr<const index::IndexView> view = cell_.Get();
@@ -206,24 +205,11 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           CountDenied(lookup);
           response.body = std::move(lookup);
         } else if constexpr (std::is_same_v<T, proto::ExplainRequest>) {
-          // The answer comes from the lookup path itself (same chain, same access rule, same
-          // errors), so explain and lookup cannot disagree.
-          const proto::LookupRequest as_lookup = ExplainLookup(body);
-          proto::LookupResponse lookup;
-          LookupBatch batch(as_lookup, *view, access, &lookup);
-          if (auto error = Lookup(as_lookup, access, batch)) {
-            return Error(error->code, std::move(error->message));
-          }
-          const index::ProcessView* process =
-              body.pid ? batch.processes().Find(body.time) : nullptr;
-          const uint32_t process_pid = process != nullptr ? process->pid : batch.pid();
-          lookup.keepalive = batch.TakeKeepalive(view);
-          CountDenied(lookup);
-          response.body = BuildExplain(*view, body, access, process_pid, std::move(lookup));
+          return Explain(view, body, access);
         } else if constexpr (std::is_same_v<T, proto::SymbolsRequest>) {
           return ListSymbols(*view, body, access, images_);
         } else if constexpr (std::is_same_v<T, proto::ProcessesRequest>) {
-          response.body = Processes(*view, &access);
+          response.body = ListProcesses(view, access);
         } else if constexpr (std::is_same_v<T, proto::StatsRequest>) {
           proto::StatsResponse s;
           for (const auto& [pid, incs] : view->processes) s.processes += incs.size();

@@ -39,11 +39,11 @@ class QueryEngine : public server::RequestHandler {
 
   proto::Response Handle(const proto::Request& request,
                          const server::PeerCredentials& peer) override;
+  // symbols, processes and explain: pulled step by step as the client reads them
+  // (answer_producers.h); the rest as Handle answers them.
+  server::Reply Respond(const proto::Request& request,
+                        const server::PeerCredentials& peer) override;
   void Recycle(proto::Response&& spent) override;
-
-  // With `access`, only the processes the peer may see.
-  static proto::ProcessesResponse Processes(const index::IndexView& view,
-                                            const security::PeerAccess* access = nullptr);
   // The per-address error for a process or image the client may not query.
   static constexpr std::string_view kDenied = kDeniedError;
 
@@ -53,6 +53,9 @@ class QueryEngine : public server::RequestHandler {
                                              const security::PeerAccess& access,
                                              LookupBatch& batch);
   void CountDenied(const proto::LookupResponse& lookup);
+  // The explain report, or the error that answers instead.
+  proto::Response Explain(const std::shared_ptr<const index::IndexView>& view,
+                          const proto::ExplainRequest& request, const security::PeerAccess& access);
   // Results storage of spent lookup slices (Recycle), for the next slices to fill.
   std::vector<proto::LookupResult> TakeSpareResults();
 

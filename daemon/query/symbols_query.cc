@@ -1,7 +1,9 @@
 #include "daemon/query/symbols_query.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/os/proc.h"
@@ -15,23 +17,6 @@ proto::Response Error(std::string_view code, std::string message) {
   proto::Response r;
   r.body = proto::ErrorResponse{std::string(code), std::move(message)};
   return r;
-}
-
-// The parts of [start, end) that `covered` (sorted, disjoint intervals) does not cover.
-std::vector<std::pair<uint64_t, uint64_t>> Uncovered(
-    const std::vector<std::pair<uint64_t, uint64_t>>& covered, uint64_t start, uint64_t end) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  auto it = std::upper_bound(covered.begin(), covered.end(), std::make_pair(start, UINT64_MAX));
-  if (it != covered.begin() && std::prev(it)->second > start) start = std::prev(it)->second;
-  for (; start < end; ++it) {
-    if (it == covered.end() || it->first >= end) {
-      out.emplace_back(start, end);
-      break;
-    }
-    if (it->first > start) out.emplace_back(start, it->first);
-    start = std::max(start, it->second);
-  }
-  return out;
 }
 
 // The answer for a pid nothing is known of; also for one the peer may not see and which is no
@@ -56,10 +41,85 @@ bool IsIncarnation(const index::ProcessView& process, const os::ProcessIdentity&
 
 }  // namespace
 
-proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRequest& request,
-                            const security::PeerAccess& access, ImageLookup& images) {
+SymbolsCursor::Layer::Layer(const index::SourceView* source, uint64_t base, uint64_t limit)
+    : source_(source),
+      base_(base),
+      limit_(limit),
+      cursor_(std::make_unique<index::LatestCursor>(source->code->ranges())) {
+  Settle();
+}
+
+void SymbolsCursor::Layer::Settle() {
+  if (!cursor_->done()) {
+    const index::LatestPiece& p = cursor_->piece();
+    const uint64_t start = p.start + base_, end = p.end + base_;
+    // A piece that wraps the address space or ends past the image's end is nowhere: and so is
+    // every later one (pieces are sorted).
+    if (start >= p.start && end >= p.end && (limit_ == 0 || end <= limit_)) {
+      start_ = start;
+      end_ = end;
+      range_ = p.range;
+      return;
+    }
+  }
+  cursor_.reset();  // done: what it held goes at once
+}
+
+void SymbolsCursor::Layer::Next() {
+  cursor_->Next();
+  Settle();
+}
+
+void SymbolsCursor::Layer::Seek(uint64_t addr) {
+  if (addr > base_) cursor_->Seek(addr - base_);
+  Settle();
+}
+
+SymbolsCursor::SymbolsCursor(int64_t pid, std::shared_ptr<const index::ProcessView> process,
+                             std::vector<ImageLookup::MappedImage> images)
+    : pid_(pid), process_(std::move(process)), images_(std::move(images)) {
+  // An image's pieces start at its base: it joins the overlay there, below everything before.
+  std::stable_sort(images_.begin(), images_.end(),
+                   [](const auto& a, const auto& b) { return a.base < b.base; });
+  auto layer_bytes = [](const index::SourceView& s) {
+    return sizeof(Layer) + sizeof(index::LatestCursor) + 64 * (s.code->ranges().runs() + 1);
+  };
+  memory_bytes_ = images_.capacity() * sizeof(ImageLookup::MappedImage);
+  if (process_ != nullptr) {
+    for (const auto& source : process_->sources) {
+      memory_bytes_ += layer_bytes(*source);
+      overlay_.Add(Layer(source.get(), 0, 0));
+    }
+  }
+  for (const auto& img : images_) memory_bytes_ += layer_bytes(*img.source);
+}
+
+bool SymbolsCursor::Next(proto::SymbolEntry* entry) {
+  for (;;) {
+    const uint64_t before = next_image_ < images_.size() ? images_[next_image_].base : UINT64_MAX;
+    index::Overlay<Layer>::Segment s;
+    if (overlay_.Next(&s, before)) {
+      const Layer& layer = overlay_.layer(s.layer);
+      const index::SourceView& source = layer.source();
+      entry->start = s.start;
+      entry->size = s.end - s.start;
+      entry->name.assign(source.code->name(layer.range()));
+      entry->origin = proto::OriginFromName(source.origin).value_or(proto::Origin::kUnknown);
+      entry->image.assign(source.image);
+      return true;
+    }
+    if (next_image_ == images_.size()) return false;
+    const ImageLookup::MappedImage& img = images_[next_image_++];
+    overlay_.Add(Layer(img.source.get(), img.base, img.end));
+  }
+}
+
+SymbolsQuery OpenSymbols(const index::IndexView& view, const proto::SymbolsRequest& request,
+                         const security::PeerAccess& access, ImageLookup& images) {
+  SymbolsQuery out;
   if (request.pid <= 0 || request.pid > 0x7fffffff) {
-    return Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
+    out.error = Error(proto::kErrBadRequest, "\"pid\" must be a positive process id");
+    return out;
   }
   const uint32_t pid = static_cast<uint32_t>(request.pid);
   // The incarnation listed is the latest one the index knows; a live process the index does
@@ -73,17 +133,25 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
   if (lookup.error != 0) {
     proto::Response busy;
     busy.body = OwnerUnknown(process_pid, lookup.error);
-    return busy;
+    out.error = std::move(busy);
+    return out;
   }
   const std::optional<os::ProcessIdentity>& now = lookup.identity;
-  if (process == nullptr && !now) return NotFound(pid);
+  if (process == nullptr && !now) {
+    out.error = NotFound(pid);
+    return out;
+  }
   const security::ProcessAccess verdict =
       access.ForProcess(process != nullptr ? process->uid : std::optional(now->uid), pid);
   if (verdict == security::ProcessAccess::kDenied) {
-    return Error(proto::kErrPermission, "only root, the trusted group and the owner of pid " +
-                                            std::to_string(pid) + " may list its symbols");
+    out.error = Error(proto::kErrPermission, "only root, the trusted group and the owner of pid " +
+                                                 std::to_string(pid) + " may list its symbols");
+    return out;
   }
-  if (verdict == security::ProcessAccess::kUnknown) return NotFound(pid);
+  if (verdict == security::ProcessAccess::kUnknown) {
+    out.error = NotFound(pid);
+    return out;
+  }
   // The live process's mapped images belong to the listed incarnation only if it is that
   // process: same owner, and started when the incarnation did.
   std::vector<ImageLookup::MappedImage> mapped;
@@ -93,40 +161,29 @@ proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRe
       mapped = std::move(live->images);
     }
   }
-  if (process == nullptr && mapped.empty()) return NotFound(pid);
-
-  proto::SymbolsResponse out;
-  out.pid = request.pid;
-  // (start, end) of everything listed so far, sorted; earlier sources win, as in lookups.
-  std::vector<std::pair<uint64_t, uint64_t>> covered;
-  std::vector<proto::SymbolEntry> entries;
-  auto add_source = [&](const index::SourceView& source, uint64_t base, uint64_t limit) {
-    std::vector<std::pair<uint64_t, uint64_t>> added;
-    for (const index::LatestPiece& piece : source.code->ranges().Latest()) {
-      const uint64_t start = piece.start + base, end = piece.end + base;
-      if (end < start || (limit != 0 && end > limit)) continue;  // wraps, or outside the image
-      for (const auto& [s, e] : Uncovered(covered, start, end)) {
-        proto::SymbolEntry& entry = entries.emplace_back();
-        entry.start = s;
-        entry.size = e - s;
-        entry.name = source.code->name(*piece.range);
-        entry.origin = proto::OriginFromName(source.origin).value_or(proto::Origin::kUnknown);
-        entry.image = source.image;
-        added.emplace_back(s, e);
-      }
-    }
-    covered.insert(covered.end(), added.begin(), added.end());
-    std::sort(covered.begin(), covered.end());
-  };
-  if (process != nullptr) {
-    out.incarnation = process->incarnation;
-    for (const auto& source : process->sources) add_source(*source, 0, 0);
+  if (process == nullptr && mapped.empty()) {
+    out.error = NotFound(pid);
+    return out;
   }
-  for (const auto& img : mapped) add_source(*img.source, img.base, img.end);
-  std::sort(
-      entries.begin(), entries.end(),
-      [](const proto::SymbolEntry& a, const proto::SymbolEntry& b) { return a.start < b.start; });
-  out.symbols = std::move(entries);
+  // The cursor keeps the incarnation (and so its sources) alive, not the whole view.
+  std::shared_ptr<const index::ProcessView> held;
+  if (process != nullptr) {
+    for (const auto& p : view.processes.at(process->pid)) {
+      if (p.get() == process) held = p;
+    }
+  }
+  out.cursor = std::make_unique<SymbolsCursor>(request.pid, std::move(held), std::move(mapped));
+  return out;
+}
+
+proto::Response ListSymbols(const index::IndexView& view, const proto::SymbolsRequest& request,
+                            const security::PeerAccess& access, ImageLookup& images) {
+  SymbolsQuery query = OpenSymbols(view, request, access, images);
+  if (query.error) return std::move(*query.error);
+  proto::SymbolsResponse out;
+  out.pid = query.cursor->pid();
+  out.incarnation = query.cursor->incarnation();
+  for (proto::SymbolEntry entry; query.cursor->Next(&entry);) out.symbols.push_back(entry);
   proto::Response response;
   response.body = std::move(out);
   return response;
