@@ -27,12 +27,11 @@ void ReportErrorResponse(const proto::ErrorResponse& error) {
                error.message.c_str(), hint.c_str());
 }
 
-std::optional<proto::Response> CallOrReport(const GlobalOptions& globals,
-                                            const proto::Request& request) {
-  auto connection = ConnectOrReport(globals);
-  if (!connection) return std::nullopt;
-  std::string error;
-  std::optional<proto::Response> response = connection->Call(request, &error);
+namespace {
+
+// The answer, or nullopt with the problem on stderr.
+std::optional<proto::Response> Reported(std::optional<proto::Response> response,
+                                        const std::string& error) {
   if (!response) {
     std::fprintf(stderr, "jitsym: %s\n", error.c_str());
     return std::nullopt;
@@ -42,6 +41,25 @@ std::optional<proto::Response> CallOrReport(const GlobalOptions& globals,
     return std::nullopt;
   }
   return response;
+}
+
+}  // namespace
+
+std::optional<proto::Response> CallOrReport(const GlobalOptions& globals,
+                                            const proto::Request& request) {
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return std::nullopt;
+  std::string error;
+  return Reported(connection->Call(request, &error), error);
+}
+
+std::optional<proto::Response> CallArrayAnswerOrReport(
+    const GlobalOptions& globals, const proto::Request& request, std::string_view member,
+    const std::function<Status(std::string_view element)>& element) {
+  auto connection = ConnectOrReport(globals);
+  if (!connection) return std::nullopt;
+  std::string error;
+  return Reported(connection->CallArrayAnswer(request, member, element, &error), error);
 }
 
 }  // namespace jitsym::client

@@ -2,8 +2,10 @@
 #ifndef JITSYM_CLIENT_DAEMON_CALL_H_
 #define JITSYM_CLIENT_DAEMON_CALL_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "client/command.h"
 #include "proto/client_connection.h"
@@ -18,6 +20,13 @@ std::unique_ptr<proto::ClientConnection> ConnectOrReport(const GlobalOptions& gl
 // is unreachable, the exchange fails, or the answer is an error response.
 std::optional<proto::Response> CallOrReport(const GlobalOptions& globals,
                                             const proto::Request& request);
+
+// As CallOrReport, for an answer whose array `member` ("symbols", "processes") may be larger
+// than the client should hold: each element's text goes to `element` as it arrives, and the
+// response returned is the rest (ClientConnection::CallArrayAnswer).
+std::optional<proto::Response> CallArrayAnswerOrReport(
+    const GlobalOptions& globals, const proto::Request& request, std::string_view member,
+    const std::function<Status(std::string_view element)>& element);
 
 // "jitsym: jitsymd refused the request (bad_request): ..." on stderr.
 void ReportErrorResponse(const proto::ErrorResponse& error);

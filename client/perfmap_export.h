@@ -13,6 +13,8 @@
 
 namespace jitsym::client {
 
+// Appends the entry's line, if its size is not zero.
+void AppendPerfMapLine(const proto::SymbolEntry& entry, std::string* out);
 // Appends one line per entry with a non-zero size, in the order given.
 void FormatPerfMap(const std::vector<proto::SymbolEntry>& symbols, std::string* out);
 

@@ -54,19 +54,6 @@ bool HeldOpenBy(int64_t pid, const std::string& path) {
   return false;
 }
 
-bool WriteAll(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& args) {
@@ -94,36 +81,66 @@ int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& arg
     return kExitError;
   }
 
-  proto::Request request;
-  request.body = proto::SymbolsRequest{static_cast<int64_t>(*pid)};
-  std::optional<proto::Response> response = CallOrReport(globals, request);
-  if (!response) return kExitError;
-  const auto* symbols = std::get_if<proto::SymbolsResponse>(&response->body);
-  if (symbols == nullptr) {
-    std::fprintf(stderr, "jitsym: jitsymd answered the symbols request with something else\n");
-    return kExitError;
-  }
-  std::string text;
-  FormatPerfMap(symbols->symbols, &text);
-
-  if (to_stdout) {
-    Output out;
-    out.buffer() = std::move(text);
-    return out.Flush() ? kExitOk : kExitError;
-  }
-  // Written beside the target and renamed over it: perf never sees half a map.
+  // Written beside the target and renamed over it: perf never sees half a map. The lines are
+  // written as the answer arrives: a map of a gigabyte is never held whole.
   const std::string temp = path + ".jitsym-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    std::fprintf(stderr, "jitsym: cannot create %s: %s\n", temp.c_str(), std::strerror(errno));
-    return kExitError;
+  std::FILE* file = stdout;
+  if (!to_stdout) {
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      std::fprintf(stderr, "jitsym: cannot create %s: %s\n", temp.c_str(), std::strerror(errno));
+      return kExitError;
+    }
+    file = ::fdopen(fd, "w");
+    if (file == nullptr) {
+      ::close(fd);
+      ::unlink(temp.c_str());
+      std::fprintf(stderr, "jitsym: cannot write %s: %s\n", temp.c_str(), std::strerror(errno));
+      return kExitError;
+    }
   }
-  const bool ok = WriteAll(fd, text);
-  const int saved = errno;
-  ::close(fd);
-  if (!ok) {
+  const std::string written_to = to_stdout ? "standard output" : temp;
+  uint64_t written = 0;
+  bool write_failed = false;
+  std::optional<proto::Response> response;
+  {
+    Output out(file);
+    proto::SymbolEntry entry;
+    const auto line = [&](std::string_view element) -> Status {
+      if (Status st = proto::DecodeSymbolEntry(element, &entry); !st.ok()) {
+        return MakeError(ErrorKind::kMalformed,
+                         "malformed response from jitsymd: " + st.error().message);
+      }
+      AppendPerfMapLine(entry, &out.buffer());
+      written += entry.size != 0;
+      if (out.buffer().size() >= Output::kFlushBytes && !out.Flush()) {
+        write_failed = true;
+        return MakeError(ErrorKind::kIo,
+                         "cannot write " + written_to + ": " + std::strerror(errno));
+      }
+      return OkStatus();
+    };
+    proto::Request request;
+    request.body = proto::SymbolsRequest{static_cast<int64_t>(*pid)};
+    response = CallArrayAnswerOrReport(globals, request, "symbols", line);
+    if (response && !out.Flush()) {
+      write_failed = true;
+      std::fprintf(stderr, "jitsym: cannot write %s: %s\n", written_to.c_str(),
+                   std::strerror(errno));
+    }
+  }
+  const bool answered = response && !write_failed;
+  if (answered && !std::holds_alternative<proto::SymbolsResponse>(response->body)) {
+    std::fprintf(stderr, "jitsym: jitsymd answered the symbols request with something else\n");
+  }
+  const bool ok = answered && std::holds_alternative<proto::SymbolsResponse>(response->body);
+  if (to_stdout) return ok ? kExitOk : kExitError;
+  const bool closed = std::fclose(file) == 0;
+  if (ok && !closed) {
+    std::fprintf(stderr, "jitsym: cannot write %s: %s\n", temp.c_str(), std::strerror(errno));
+  }
+  if (!ok || !closed) {
     ::unlink(temp.c_str());
-    std::fprintf(stderr, "jitsym: cannot write %s: %s\n", temp.c_str(), std::strerror(saved));
     return kExitError;
   }
   // Without --force, link() fails if the target appeared meanwhile instead of replacing it.
@@ -135,8 +152,9 @@ int RunPerfmap(const GlobalOptions& globals, const std::vector<std::string>& arg
     std::fprintf(stderr, "jitsym: cannot write %s: %s\n", path.c_str(), std::strerror(link_errno));
     return kExitError;
   }
-  std::fprintf(stderr, "jitsym: wrote %zu symbols of pid %llu to %s\n", symbols->symbols.size(),
-               static_cast<unsigned long long>(*pid), path.c_str());
+  std::fprintf(stderr, "jitsym: wrote %llu symbols of pid %llu to %s\n",
+               static_cast<unsigned long long>(written), static_cast<unsigned long long>(*pid),
+               path.c_str());
   return kExitOk;
 }
 

@@ -15,6 +15,26 @@ void AppendPadded(std::string_view text, size_t width, std::string* out) {
   out->append(text.size() < width ? width - text.size() : 1, ' ');
 }
 
+// One row of the table.
+void AppendRow(const proto::ProcessInfo& p, std::string* out) {
+  AppendPadded(std::to_string(p.pid), 9, out);
+  AppendPadded(p.nspid ? std::to_string(*p.nspid) : "-", 9, out);
+  AppendPadded(std::to_string(p.incarnation), 13, out);
+  AppendPadded(p.alive ? "alive" : "exited", 8, out);
+  AppendPadded(std::to_string(p.ranges), 10, out);
+  AppendPadded(p.cgroup && !p.cgroup->empty() ? *p.cgroup : "-", 8, out);
+  bool first = true;
+  for (const proto::SourceInfo& s : p.sources) {
+    if (!first) out->append(", ");
+    first = false;
+    out->append(proto::OriginName(s.origin)).append(":").append(s.path).append(" (");
+    out->append(proto::SourceStateName(s.state));
+    if (!s.error.empty()) out->append(": ").append(s.error);
+    out->append(")");
+  }
+  out->push_back('\n');
+}
+
 }  // namespace
 
 int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& args) {
@@ -31,20 +51,39 @@ int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& a
   if (auto status = parser.Parse(args, &positional)) return *status;
   if (!positional.empty()) return parser.UsageError("unexpected argument " + positional[0]);
 
-  std::optional<proto::Response> response = CallOrReport(globals, {"", proto::ProcessesRequest{}});
+  // Each process is printed as it arrives: the list is never held whole.
+  Output output;
+  std::string& out = output.buffer();
+  bool header = json;  // the table's, written before its first row
+  const auto table_header = [&] {
+    if (!header) out.append("PID      NSPID    INCARNATION  STATE   RANGES    CGROUP  SOURCES\n");
+    header = true;
+  };
+  proto::ProcessInfo p;
+  const auto print = [&](std::string_view element) -> Status {
+    if (Status st = proto::DecodeProcessInfo(element, &p); !st.ok()) {
+      return MakeError(ErrorKind::kMalformed,
+                       "malformed response from jitsymd: " + st.error().message);
+    }
+    if (json) {
+      proto::EncodeProcessInfo(p, &out);
+      out.push_back('\n');
+    } else {
+      table_header();
+      AppendRow(p, &out);
+    }
+    output.MaybeFlush();
+    return OkStatus();
+  };
+  std::optional<proto::Response> response =
+      CallArrayAnswerOrReport(globals, {"", proto::ProcessesRequest{}}, "processes", print);
   if (!response) return kExitError;
   const auto* processes = std::get_if<proto::ProcessesResponse>(&response->body);
   if (processes == nullptr) {
     std::fprintf(stderr, "jitsym: jitsymd answered processes with something else\n");
     return kExitError;
   }
-  Output output;
-  std::string& out = output.buffer();
   if (json) {
-    for (const proto::ProcessInfo& p : processes->processes) {
-      proto::EncodeProcessInfo(p, &out);
-      out.push_back('\n');
-    }
     for (const proto::UnattachedInfo& u : processes->unattached) {
       out.append("{\"unattached\":{\"path\":");
       proto::json::AppendString(u.path, &out);
@@ -54,25 +93,7 @@ int RunProcesses(const GlobalOptions& globals, const std::vector<std::string>& a
     }
     return output.Flush() ? kExitOk : kExitError;
   }
-  out.append("PID      NSPID    INCARNATION  STATE   RANGES    CGROUP  SOURCES\n");
-  for (const proto::ProcessInfo& p : processes->processes) {
-    AppendPadded(std::to_string(p.pid), 9, &out);
-    AppendPadded(p.nspid ? std::to_string(*p.nspid) : "-", 9, &out);
-    AppendPadded(std::to_string(p.incarnation), 13, &out);
-    AppendPadded(p.alive ? "alive" : "exited", 8, &out);
-    AppendPadded(std::to_string(p.ranges), 10, &out);
-    AppendPadded(p.cgroup && !p.cgroup->empty() ? *p.cgroup : "-", 8, &out);
-    bool first = true;
-    for (const proto::SourceInfo& s : p.sources) {
-      if (!first) out.append(", ");
-      first = false;
-      out.append(proto::OriginName(s.origin)).append(":").append(s.path).append(" (");
-      out.append(proto::SourceStateName(s.state));
-      if (!s.error.empty()) out.append(": ").append(s.error);
-      out.append(")");
-    }
-    out.push_back('\n');
-  }
+  table_header();
   for (const proto::UnattachedInfo& u : processes->unattached) {
     out.append("unattached: ").append(u.path).append(" (owner uid ");
     out.append(std::to_string(u.uid)).append("): ").append(u.reason).push_back('\n');
