@@ -447,5 +447,45 @@ TEST_F(QueryEngineTest, ProcessesCarryOriginAndStateValues) {
   EXPECT_TRUE(std::get<proto::ProcessesResponse>(other.body).processes.empty());
 }
 
+// The text of a reply as the server sends it: a producer's steps, or the whole response.
+std::string Sent(server::Reply reply, const std::string& id_json) {
+  std::string out;
+  if (reply.producer == nullptr) {
+    reply.response.id_json = id_json;  // as the server does
+    proto::EncodeResponse(reply.response, &out);
+    return out;
+  }
+  while (reply.producer->Step(&out)) {
+  }
+  return out;
+}
+
+TEST_F(QueryEngineTest, PulledAnswersAreTheWholeAnswersByteForByte) {
+  const uint32_t me = ::getuid();
+  cell_.Set(MadeUpView(kDeadPid, me));
+  proto::ExplainRequest explain;
+  explain.pid = kDeadPid;
+  explain.addr = 0x1010;
+  const std::vector<proto::Request> requests = {
+      {"1", proto::SymbolsRequest{kDeadPid}},
+      {"2", proto::ProcessesRequest{}},
+      {"3", explain},
+      {"4", proto::SymbolsRequest{kDeadPid + 1}},  // unknown: an error, whole
+  };
+  for (const proto::Request& request : requests) {
+    proto::Response whole = engine_.Handle(request, Peer(me));
+    whole.id_json = request.id_json;
+    std::string want;
+    proto::EncodeResponse(whole, &want);
+    EXPECT_EQ(Sent(engine_.Respond(request, Peer(me)), request.id_json), want);
+  }
+  // The symbols answer lists the jitdump's range over the perf map's, then the perf map's.
+  const proto::Response symbols = engine_.Handle(requests[0], Peer(me));
+  const auto& list = std::get<proto::SymbolsResponse>(symbols.body).symbols;
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].name, "Jit::a");
+  EXPECT_EQ(list[1].name, "Map::b");
+}
+
 }  // namespace
 }  // namespace jitsym::query
