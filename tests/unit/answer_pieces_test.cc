@@ -216,6 +216,17 @@ TEST(ArrayAnswerReader, ErrorsAndBrokenAnswers) {
   ASSERT_TRUE(rest);
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(std::get<ErrorResponse>(rest->body).code, kErrNotFound);
+  // An answer that broke off: the elements before it, then the failure.
+  line.clear();
+  EncodeSymbolsResponseBegin("", 1, 1, &line);
+  EncodeSymbolEntry(SomeSymbols(1).symbols[0], &line);
+  line.push_back(']');
+  EncodeAnswerFailure(kErrInternal, "answer incomplete", &line);
+  line.pop_back();
+  auto [before_failure, failed] = ReadInPieces(line, "symbols", rng);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(before_failure.size(), 1u);
+  EXPECT_EQ(std::get<ErrorResponse>(failed->body).message, "answer incomplete");
   // Cut inside the array, or inside an element.
   line.clear();
   EncodeResponse({"", SomeSymbols(3)}, &line);
