@@ -66,6 +66,27 @@ void Normalize(const proto::Request& request, proto::Response* response) {
   }
 }
 
+// The handler's reply from `call`, its response normalized; exceptions become an "internal"
+// error.
+template <typename Call>
+Reply Guarded(const proto::Request& request, Call&& call) {
+  Reply reply;
+  try {
+    reply = call();
+    if (reply.producer == nullptr) Normalize(request, &reply.response);
+  } catch (const std::exception& e) {
+    JITSYM_LOG(kError, "request handler failed: ", e.what());
+    reply = {proto::MakeErrorResponse(request.id_json, proto::kErrInternal,
+                                      std::string("internal error: ") + e.what()),
+             nullptr};
+  } catch (...) {
+    JITSYM_LOG(kError, "request handler failed with a non-standard exception");
+    reply = {proto::MakeErrorResponse(request.id_json, proto::kErrInternal, "internal error"),
+             nullptr};
+  }
+  return reply;
+}
+
 // What a decoded lookup request holds in memory.
 uint64_t DecodedBytes(const proto::LookupRequest& lookup) {
   uint64_t n = lookup.addrs.capacity() * sizeof(proto::AddressQuery);
@@ -385,21 +406,8 @@ void Session::HandleLine(std::string_view line) {
 }
 
 void Session::StartAnswer(const proto::Request& request) {
-  Reply reply;
-  try {
-    reply = state_->handler.Respond(request, peer_);
-  } catch (const std::exception& e) {
-    JITSYM_LOG(kError, "request handler failed: ", e.what());
-    Answer(proto::MakeErrorResponse(request.id_json, proto::kErrInternal,
-                                    std::string("internal error: ") + e.what()));
-    return;
-  } catch (...) {
-    JITSYM_LOG(kError, "request handler failed with a non-standard exception");
-    Answer(proto::MakeErrorResponse(request.id_json, proto::kErrInternal, "internal error"));
-    return;
-  }
+  Reply reply = Guarded(request, [&] { return state_->handler.Respond(request, peer_); });
   if (reply.producer == nullptr) {
-    Normalize(request, &reply.response);
     Answer(reply.response);
     return;
   }
@@ -444,19 +452,8 @@ void Session::EndPulled() {
 }
 
 proto::Response Session::CallHandler(const proto::Request& request) {
-  proto::Response response;
-  try {
-    response = state_->handler.Handle(request, peer_);
-    Normalize(request, &response);
-  } catch (const std::exception& e) {
-    JITSYM_LOG(kError, "request handler failed: ", e.what());
-    response = proto::MakeErrorResponse(request.id_json, proto::kErrInternal,
-                                        std::string("internal error: ") + e.what());
-  } catch (...) {
-    JITSYM_LOG(kError, "request handler failed with a non-standard exception");
-    response = proto::MakeErrorResponse(request.id_json, proto::kErrInternal, "internal error");
-  }
-  return response;
+  auto handle = [&] { return Reply{state_->handler.Handle(request, peer_), nullptr}; };
+  return Guarded(request, handle).response;
 }
 
 bool Session::StartStream(proto::Request request, uint64_t charged) {
