@@ -133,6 +133,46 @@ TEST_F(ExplainTest, EveryDefinitionWithItsIntervalAndTheOneThatAnswered) {
   EXPECT_NE(none.rule.find("ever defined"), std::string::npos) << none.rule;
 }
 
+TEST_F(ExplainTest, TheNewestDefinitionsAreListedAndTheOneThatAnsweredIsKept) {
+  // 1,500 definitions of one address, at times 10, 20, ...: the newest 1,000 are listed.
+  const uint32_t me = ::getuid();
+  index::CodeMap jit;
+  for (int i = 0; i < 1500; ++i) {
+    jit.Add(0x1000, 0x40, 10 * (i + 1), jit.Intern("g" + std::to_string(i)));
+  }
+  auto source = std::make_shared<index::SourceView>();
+  source->origin = "jitdump";
+  source->path = "/tmp/jit-2147483616.dump";
+  source->owner = me;
+  source->code = jit.Publish();
+  auto p = std::make_shared<index::ProcessView>();
+  p->pid = kDeadPid;
+  p->incarnation = 5;
+  p->uid = me;
+  p->start_time = 1;
+  p->sources = {source};
+  auto view = std::make_shared<index::IndexView>();
+  view->processes[kDeadPid].push_back(p);
+  cell_.Set(view);
+  // Now: the newest answers, among the listed ones.
+  const proto::ExplainResponse now = Explain(0x1010, std::nullopt, me);
+  ASSERT_EQ(now.definitions.size(), 1000u);
+  EXPECT_EQ(now.definitions_omitted, 500u);
+  EXPECT_EQ(now.definitions.front().name, "g500");
+  EXPECT_EQ(Picked(now), "jitdump:g1499");
+  EXPECT_TRUE(now.definitions.back().picked);
+  // At T=55 definition 4 answered: older than the listed ones, it is kept, first.
+  const proto::ExplainResponse old = Explain(0x1010, 55, me);
+  ASSERT_EQ(old.definitions.size(), 1001u);
+  EXPECT_EQ(old.definitions_omitted, 499u);
+  EXPECT_EQ(old.definitions[0].name, "g4");
+  EXPECT_TRUE(old.definitions[0].picked);
+  EXPECT_EQ(old.definitions[0].from, 50u);
+  EXPECT_EQ(old.definitions[0].to, 60u);
+  EXPECT_EQ(old.definitions[1].name, "g500");
+  EXPECT_EQ(Picked(old), "jitdump:g4");
+}
+
 TEST_F(ExplainTest, ProcessSourcesAndIgnoredFiles) {
   const uint32_t me = ::getuid();
   cell_.Set(View(me));
