@@ -14,7 +14,7 @@
 #include "client/frame_summary.h"
 #include "client/gperftools_profile.h"
 #include "client/pc_resolver.h"
-#include "proto/result.h"
+#include "daemon/util/result.h"
 
 namespace jitsym::client {
 

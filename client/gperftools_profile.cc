@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "proto/byte_reader.h"
+#include "daemon/util/byte_reader.h"
 
 namespace jitsym::client {
 namespace {

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proto/result.h"
+#include "daemon/util/result.h"
 
 namespace jitsym::client {
 

@@ -9,7 +9,7 @@
 #include <new>
 #include <optional>
 
-#include "proto/byte_reader.h"
+#include "daemon/util/byte_reader.h"
 
 namespace jitsym::client::pprof {
 namespace {

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "client/key_table.h"
-#include "proto/result.h"
+#include "daemon/util/result.h"
 
 namespace jitsym::client::pprof {
 

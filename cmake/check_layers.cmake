@@ -5,7 +5,7 @@
 # RULES comes from the jitsym_layer() calls in the root CMakeLists.txt: each folder with the
 # folders it may include (itself, its DEPS and theirs). Only quoted includes of daemon/ and proto/
 # are judged; daemon/main.cc, which wires every layer together, may include them all.
-# proto/result.h, proto/byte_reader.h and proto/hex.h are the base every layer may use
+# daemon/util/result.h, daemon/util/byte_reader.h and daemon/util/hex.h are the base every layer may use
 # (header-only, standard library only; they live in proto/ because the client shares only proto/
 # with the daemon). A folder of daemon/ with no rule fails too, since none of its files would be
 # built.
@@ -37,9 +37,6 @@ foreach(folder IN LISTS entries)
     file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"(daemon|proto)/")
     foreach(line IN LISTS includes)
       string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*$" "\\1" header "${line}")
-      if(header MATCHES "^proto/(result|byte_reader|hex)\\.h$")
-        continue()
-      endif()
       if(header MATCHES "^daemon/([^/]+)/")
         set(target ${CMAKE_MATCH_1})
       else()

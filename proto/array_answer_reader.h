@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/util/result.h"
 #include "proto/protocol.h"
-#include "proto/result.h"
 
 namespace jitsym::proto {
 

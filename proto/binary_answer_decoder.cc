@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/util/byte_reader.h"
 #include "proto/binary_answer.h"
-#include "proto/byte_reader.h"
 #include "proto/protocol.h"
 
 namespace jitsym::proto {

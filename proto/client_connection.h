@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/util/result.h"
 #include "proto/protocol.h"
-#include "proto/result.h"
 
 namespace jitsym::proto {
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "daemon/util/hex.h"
 #include "proto/daemon_socket.h"
-#include "proto/hex.h"
 #include "proto/json_writer.h"
 
 namespace jitsym::proto {

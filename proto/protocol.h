@@ -23,7 +23,7 @@
 #include <variant>
 #include <vector>
 
-#include "proto/result.h"
+#include "daemon/util/result.h"
 #include "proto/string_interner.h"
 #include "proto/wire_enums.h"
 

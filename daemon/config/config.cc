@@ -7,7 +7,7 @@
 #include <optional>
 #include <set>
 
-#include "daemon/os/small_file.h"
+#include "daemon/util/small_file.h"
 
 namespace jitsym::config {
 namespace {
@@ -139,24 +139,24 @@ Status ParseConfigText(std::string_view text, std::string_view origin, Settings*
 Status LoadConfigFile(const std::string& path, bool must_exist, Settings* settings, bool* found) {
   if (found) *found = false;
   // A character device is allowed for --config /dev/null (no settings).
-  os::SmallFileOptions options;
+  SmallFileOptions options;
   options.max_bytes = kMaxConfigBytes;
   options.allow_char_device = true;
-  os::SmallFileError error;
-  auto file = os::ReadSmallFile(path, options, &error);
+  SmallFileError error;
+  auto file = ReadSmallFile(path, options, &error);
   if (!file) {
     switch (error.kind) {
-      case os::SmallFileError::kOpen:
+      case SmallFileError::kOpen:
         if (error.errno_value == ENOENT && !must_exist) return OkStatus();
         return MakeError(ErrorKind::kIo, "cannot open config file " + path + ": " +
                                              std::strerror(error.errno_value));
-      case os::SmallFileError::kNotRegular:
-      case os::SmallFileError::kRefused:
+      case SmallFileError::kNotRegular:
+      case SmallFileError::kRefused:
         return MakeError(ErrorKind::kUsage, "config file " + path + " is not a regular file");
-      case os::SmallFileError::kRead:
+      case SmallFileError::kRead:
         return MakeError(ErrorKind::kIo, "cannot read config file " + path + ": " +
                                              std::strerror(error.errno_value));
-      case os::SmallFileError::kTooLarge:
+      case SmallFileError::kTooLarge:
         return MakeError(ErrorKind::kLimit, "config file " + path + " is larger than " +
                                                 std::to_string(kMaxConfigBytes) + " bytes");
     }

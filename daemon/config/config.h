@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "daemon/config/settings.h"
-#include "proto/result.h"
+#include "daemon/util/result.h"
 
 namespace jitsym::config {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "proto/result.h"
+#include "daemon/util/result.h"
 
 namespace jitsym::config {
 

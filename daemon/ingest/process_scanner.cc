@@ -15,8 +15,8 @@
 
 #include "daemon/os/namespaces.h"
 #include "daemon/os/proc.h"
-#include "daemon/os/small_file.h"
 #include "daemon/util/clock.h"
+#include "daemon/util/small_file.h"
 
 namespace jitsym::ingest {
 namespace {
@@ -334,9 +334,9 @@ void ProcessScanner::Check(uint32_t pid, Tracked& t, uint64_t now_ns) {
       t.mnt_ns = e->mnt_ns;
     }
   }
-  os::SmallFileOptions options;
+  SmallFileOptions options;
   options.max_bytes = options_.max_maps_bytes;
-  if (auto maps = os::ReadSmallFile(ProcPath(pid, "/maps"), options)) {
+  if (auto maps = ReadSmallFile(ProcPath(pid, "/maps"), options)) {
     ++stats_.maps_reads;
     stats_.maps_bytes += maps->bytes.size();
     CheckMarkers(pid, t, maps->bytes);

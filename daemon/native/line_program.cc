@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "proto/byte_reader.h"
+#include "daemon/util/byte_reader.h"
 
 namespace jitsym::native {
 namespace {

@@ -11,7 +11,7 @@
 // tables are libdw's whenever this reader is unsure, and equal to libdw's otherwise (tested
 // against libdw on real binaries, tests/unit/native_line_program_test.cc).
 //
-// Pure: bytes in, rows out. Every read is bounds-checked (proto/byte_reader.h).
+// Pure: bytes in, rows out. Every read is bounds-checked (daemon/util/byte_reader.h).
 #ifndef JITSYM_DAEMON_NATIVE_LINE_PROGRAM_H_
 #define JITSYM_DAEMON_NATIVE_LINE_PROGRAM_H_
 

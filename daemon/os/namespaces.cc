@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "daemon/os/process_maps.h"
-#include "daemon/os/small_file.h"
+#include "daemon/util/small_file.h"
 
 namespace jitsym::os {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <map>
 
-#include "daemon/os/small_file.h"
+#include "daemon/util/small_file.h"
 
 namespace jitsym::os {
 namespace {

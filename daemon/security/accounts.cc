@@ -8,10 +8,10 @@
 #include <charconv>
 #include <map>
 
-#include "daemon/os/small_file.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
+#include "daemon/util/small_file.h"
 
 namespace jitsym::security {
 namespace {
@@ -163,17 +163,16 @@ void Accounts::Refresh() {
     map_ = std::make_shared<const PersonMap>();
     return;
   }
-  os::SmallFileOptions read_options;
+  SmallFileOptions read_options;
   read_options.max_bytes = kMaxSubuidBytes;
   // Only root may say whose uids these are.
   read_options.accept = [](const struct stat& s) { return s.st_uid == 0; };
-  os::SmallFileError error;
-  auto file = os::ReadSmallFile(options_.subuid_path, read_options, &error);
+  SmallFileError error;
+  auto file = ReadSmallFile(options_.subuid_path, read_options, &error);
   if (!file) {
-    JITSYM_LOG(
-        kWarning, options_.subuid_path,
-        error.kind == os::SmallFileError::kRefused ? ": not owned by root" : ": cannot be read",
-        "; quotas count every uid on its own");
+    JITSYM_LOG(kWarning, options_.subuid_path,
+               error.kind == SmallFileError::kRefused ? ": not owned by root" : ": cannot be read",
+               "; quotas count every uid on its own");
     map_ = std::make_shared<const PersonMap>();
     return;
   }

@@ -18,7 +18,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "proto/result.h"
+#include "daemon/util/result.h"
 
 namespace jitsym::security {
 

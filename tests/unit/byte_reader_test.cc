@@ -1,6 +1,6 @@
-// The one bounds-checked reader (proto/byte_reader.h), by itself: byte order, LEB128 on both
+// The one bounds-checked reader (daemon/util/byte_reader.h), by itself: byte order, LEB128 on both
 // paths, strings, sticky failure, sizes from hostile input that would overflow a position.
-#include "proto/byte_reader.h"
+#include "daemon/util/byte_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The error convention (proto/result.h) by itself: a Result holds a value or an Error, converts
-// from either, and hands both on without copying what it does not need to.
-#include "proto/result.h"
+// The error convention (daemon/util/result.h) by itself: a Result holds a value or an Error,
+// converts from either, and hands both on without copying what it does not need to.
+#include "daemon/util/result.h"
 
 #include <gtest/gtest.h>
 

@@ -33,7 +33,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proto/byte_reader.h"
+#include "daemon/util/byte_reader.h"
 
 namespace jitsym::jitdump {
 

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 
+#include "daemon/util/byte_reader.h"
 #include "daemon/util/log.h"
-#include "proto/byte_reader.h"
 
 namespace jitsym::mlpd {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <optional>
 
-#include "proto/hex.h"
+#include "daemon/util/hex.h"
 
 namespace jitsym::perfinfo {
 

@@ -2,8 +2,8 @@
 // and ReadyToRun maps from the operator's directories. Every caller gets the same hygiene (no
 // controlling tty, no blocking on a FIFO, close-on-exec, a size bound checked before and while
 // reading, EINTR retried) and may judge the opened file's owner and type before a byte is read.
-#ifndef JITSYM_DAEMON_OS_SMALL_FILE_H_
-#define JITSYM_DAEMON_OS_SMALL_FILE_H_
+#ifndef JITSYM_DAEMON_UTIL_SMALL_FILE_H_
+#define JITSYM_DAEMON_UTIL_SMALL_FILE_H_
 
 #include <sys/stat.h>
 
@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace jitsym::os {
+namespace jitsym {
 
 struct SmallFileOptions {
   // A file that says it is larger (st_size), or that yields more, is refused (kTooLarge).
@@ -40,6 +40,6 @@ struct SmallFile {
 std::optional<SmallFile> ReadSmallFile(const std::string& path, const SmallFileOptions& options,
                                        SmallFileError* error = nullptr);
 
-}  // namespace jitsym::os
+}  // namespace jitsym
 
-#endif  // JITSYM_DAEMON_OS_SMALL_FILE_H_
+#endif  // JITSYM_DAEMON_UTIL_SMALL_FILE_H_

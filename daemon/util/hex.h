@@ -1,8 +1,8 @@
 // One parser for hex numbers as addresses are written in text (requests, the client's input,
 // perfinfo maps): with or without "0x", any number of leading zeros, at most 64 bits. Header-only
 // and standard library only, so every layer of the daemon and the client may use it.
-#ifndef JITSYM_PROTO_HEX_H_
-#define JITSYM_PROTO_HEX_H_
+#ifndef JITSYM_DAEMON_UTIL_HEX_H_
+#define JITSYM_DAEMON_UTIL_HEX_H_
 
 #include <array>
 #include <cstdint>
@@ -44,4 +44,4 @@ inline std::optional<uint64_t> ParseHex64(std::string_view text) {
 
 }  // namespace jitsym
 
-#endif  // JITSYM_PROTO_HEX_H_
+#endif  // JITSYM_DAEMON_UTIL_HEX_H_

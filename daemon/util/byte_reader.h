@@ -14,8 +14,8 @@
 // (the client parses gperftools profiles); it depends on nothing but the standard library.
 // The LEB128 reads (mlpd) and the fixed-width reads are on parsers' hot paths: keep them inline
 // and free of per-byte bounds checks where the length is known to fit.
-#ifndef JITSYM_PROTO_BYTE_READER_H_
-#define JITSYM_PROTO_BYTE_READER_H_
+#ifndef JITSYM_DAEMON_UTIL_BYTE_READER_H_
+#define JITSYM_DAEMON_UTIL_BYTE_READER_H_
 
 #include <bit>
 #include <cstddef>
@@ -216,4 +216,4 @@ class ByteReader {
 
 }  // namespace jitsym
 
-#endif  // JITSYM_PROTO_BYTE_READER_H_
+#endif  // JITSYM_DAEMON_UTIL_BYTE_READER_H_

@@ -1,12 +1,12 @@
 // Reads small whole files with one set of rules (see small_file.h).
-#include "daemon/os/small_file.h"
+#include "daemon/util/small_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 
-namespace jitsym::os {
+namespace jitsym {
 namespace {
 
 std::optional<SmallFile> Fail(SmallFileError* error, SmallFileError::Kind kind, int errno_value,
@@ -48,4 +48,4 @@ std::optional<SmallFile> ReadSmallFile(const std::string& path, const SmallFileO
   return file;
 }
 
-}  // namespace jitsym::os
+}  // namespace jitsym

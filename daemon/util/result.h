@@ -11,8 +11,8 @@
 //
 //   Status s = ledger.AdmitFile(uid);
 //   if (!s.ok()) Log(s.error().message);
-#ifndef JITSYM_PROTO_RESULT_H_
-#define JITSYM_PROTO_RESULT_H_
+#ifndef JITSYM_DAEMON_UTIL_RESULT_H_
+#define JITSYM_DAEMON_UTIL_RESULT_H_
 
 #include <cstdint>
 #include <string>
@@ -114,4 +114,4 @@ inline std::string_view ErrorKindName(ErrorKind kind) {
 
 }  // namespace jitsym
 
-#endif  // JITSYM_PROTO_RESULT_H_
+#endif  // JITSYM_DAEMON_UTIL_RESULT_H_
