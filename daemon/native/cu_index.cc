@@ -88,6 +88,10 @@ const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
       std::lock_guard lock(handle.mu);
       built =
           BuildCuTables(handle.dwarf, c.die_offset, file_, split_, &handle.demangled, &strings_);
+      if (demangle_budget_ && demangle_budget_->TakeExhaustedReport()) {
+        JITSYM_LOG(kWarning, "native: ", file_, ": ", demangle_budget_->Describe(),
+                   "; later names of this file stay mangled");
+      }
     }
     if (built && !built->missing.empty() && !told_missing_.exchange(true)) {
       JITSYM_LOG(kWarning, file_, ": split DWARF missing: ", built->missing,
@@ -139,6 +143,7 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
     h->guard = GuardMapping(h->elf, file_);
     if (h->guard.registered()) h->handle.dwarf = dwarf_begin_elf(h->elf, DWARF_C_READ, nullptr);
     if (h->handle.dwarf == nullptr) break;
+    h->handle.demangled.budget = demangle_budget_;
     if (alt_ != nullptr) h->alt = alt_->Attach(h->handle.dwarf);
     extra.push_back(std::move(h));
   }

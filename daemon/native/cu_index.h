@@ -44,6 +44,12 @@ class CuIndex {
   // The dwz file the handles Prefetch makes read alt references from (alt_file.h); it must
   // outlive this object.
   void UseAltFile(AltFile* alt) { alt_ = alt; }
+  // The module's demangling budget (demangle.h), charged by every handle; it must outlive this
+  // object.
+  void UseDemangleBudget(DemangleBudget* budget) {
+    demangle_budget_ = budget;
+    main_handle_.demangled.budget = budget;
+  }
 
   // The CU whose ranges cover addr, or -1. On the lookup path of every native frame: inline.
   int64_t CuOf(uint64_t addr) const {
@@ -106,6 +112,7 @@ class CuIndex {
   std::string file_;
   SplitUnits* split_ = nullptr;
   AltFile* alt_ = nullptr;
+  DemangleBudget* demangle_budget_ = nullptr;
   int fd_ = -1;  // the file main_handle_ reads, for Prefetch's handles
   std::unique_ptr<Cu[]> cus_;
   size_t count_ = 0;

@@ -428,8 +428,8 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
       if (!linkage) {
         strings.emplace_back(raw);
       } else {
-        auto [d, fresh] = demangled->try_emplace(raw);
-        if (fresh) d->second = Demangle(raw);
+        auto [d, fresh] = demangled->names.try_emplace(raw);
+        if (fresh) d->second = Demangle(raw, demangled->budget);
         strings.push_back(d->second);
       }
     }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/native/demangle.h"
 #include "daemon/native/key_index.h"
 
 typedef struct Dwarf Dwarf;
@@ -52,7 +53,12 @@ struct CuTables {
 
 // Demangled linkage names by their .debug_str pointer: .debug_str is shared by all CUs, so one
 // name is one pointer, demangled once per libdw handle.
-using DemangledNames = std::unordered_map<const char*, std::string>;
+// Linkage names demangled once per module per libdw handle (.debug_str is shared by all CUs, so
+// the same name is the same pointer), charged to the module's demangling budget.
+struct DemangledNames {
+  std::unordered_map<const char*, std::string> names;
+  DemangleBudget* budget = nullptr;  // the module's; null: unbounded (tests)
+};
 
 // Reads the CU whose DIE is at `die_offset`. nullptr (logged, naming `file`) when libdw cannot
 // read it. A skeleton unit's split unit comes from `split` (split_units.h); with none, only the

@@ -110,7 +110,7 @@ struct GnuOutput {
   std::jmp_buf too_long;
   static void Put(const char* piece, size_t size, void* self) {
     GnuOutput* out = static_cast<GnuOutput*>(self);
-    if (out->text.size() + size > kMaxDemangledBytes) std::longjmp(out->too_long, 1);
+    if (out->text.size() + size > kMaxRuntimeDemangledBytes) std::longjmp(out->too_long, 1);
     out->text.append(piece, size);
   }
 };
@@ -271,20 +271,32 @@ bool FewBackReferences(std::string_view name, char letter) {
 
 }  // namespace
 
-std::optional<std::string> RuntimeDemangle(std::string_view name) {
+std::string DemangleBudget::Describe() const {
+  return "demangling printed " + std::to_string(printed() >> 20) + " MiB (" +
+         std::to_string(runtime_printed() >> 20) +
+         " MiB in the C++ runtime's demangler, which reads what LLVM's cannot; shares " +
+         std::to_string(kPrintedBytes >> 20) + " and " + std::to_string(kRuntimeBytes >> 20) +
+         " MiB)";
+}
+
+std::optional<std::string> RuntimeDemangle(std::string_view name, size_t* printed) {
+  if (printed) *printed = 0;
   // Only Itanium names, and only short enough: this demangler keeps its parse nodes on the stack
   // (about 70 bytes per input byte), so a hostile symbol table must not choose that size.
   if (!name.starts_with("_Z") || name.size() > kMaxRuntimeDemangleInput) return std::nullopt;
   const std::string input(name);
   GnuOutput out;
   // Printing stops (longjmp out of the printer's C frames, which hold no heap memory: that is
-  // what the callback form is for) once the text passes kMaxDemangledBytes; the flags are
-  // those of abi::__cxa_demangle.
-  if (setjmp(out.too_long) != 0) return std::nullopt;
-  if (cplus_demangle_v3_callback(input.c_str(), DMGL_PARAMS | DMGL_TYPES, GnuOutput::Put, &out) ==
-      0) {
+  // what the callback form is for) once the text passes kMaxRuntimeDemangledBytes; the flags
+  // are those of abi::__cxa_demangle.
+  if (setjmp(out.too_long) != 0) {
+    if (printed) *printed = kMaxRuntimeDemangledBytes;
     return std::nullopt;
   }
+  const int ok =
+      cplus_demangle_v3_callback(input.c_str(), DMGL_PARAMS | DMGL_TYPES, GnuOutput::Put, &out);
+  if (printed) *printed = out.text.size();
+  if (ok == 0) return std::nullopt;
   return LlvmStyle(out.text);
 }
 
@@ -326,15 +338,16 @@ size_t StackLeft() {
   return lowest != nullptr && here > lowest ? static_cast<size_t>(here - lowest) : 0;
 }
 
-std::string DemangleHere(std::string_view name);
+std::string DemangleHere(std::string_view name, DemangleBudget* budget);
 
 struct OwnStackCall {
   std::string_view name;
+  DemangleBudget* budget;
   std::string out;
   static void* Run(void* self) {
     auto* call = static_cast<OwnStackCall*>(self);
     try {
-      call->out = DemangleHere(call->name);
+      call->out = DemangleHere(call->name, call->budget);
     } catch (const std::bad_alloc&) {
       call->out.assign(call->name);
     }
@@ -343,8 +356,8 @@ struct OwnStackCall {
 };
 
 // Demangles on a thread whose stack holds `stack` bytes; the name unchanged if there is none.
-std::string DemangleOnOwnStack(std::string_view name, size_t stack) {
-  OwnStackCall call{name, {}};
+std::string DemangleOnOwnStack(std::string_view name, DemangleBudget* budget, size_t stack) {
+  OwnStackCall call{name, budget, {}};
   pthread_attr_t attr;
   if (pthread_attr_init(&attr) != 0) return std::string(name);
   pthread_t thread;
@@ -358,19 +371,28 @@ std::string DemangleOnOwnStack(std::string_view name, size_t stack) {
 
 }  // namespace
 
-std::string Demangle(std::string_view name) {
+std::string Demangle(std::string_view name, DemangleBudget* budget) {
   // The stack a name may need is known from its length; a name that needs more than the
   // caller's thread has left (a deep name on a small stack, or any long one under the
   // sanitizers) is demangled on a thread of its own with enough.
-  if (name.size() > kMaxDemangleInput) return std::string(name);
+  if (name.size() > kMaxDemangleInput || (budget && !budget->Allows())) return std::string(name);
   const size_t need = name.size() * kStackPerInputByte + kStackSlack;
-  if (StackLeft() >= need) return DemangleHere(name);
-  return DemangleOnOwnStack(name, need);
+  if (StackLeft() >= need) return DemangleHere(name, budget);
+  return DemangleOnOwnStack(name, budget, need);
 }
 
 namespace {
 
-std::string DemangleHere(std::string_view name) {
+// The C++ runtime's demangler, if the budget allows it, charged with what it printed.
+std::optional<std::string> BudgetedRuntimeDemangle(std::string_view name, DemangleBudget* budget) {
+  if (budget && !budget->AllowsRuntime()) return std::nullopt;
+  size_t printed = 0;
+  std::optional<std::string> out = RuntimeDemangle(name, &printed);
+  if (budget) budget->Spend(printed, /*runtime=*/true);
+  return out;
+}
+
+std::string DemangleHere(std::string_view name, DemangleBudget* budget) {
 #ifdef JITSYM_HAVE_LLVM_DEMANGLE
   // What llvm-symbolizer calls: Itanium (and Rust) names demangled; where LLVM 14's demangler
   // cannot read a name (GCC's transaction clones "_ZGTt...", "operator __alignof__" in
@@ -380,20 +402,26 @@ std::string DemangleHere(std::string_view name) {
   if (name.size() > kMaxDemangleInput) return input;
   if (name.starts_with("_Z") || name.starts_with("___Z")) {
     bool too_long = false;
-    if (std::optional<std::string> out = ItaniumDemangle(input, &too_long)) return *std::move(out);
+    if (std::optional<std::string> out = ItaniumDemangle(input, &too_long)) {
+      if (budget) budget->Spend(out->size(), /*runtime=*/false);
+      return *std::move(out);
+    }
     if (too_long) return input;
   } else if (name.starts_with("_R") || name.starts_with("_D")) {
     std::string out;
     if (FewBackReferences(name, name[1] == 'R' ? 'B' : 'Q') &&
         llvm::nonMicrosoftDemangle(input.c_str(), out)) {
+      if (budget) budget->Spend(out.size(), /*runtime=*/false);
       return out;
     }
     return input;
   }
-  if (std::optional<std::string> gnu = RuntimeDemangle(name)) return *std::move(gnu);
+  if (std::optional<std::string> gnu = BudgetedRuntimeDemangle(name, budget)) {
+    return *std::move(gnu);
+  }
   return input;
 #else
-  std::optional<std::string> gnu = RuntimeDemangle(name);
+  std::optional<std::string> gnu = BudgetedRuntimeDemangle(name, budget);
   return gnu ? *std::move(gnu) : std::string(name);
 #endif
 }

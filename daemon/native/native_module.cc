@@ -58,6 +58,8 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
     }
   }
   m->build_id_ = HexBuildId(ReadBuildId(m->main_.elf));
+  m->symbols_.SetContext(path, &m->demangle_);
+  m->cus_.UseDemangleBudget(&m->demangle_);
   m->full_symbols_ = m->symbols_.Load(m->main_.elf, false);
   if (!m->full_symbols_) {
     // No .symtab: the dynamic symbols, and MiniDebugInfo's symbols where there is one.

@@ -125,6 +125,9 @@ class NativeModule {
   std::string debug_file_;
   bool full_symbols_ = false;  // a .symtab was read (stripped())
   std::vector<Segment> segments_;
+  // What demangling may cost this module, symbols and debug info together (demangle.h);
+  // declared before what charges it.
+  DemangleBudget demangle_;
   SymbolTable symbols_;
 
   // Owned libelf/libdw handles and their file descriptors.

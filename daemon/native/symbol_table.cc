@@ -10,6 +10,7 @@
 #include "daemon/native/demangle.h"
 #include "daemon/native/elf_file.h"
 #include "daemon/native/symbol_names.h"
+#include "daemon/util/log.h"
 
 namespace jitsym::native {
 
@@ -23,6 +24,11 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
     }
     Elf_Data* data = SectionData(scn);
     if (data == nullptr) continue;
+    GElf_Shdr strtab;
+    if (Elf_Scn* str = elf_getscn(elf, shdr.sh_link); str && gelf_getshdr(str, &strtab)) {
+      strtab_bytes_ += strtab.sh_size;
+    }
+    stored_.clear();  // keys are offsets into this section's string table
     uint32_t file = kNoFile, file_size = 0;
     const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, 1u << 24);
     for (size_t i = 1; i < count; ++i) {
@@ -60,18 +66,36 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
       // demangled: each is shown many times, demangled once.
       SymbolVersion version;
       const std::string_view unversioned = StripVersion(name, &version);
-      const CloneSplit split = SplitClone(unversioned);
-      const bool clone = !split.clone.empty() && split.clone.size() <= 0xff;
-      const std::string demangled = Demangled(clone ? split.base : unversioned);
       const bool local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
       const bool mangled = name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
       const uint8_t facts = static_cast<uint8_t>(
           (local ? kLocal : 0) | (type == STT_FUNC || type == STT_GNU_IFUNC ? kFunction : 0) |
           (mangled ? kMangled : 0) | (static_cast<uint8_t>(version) << kVersionShift));
-      if (!Add(sym.st_value, sym.st_size, demangled, clone ? split.clone : std::string_view(),
-               local ? file : kNoFile, local ? file_size : 0, facts)) {
+      const uint32_t sym_file = local ? file : kNoFile;
+      const uint32_t sym_file_size = local ? file_size : 0;
+      if (auto it = stored_.find(sym.st_name); it != stored_.end()) {
+        // Another symbol with this very string: its stored name, not another copy.
+        const Stored& n = it->second;
+        symbols_.push_back({sym.st_value, sym.st_size, n.name, sym_file, n.name_size,
+                            static_cast<uint16_t>(sym_file_size), n.clone_size, facts});
+        continue;
+      }
+      const CloneSplit split = SplitClone(unversioned);
+      const bool clone = !split.clone.empty() && split.clone.size() <= 0xff;
+      const std::string demangled = Demangled(clone ? split.base : unversioned);
+      const std::string_view clone_text = clone ? split.clone : std::string_view();
+      if (!HasRoomFor(demangled.size() + clone_text.size() + 2)) {
+        JITSYM_LOG(kWarning, "native: ", path_, ": symbol names past ", names_.size() >> 20,
+                   " MiB from string tables of ", strtab_bytes_ >> 20,
+                   " MiB; the rest of this symbol table is not read");
         return any;
       }
+      const uint32_t at = static_cast<uint32_t>(names_.size());
+      if (!Add(sym.st_value, sym.st_size, demangled, clone_text, sym_file, sym_file_size, facts)) {
+        return any;
+      }
+      stored_.emplace(sym.st_name, Stored{at, static_cast<uint32_t>(demangled.size()),
+                                          static_cast<uint8_t>(clone_text.size())});
     }
   }
   return any;
@@ -160,6 +184,7 @@ void SymbolTable::Finish() {
   }
   symbols_.resize(out);
   symbols_.shrink_to_fit();
+  stored_ = {};
   std::vector<uint64_t> keys(symbols_.size());
   for (size_t i = 0; i < keys.size(); ++i) keys[i] = symbols_[i].addr;
   index_.Build(std::move(keys));
@@ -168,13 +193,20 @@ void SymbolTable::Finish() {
 void SymbolTable::Clear() {
   symbols_.clear();
   names_.clear();
-  raw_bytes_ = 0;
+  stored_.clear();
+  strtab_bytes_ = 0;
 }
 
 std::string SymbolTable::Demangled(std::string_view raw) {
-  raw_bytes_ += raw.size();
-  if (names_.size() > kDemangledBudget + 8 * raw_bytes_) return std::string(raw);
-  return Demangle(raw);
+  if (raw.size() > kMaxNameBytes) raw = raw.substr(0, kMaxNameBytes);  // never a mangled name
+  if (names_.size() > NamesBudget()) return std::string(raw);
+  std::string out = Demangle(raw, budget_);
+  if (out.size() > kMaxNameBytes) out.resize(kMaxNameBytes);
+  if (budget_ && budget_->TakeExhaustedReport()) {
+    JITSYM_LOG(kWarning, "native: ", path_, ": ", budget_->Describe(),
+               "; later names of this file stay mangled");
+  }
+  return out;
 }
 
 }  // namespace jitsym::native

@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "daemon/native/demangle.h"
 #include "daemon/native/key_index.h"
 
 typedef struct Elf Elf;
@@ -30,9 +32,20 @@ class SymbolTable {
     uint8_t facts;       // kLocal | kFunction | kMangled | version << kVersionShift
   };
 
+  // The module's file (for log lines) and demangling budget (demangle.h), which must outlive the
+  // table. Without a budget, demangling is unbounded.
+  void SetContext(std::string path, DemangleBudget* budget) {
+    path_ = std::move(path);
+    budget_ = budget;
+  }
+
   // Adds the symbols of the file's SHT_SYMTAB sections (SHT_DYNSYM ones when `dynamic`). True if
-  // it found any.
+  // it found any. Symbols that name the same string of the string table share one stored name;
+  // the names stored are bounded by what the string tables hold (see Demangled), and a name is
+  // cut at kMaxNameBytes: a symbol table is written by anyone.
   bool Load(Elf* elf, bool dynamic);
+  // No symbol name is longer (longer ones keep their first bytes).
+  static constexpr size_t kMaxNameBytes = kMaxDemangledBytes;
   // x86: "function@plt" for each PLT entry, named through its .rela.plt (or .rel.plt) relocation.
   void AddPltEntries(Elf* elf);
   // Forgets every symbol (a debug file's full table replaces what the stripped binary had).
@@ -72,11 +85,18 @@ class SymbolTable {
   static constexpr uint32_t kNoFile = 0xffffffffu;
   static constexpr uint8_t kLocal = 1, kFunction = 2, kMangled = 16, kVersionShift = 2;
 
-  // `raw` demangled while the names held stay within kDemangledBudget plus 8 times the raw
-  // names read so far; past that, `raw` itself. Demangle() bounds one name (1 MiB); this bounds
-  // a table of them, and the time spent printing them, by what the file holds.
+  // `raw` demangled (within the module's budget, which bounds the time spent printing) while the
+  // names stored stay within NamesBudget(); past it, `raw` as it is. Cut at kMaxNameBytes.
   std::string Demangled(std::string_view raw);
-  static constexpr size_t kDemangledBudget = size_t{64} << 20;
+  // What demangled names may take: kNamesBudget plus 8 times the string tables read. Past it,
+  // names are stored as written, up to twice the string tables more (what distinct names can
+  // take); past that, the rest of the table is not read (a hostile table makes thousands of
+  // symbols name suffixes of one long string).
+  uint64_t NamesBudget() const { return kNamesBudget + 8 * strtab_bytes_; }
+  bool HasRoomFor(size_t bytes) const {
+    return names_.size() + bytes <= NamesBudget() + 2 * strtab_bytes_;
+  }
+  static constexpr size_t kNamesBudget = size_t{32} << 20;
 
   // Appends one symbol whose name is `base` (demangled) + `clone`; false when names_ is full.
   bool Add(uint64_t addr, uint64_t size, const std::string& base, std::string_view clone,
@@ -85,7 +105,15 @@ class SymbolTable {
   std::vector<Symbol> symbols_;
   KeyIndex index_;  // over symbols_[].addr
   std::string names_;
-  uint64_t raw_bytes_ = 0;  // raw names given to Demangled()
+  uint64_t strtab_bytes_ = 0;  // of the string tables the symbols read name into
+  std::string path_;
+  DemangleBudget* budget_ = nullptr;
+  // A symbol naming (string table, offset) stored before: the name and clone of its first one.
+  struct Stored {
+    uint32_t name, name_size;
+    uint8_t clone_size;
+  };
+  std::unordered_map<uint64_t, Stored> stored_;
 };
 
 }  // namespace jitsym::native

@@ -82,12 +82,17 @@ TEST(NativeDemangle, RuntimeFallbackStopsPrintingAtTheLimit) {
   // LLVM 14 cannot read GCC's transaction clones; the C++ runtime can, and would print this
   // one's 2^40 copies as well.
   EXPECT_EQ(Demangle(Doubling("_ZGTt", 40)), Doubling("_ZGTt", 40));
-  EXPECT_EQ(RuntimeDemangle(Doubling("_ZGTt", 40)), std::nullopt);
-  // Up to the limit, it is printed whole.
-  const std::optional<std::string> long_one = RuntimeDemangle(Doubling("_ZGTt", 14));
+  size_t printed = 0;
+  EXPECT_EQ(RuntimeDemangle(Doubling("_ZGTt", 40), &printed), std::nullopt);
+  EXPECT_EQ(printed, kMaxRuntimeDemangledBytes);
+  // Its printer is the slow one (8 ms per MiB): it stops at 64 KiB, not at the 1 MiB LLVM's may
+  // print; up to that, a name is printed whole.
+  EXPECT_EQ(RuntimeDemangle(Doubling("_ZGTt", 12)), std::nullopt);
+  const std::optional<std::string> long_one = RuntimeDemangle(Doubling("_ZGTt", 11), &printed);
   ASSERT_TRUE(long_one.has_value());
-  EXPECT_GT(long_one->size(), 100000u);
-  EXPECT_LE(long_one->size(), kMaxDemangledBytes);
+  EXPECT_GT(long_one->size(), 50000u);
+  EXPECT_LE(long_one->size(), kMaxRuntimeDemangledBytes);
+  EXPECT_EQ(printed, 53213u);
   const std::optional<std::string> few = RuntimeDemangle(Doubling("_ZGTt", 2));
   ASSERT_TRUE(few.has_value());
   EXPECT_TRUE(few->starts_with("transaction clone for f(a, b<a, a>")) << *few;
@@ -152,6 +157,37 @@ TEST(NativeDemangle, RealNamesAsLlvmPrintsThem) {
   EXPECT_GT(compared, 3000u);
 }
 #endif
+
+}  // namespace
+}  // namespace jitsym::native
+
+namespace jitsym::native {
+namespace {
+
+// A module's budget: what each demangler printed is charged; past the C++ runtime's share, the
+// names only it reads stay mangled while LLVM's still demangles the others; past the whole
+// share, every name stays mangled.
+TEST(NativeDemangle, AModulesBudgetBoundsWhatIsPrinted) {
+  DemangleBudget budget;
+  EXPECT_EQ(Demangle("_ZN3foo3barEv", &budget), "foo::bar()");
+  EXPECT_EQ(budget.printed(), std::string("foo::bar()").size());
+  EXPECT_EQ(budget.runtime_printed(), 0u);
+  // Bombs only the runtime reads: each costs its 64 KiB until the runtime's share is spent.
+  const std::string bomb = Doubling("_ZGTt", 40);
+  size_t calls = 0;
+  while (budget.AllowsRuntime() && calls < 10000) {
+    EXPECT_EQ(Demangle(bomb, &budget), bomb);
+    ++calls;
+  }
+  EXPECT_EQ(calls, DemangleBudget::kRuntimeBytes / kMaxRuntimeDemangledBytes);
+  EXPECT_TRUE(budget.TakeExhaustedReport());
+  EXPECT_FALSE(budget.TakeExhaustedReport());  // reported once
+  // A transaction clone LLVM cannot read now stays mangled; names LLVM reads still demangle.
+  const std::string clone = Doubling("_ZGTt", 2);
+  EXPECT_EQ(Demangle(clone, &budget), clone);
+  EXPECT_TRUE(Demangle(clone).starts_with("transaction clone for f("));
+  EXPECT_EQ(Demangle("_ZN3foo3barEv", &budget), "foo::bar()");
+}
 
 }  // namespace
 }  // namespace jitsym::native

@@ -1,0 +1,93 @@
+"""Crafted ELF files for the attacks on native symbolization: real shared libraries built with
+gcc from generated assembly, then edited in place where a compiler would never write what an
+attacker can (symbol table entries that share or overlap one string). ELF64 little-endian only."""
+
+import os
+import struct
+import subprocess
+
+
+def library(path, functions, long_names=(), size=16):
+    """A shared library (no libc) with one `size`-byte local function per name of `functions`
+    and one per name of `long_names`; returns {name: address} for `functions` (nm)."""
+    asm = path + ".s"
+    with open(asm, "w") as f:
+        f.write(".text\n")
+        for name in list(functions) + list(long_names):
+            f.write(f".type {name}, @function\n{name}:\n" + "  nop\n" * (size - 1) +
+                    f"  ret\n.size {name}, {size}\n")
+    res = subprocess.run(["gcc", "-shared", "-nostdlib", "-o", path, asm], capture_output=True,
+                         text=True, timeout=600)
+    os.unlink(asm)
+    if res.returncode != 0:
+        raise RuntimeError("gcc: " + res.stderr[:500])
+    addrs = {}
+    out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    wanted = set(functions)
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] in wanted:
+            addrs[parts[2]] = int(parts[0], 16)
+    return addrs
+
+
+def _sections(data):
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    out = []
+    for i in range(shnum):
+        off = shoff + i * shentsize
+        name, sh_type, flags, addr, offset, size, link, info, align, entsize = struct.unpack_from(
+            "<IIQQQQIIQQ", data, off)
+        out.append({"type": sh_type, "offset": offset, "size": size, "link": link,
+                    "entsize": entsize})
+    return out
+
+
+def point_names_at(path, pick):
+    """Rewrites the st_name of the local function symbols of .symtab: `pick(i, names)` gets the
+    index of the symbol among them and {name: st_name offset} of all, and returns the new
+    offset (or None to leave it). Returns how many were rewritten."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    sections = _sections(data)
+    symtab = next(s for s in sections if s["type"] == 2)  # SHT_SYMTAB
+    strtab = sections[symtab["link"]]
+    strings = bytes(data[strtab["offset"]:strtab["offset"] + strtab["size"]])
+    entries = []
+    for k in range(symtab["size"] // symtab["entsize"]):
+        off = symtab["offset"] + k * symtab["entsize"]
+        st_name, st_info = struct.unpack_from("<IB", data, off)
+        if st_info & 0xF == 2 and st_info >> 4 == 0:  # STT_FUNC, STB_LOCAL
+            end = strings.index(b"\0", st_name)
+            entries.append((off, strings[st_name:end].decode()))
+    names = {name: struct.unpack_from("<I", data, off)[0] for off, name in entries}
+    changed = 0
+    for i, (off, name) in enumerate(entries):
+        new = pick(i, names)
+        if new is not None:
+            struct.pack_into("<I", data, off, new)
+            changed += 1
+    with open(path, "wb") as f:
+        f.write(data)
+    return changed
+
+
+def base36(v):
+    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    out = ""
+    while True:
+        out = digits[v % 36] + out
+        v //= 36
+        if v == 0:
+            return out
+
+
+def doubling(levels, prefix="_Z", tag=""):
+    """f<tag>(a, b<a, a>, b<b<a, a>, b<a, a> >, ...): 2^levels times its length when printed."""
+    name = f"{prefix}{len(tag) + 1}f{tag}1a1bIS_S_E"
+    for i in range(levels):
+        ref = f"S{base36(i + 1)}_"
+        name += f"S0_I{ref}{ref}E"
+    return name

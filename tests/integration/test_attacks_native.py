@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Crafted ELF files of one local user (`jsbob`, files in his own home) against native
+symbolization, while another (`jsalice`) looks up her own native process:
+
+- one 1 MiB string named by 4,200 symbols (their names were copied per symbol: 4.2 GB, OOM):
+  the daemon stores it once and answers;
+- 4,200 symbols naming suffixes of that string: the names stored stay within the table's budget;
+- demangler bombs only the C++ runtime's demangler reads (GCC's "_ZGTt" transaction clones,
+  about 8 ms a symbol to print): two files of 6,000 held both query threads for about a minute;
+  a module's demangling is now bounded by what it prints, and bob's first lookup of each file
+  returns in a bounded time while alice is answered.
+
+Each case fails against the daemon before the defence."""
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+import elf_craft
+import users
+from harness import asan_build, Harness, check, hexaddr, wait_until
+
+h = Harness(__doc__)
+S = {}
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def status_kb(field):
+    with open(f"/proc/{h.daemon.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def bob_lib(name, functions, long_names=()):
+    """A library built by root, then given to bob in his home (0700): his file, as if he had
+    built it."""
+    path = os.path.join(S["bob_home"], name)
+    addrs = elf_craft.library(path, functions, long_names)
+    os.chown(path, S["bob"].pw_uid, S["bob"].pw_gid)
+    return path, addrs
+
+
+def lookup_as(user, *args, timeout=300):
+    res = users.client(user, S["client"], h.socket_path, "--timeout", str(timeout), "lookup",
+                       "--json", *[str(a) for a in args], timeout=timeout + 30)
+    check(h.daemon.alive(), f"the daemon died: {h.log_tail()}")
+    return res
+
+
+def alice_lookup():
+    t0 = time.monotonic()
+    res = lookup_as(users.ALICE, "--pid", S["alice_pid"], hexaddr(S["malloc"]), timeout=60)
+    elapsed = time.monotonic() - t0
+    check(res.returncode == 0, f"alice's lookup: {res.returncode} {res.stderr}")
+    name = json.loads(res.stdout.splitlines()[0]).get("name", "")
+    check("malloc" in name, f"alice's libc address answered {name!r}")
+    return elapsed
+
+
+@h.setup
+def setup():
+    S["alice"], S["bob"] = users.ensure_both()
+    S["bob_home"] = S["bob"].pw_dir
+    os.chmod(h.root, 0o755)
+    S["client"] = os.path.join(h.root, "jitsym")
+    subprocess.run(["cp", h.jitsym, S["client"]], check=True)
+    os.chmod(S["client"], 0o755)
+    h.start_daemon()
+    # Alice's own native process, and where libc's malloc is in it.
+    proc = h.spawn(users.argv(users.ALICE, ["sleep", "600"]), env=users.env(users.ALICE),
+                   stdin=subprocess.DEVNULL)
+    S["alice_pid"] = proc.pid
+    wait_until(lambda: any("libc.so" in l for l in open(f"/proc/{proc.pid}/maps")), 5,
+               "alice's process to map libc")
+    base = None
+    for line in open(f"/proc/{proc.pid}/maps"):
+        parts = line.split()
+        if len(parts) >= 6 and parts[5].endswith("libc.so.6") and int(parts[2], 16) == 0:
+            base = int(parts[0].split("-")[0], 16)
+            break
+    nm = subprocess.run(["nm", "-D", "--defined-only", LIBC], capture_output=True, text=True,
+                        check=True).stdout
+    malloc = next(int(l.split()[0], 16) for l in nm.splitlines() if l.split()[-1].split("@")[0] == "malloc")
+    S["malloc"] = base + malloc
+    alice_lookup()  # libc's module opened once, before any attack
+
+
+@h.case
+def one_string_named_by_thousands_of_symbols_is_stored_once():
+    long_name = "L" * (1 << 20)
+    functions = [f"f{i}" for i in range(4200)]
+    path, addrs = bob_lib("same.so", functions, [long_name])
+    changed = elf_craft.point_names_at(path, lambda i, names: names[long_name])
+    check(changed == 4201, f"rewrote {changed} symbols")
+    before = status_kb("VmRSS")
+    res = lookup_as(users.BOB, "--image", path, hexaddr(addrs["f0"]), hexaddr(addrs["f4199"]))
+    grew = (status_kb("VmHWM") - before) >> 10
+    check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
+    got = [json.loads(l) for l in res.stdout.splitlines()]
+    check(all(g.get("name") == long_name for g in got), "bob's symbols are not named as written")
+    print(f"  4,200 symbols naming one 1 MiB string: daemon peak RSS +{grew} MiB")
+    limit = 150 * (4 if asan_build(h.jitsymd) else 1)
+    check(grew < limit, f"the daemon grew by {grew} MiB (limit {limit})")
+    alice_lookup()
+
+
+@h.case
+def suffixes_of_one_string_stay_within_the_tables_budget():
+    long_name = "M" * (1 << 20)
+    functions = [f"g{i}" for i in range(4200)]
+    path, addrs = bob_lib("suffixes.so", functions, [long_name])
+    elf_craft.point_names_at(path, lambda i, names: names[long_name] + 128 * i)
+    before = status_kb("VmRSS")
+    res = lookup_as(users.BOB, "--image", path, hexaddr(addrs["g0"]))
+    grew = (status_kb("VmHWM") - before) >> 10
+    check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
+    print(f"  4,200 symbols naming suffixes of one 1 MiB string: daemon peak RSS +{grew} MiB")
+    # The names stored: at most 32 MiB + 10 times the 1 MiB string table (and the string's
+    # growth by doubling).
+    limit = 150 * (4 if asan_build(h.jitsymd) else 1)
+    check(grew < limit, f"the daemon grew by {grew} MiB (limit {limit})")
+    check("the rest of this symbol table is not read" in h.daemon.log(),
+          "no log line says where the symbol table stopped")
+    alice_lookup()
+
+
+@h.case
+def demangler_bombs_cost_their_owner_a_bounded_time():
+    files = []
+    for k in range(2):
+        names = [elf_craft.doubling(40, "_ZGTt", f"b{k}x{i}") for i in range(6000)]
+        path, addrs = bob_lib(f"bombs{k}.so", names)
+        files.append((path, addrs[names[-1]], os.path.getsize(path)))
+    took = {}
+
+    def bob(path, addr):
+        t0 = time.monotonic()
+        res = lookup_as(users.BOB, "--image", path, hexaddr(addr), timeout=300)
+        took[path] = (time.monotonic() - t0, res)
+
+    threads = [threading.Thread(target=bob, args=(p, a)) for p, a, _ in files]
+    for t in threads:
+        t.start()
+    alice = []
+    while any(t.is_alive() for t in threads) or len(alice) < 20:
+        alice.append(alice_lookup())
+        time.sleep(0.02)
+    for t in threads:
+        t.join()
+    for path, (seconds, res) in took.items():
+        check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
+        name = json.loads(res.stdout.splitlines()[0]).get("name", "")
+        check(name.startswith("_ZGTt"), f"a bomb past the budget: {name[:100]!r}")
+    worst = max(s for s, _ in took.values())
+    alice.sort()
+    print(f"  bob's two files ({files[0][2] >> 20} MiB, 6,000 bombs each): first lookups "
+          f"{', '.join(f'{s:.2f}' for s, _ in took.values())} s; alice's lookups meanwhile: "
+          f"median {alice[len(alice) // 2] * 1000:.0f} ms, max {alice[-1] * 1000:.0f} ms "
+          f"over {len(alice)}")
+    limit = 10 * (4 if asan_build(h.jitsymd) else 1)
+    check(worst < limit, f"bob's first lookup took {worst:.1f} s")
+    check("later names of this file stay mangled" in h.daemon.log(),
+          "no log line says the demangling budget ran out")
+    check(alice[-1] < limit, f"alice waited {alice[-1]:.1f} s")
+
+
+if __name__ == "__main__":
+    h.main()
