@@ -159,6 +159,8 @@ Status LoadConfigFile(const std::string& path, bool must_exist, Settings* settin
       case os::SmallFileError::kTooLarge:
         return MakeError(ErrorKind::kLimit, "config file " + path + " is larger than " +
                                                 std::to_string(kMaxConfigBytes) + " bytes");
+      case os::SmallFileError::kUnanswered:
+        return MakeError(ErrorKind::kIo, "cannot read config file " + path + ": " + error.why);
     }
   }
   const std::string& text = file->bytes;

@@ -2,6 +2,9 @@
 // and ReadyToRun maps from the operator's directories. Every caller gets the same hygiene (no
 // controlling tty, no blocking on a FIFO, close-on-exec, a size bound checked before and while
 // reading, EINTR retried) and may judge the opened file's owner and type before a byte is read.
+// A path outside /proc's own files is resolved by guarded_fs.h: a file on a FUSE mount is
+// copied by a worker process that may time out (kUnanswered), never read by the caller's
+// thread.
 #ifndef JITSYM_DAEMON_OS_SMALL_FILE_H_
 #define JITSYM_DAEMON_OS_SMALL_FILE_H_
 
@@ -26,9 +29,11 @@ struct SmallFileOptions {
 };
 
 struct SmallFileError {
-  enum Kind { kOpen, kNotRegular, kRefused, kRead, kTooLarge };
+  // kUnanswered: on a guarded filesystem (mounts.h) that did not answer, or is not asked now.
+  enum Kind { kOpen, kNotRegular, kRefused, kRead, kTooLarge, kUnanswered };
   Kind kind = kOpen;
   int errno_value = 0;  // for kOpen and kRead
+  std::string why;      // for kUnanswered: what was asked and of which filesystem
 };
 
 struct SmallFile {
