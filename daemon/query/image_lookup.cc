@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "daemon/ingest/r2rmap_source.h"
+#include "daemon/os/guarded_fs.h"
 #include "daemon/os/small_file.h"
 #include "daemon/security/access_rules.h"
 #include "daemon/util/clock.h"
@@ -50,9 +51,10 @@ bool FromOperatorDir(const index::SourceView& source) { return source.state == k
 
 // The owner of a map file now; nullopt if it can no longer be examined.
 std::optional<uint32_t> MapOwner(const index::SourceView& source) {
-  struct stat st {};
-  if (::lstat(source.path.c_str(), &st) != 0) return std::nullopt;
-  return static_cast<uint32_t>(st.st_uid);
+  // Never asked of a FUSE server from a query thread (os/guarded_fs.h).
+  auto e = os::StatPath(source.path, /*no_follow_last=*/true);
+  if (!e || e->error != 0) return std::nullopt;
+  return static_cast<uint32_t>(e->st.st_uid);
 }
 
 // The maps of one image believed for `for_uid` (security::BelieveImageMap), in precedence
