@@ -34,6 +34,7 @@ PACKAGES=(
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) and their sanitizers
   chromium fonts-dejavu-core  # flame graphs rendered in a real browser (headless)
   golang-go  # go tool pprof reads the profile.proto profiles
+  fuse3 libfuse3-dev  # a user's FUSE server that never answers root (integration_attacks_fuse)
 )
 # node runs the live integration tests. Any node already on PATH will do (Debian's 18 is fine).
 if ! command -v node >/dev/null 2>&1; then

@@ -26,6 +26,7 @@
 #include "daemon/config/descriptor_budget.h"
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/ingester.h"
+#include "daemon/os/fs_workers.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/query_engine.h"
 #include "daemon/security/accounts.h"
@@ -159,6 +160,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   log::SetLevel(LevelOf(settings));
+  // The process that starts the workers which make calls on FUSE filesystems (a server that
+  // never answers holds a worker, never a thread of the daemon: os/fs_workers.h). Forked now,
+  // while the daemon is small and has one thread.
+  os::FsWorkers::Shared().Prepare();
   JITSYM_LOG(kInfo, config_found ? "settings from " : "no config file at ",
              command_line.config_path,
              config_found ? " and the command line" : "; defaults and the command line apply");

@@ -51,6 +51,7 @@ enum class Reason : uint8_t {
   kNoSymbol,          // in a mapped image, but no symbol covers the address
   kNoDebugInfo,       // in a mapped image that has neither symbols nor debug info
   kImageUnknown,      // an image lookup: nothing known for that image
+  kImageUnreadable,   // in a mapped file that could not be read (its filesystem did not answer)
 };
 
 inline constexpr std::pair<Origin, std::string_view> kOriginNames[] = {
@@ -78,6 +79,7 @@ inline constexpr std::pair<Reason, std::string_view> kReasonNames[] = {
     {Reason::kNoSymbol, "no_symbol"},
     {Reason::kNoDebugInfo, "no_debug_info"},
     {Reason::kImageUnknown, "image_unknown"},
+    {Reason::kImageUnreadable, "image_unreadable"},
 };
 
 // The wire name; "unknown" for kUnknown (and kNone).

@@ -7,7 +7,7 @@
 #include <optional>
 #include <set>
 
-#include "daemon/util/small_file.h"
+#include "daemon/os/small_file.h"
 
 namespace jitsym::config {
 namespace {
@@ -143,7 +143,7 @@ Status LoadConfigFile(const std::string& path, bool must_exist, Settings* settin
   options.max_bytes = kMaxConfigBytes;
   options.allow_char_device = true;
   SmallFileError error;
-  auto file = ReadSmallFile(path, options, &error);
+  auto file = os::ReadSmallFile(path, options, &error);
   if (!file) {
     switch (error.kind) {
       case SmallFileError::kOpen:
@@ -159,6 +159,8 @@ Status LoadConfigFile(const std::string& path, bool must_exist, Settings* settin
       case SmallFileError::kTooLarge:
         return MakeError(ErrorKind::kLimit, "config file " + path + " is larger than " +
                                                 std::to_string(kMaxConfigBytes) + " bytes");
+      case os::SmallFileError::kUnanswered:
+        return MakeError(ErrorKind::kIo, "cannot read config file " + path + ": " + error.why);
     }
   }
   const std::string& text = file->bytes;

@@ -35,38 +35,48 @@ std::string_view AfterProcRoot(std::string_view path) {
 }
 
 void RecordDirIdentity(const std::string& dir, DirContext& where) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    where.dir_dev = static_cast<uint64_t>(st.st_dev);
-    where.dir_ino = static_cast<uint64_t>(st.st_ino);
+  auto e = os::StatPath(dir, /*no_follow_last=*/false);
+  if (e && e->error == 0 && S_ISDIR(e->st.st_mode)) {
+    where.dir_dev = static_cast<uint64_t>(e->st.st_dev);
+    where.dir_ino = static_cast<uint64_t>(e->st.st_ino);
   }
 }
 
 }  // namespace
 
-int Ingester::OpenInDir(const std::string& dir, const std::string& name) {
+Result<os::OpenedFile> Ingester::OpenInDir(const std::string& dir, const std::string& name) {
   constexpr int kFileFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
   auto where = dir_context_.find(dir);
   if (where == dir_context_.end() || where->second.dir_ino == 0) {
-    return ::open((dir + "/" + name).c_str(), kFileFlags);
+    if (const os::PathFd* d = DirFd(dir)) return os::OpenForReadingAt(*d, name, kFileFlags);
+    return os::OpenForReading(dir + "/" + name, kFileFlags);
   }
   // The last component must not be a symlink, and the directory reached must be the one found.
-  const int dfd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dfd < 0) return -1;
-  struct stat st {};
-  if (::fstat(dfd, &st) != 0 || static_cast<uint64_t>(st.st_dev) != where->second.dir_dev ||
-      static_cast<uint64_t>(st.st_ino) != where->second.dir_ino) {
-    ::close(dfd);
+  os::WalkOptions options;
+  options.no_follow_last = true;
+  auto d = os::Walk(dir, options);
+  if (!d) return std::move(d).error();
+  os::OpenedFile out;
+  if (d->error != 0) {
+    out.error = d->error;
+    return out;
+  }
+  if (!S_ISDIR(d->st.st_mode) || static_cast<uint64_t>(d->st.st_dev) != where->second.dir_dev ||
+      static_cast<uint64_t>(d->st.st_ino) != where->second.dir_ino) {
     JITSYM_LOG(kWarning, dir, ": no longer the directory that was found there; ", name,
                " not opened");
-    errno = ENOENT;
-    return -1;
+    out.error = ENOENT;
+    return out;
   }
-  const int fd = ::openat(dfd, name.c_str(), kFileFlags);
-  const int saved = errno;
-  ::close(dfd);
-  errno = saved;
-  return fd;
+  return os::OpenForReadingAt(d->fd, name, kFileFlags);
+}
+
+const os::PathFd* Ingester::DirFd(const std::string& dir) {
+  if (auto it = dir_fds_.find(dir); it != dir_fds_.end()) return &it->second;
+  if (dir_fds_.size() >= kMaxMarkerDirs + options_.watch_dirs.size()) return nullptr;
+  auto d = os::Walk(dir);
+  if (!d || d->error != 0 || !S_ISDIR(d->st.st_mode) || d->fd.guarded()) return nullptr;
+  return &dir_fds_.emplace(dir, std::move(d->fd)).first->second;
 }
 
 void Ingester::OnMarker(uint32_t host_pid, const std::string& open_path, uint64_t dev,
@@ -85,8 +95,7 @@ void Ingester::OnMarker(uint32_t host_pid, const std::string& open_path, uint64_
   bool via_root = true;
   struct stat st {};
   const std::string plain(inside);
-  if (::lstat(plain.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<uint64_t>(st.st_ino) == ino) {
+  if (LstatPath(plain, &st) && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_ino) == ino) {
     path = plain;
     via_root = false;
   }
@@ -151,6 +160,7 @@ void Ingester::OnForeignDir(uint32_t host_pid, uint64_t mnt_ns, const std::strin
 
 void Ingester::OnForeignDirGone(const std::string& dir) {
   watcher_.UnwatchFound(dir);
+  dir_fds_.erase(dir);
   polled_dirs_.erase(dir);
   foreign_dirs_.erase(dir);
   if (!marker_dirs_.count(dir)) dir_context_.erase(dir);
@@ -166,6 +176,7 @@ void Ingester::OnProcessGone(uint32_t host_pid) {
     // Nobody maps a jitdump there any more: its files were read to their end at the exit.
     if (!foreign_dirs_.count(it->first)) {
       watcher_.UnwatchFound(it->first);
+      dir_fds_.erase(it->first);
       polled_dirs_.erase(it->first);
       dir_context_.erase(it->first);
     }
@@ -196,9 +207,11 @@ void Ingester::RepointDir(const std::string& from, const std::string& to) {
 }
 
 void Ingester::PollUnwatched() {
-  if (polled_dirs_.empty()) return;
   std::vector<std::pair<std::string, std::string>> parked;
   for (auto& f : files_) {
+    // Files of FUSE filesystems are read through workers, with no inotify event to say they
+    // grew: polled wherever they are.
+    if (f->mirror && f->fd >= 0) MarkDirty(*f);
     if (!polled_dirs_.count(f->dir)) continue;
     if (f->fd >= 0) MarkDirty(*f);
     // An idle file gave its descriptor back; no event will reopen it, this does (the same

@@ -16,6 +16,7 @@
 
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/source.h"
+#include "daemon/os/guarded_fs.h"
 #include "daemon/security/limits.h"
 
 namespace jitsym::ingest {
@@ -35,6 +36,10 @@ struct FollowedFile {
   uint64_t nlink = 1;
   bool found_at_startup = false;
   int fd = -1;
+  // A file on a guarded filesystem (os/mounts.h: FUSE): `fd` is this mirror's memfd, into which
+  // a worker process copies what is new before each read; the daemon never opens the file
+  // itself (a server that never answers would hold the thread that asked).
+  std::unique_ptr<os::Mirror> mirror;
   // Descriptor given back while the file is idle (state still "following"); reopened by
   // path, when the same inode is there, on the next event.
   bool parked = false;

@@ -75,12 +75,44 @@ Ingester::Ingester(boost::asio::io_context& io, IngesterOptions options, index::
 
 Ingester::~Ingester() {
   for (auto& f : files_) {
-    if (f->fd >= 0) ::close(f->fd);
+    if (f->fd >= 0 && !f->mirror) ::close(f->fd);
   }
+}
+
+bool Ingester::LstatPath(const std::string& path, struct stat* st) {
+  auto e = os::StatPath(path, /*no_follow_last=*/true);
+  if (!e || e->error != 0) return false;
+  *st = e->st;
+  return true;
+}
+
+bool Ingester::StatOpen(const FollowedFile& file, struct stat* st) {
+  if (file.mirror) {
+    *st = file.mirror->st();
+    return true;
+  }
+  return file.fd >= 0 && ::fstat(file.fd, st) == 0;
+}
+
+bool Ingester::RewrittenSince(const FollowedFile& old, os::OpenedFile& now) {
+  if (now.mirror) {
+    // What was read of it (its first and last bytes) is copied to be compared; a filesystem
+    // that does not answer now leaves the old file as it is.
+    if (Status copied = now.mirror->Copy(old.head_len, old.tail_offset, old.tail_len);
+        !copied.ok()) {
+      JITSYM_LOG(kDebug, old.path, ": not compared with what was read: ", copied.error().message);
+      return false;
+    }
+    return Rewritten(old, now.mirror->fd(), static_cast<uint64_t>(now.mirror->st().st_size));
+  }
+  return Rewritten(old, now.fd.get(), static_cast<uint64_t>(now.st.st_size));
 }
 
 void Ingester::Start() {
   watcher_.Open(options_.watch_dirs);
+  // Opened now, while there are descriptors: a file that arrives when there is one left can
+  // still be opened (with it) and judged later.
+  for (const std::string& dir : options_.watch_dirs) DirFd(dir);
   // Watch first, then scan: a file created in between is seen twice, which is harmless.
   startup_scan_ = true;
   watcher_.ScanAll();
@@ -142,7 +174,7 @@ void Ingester::OnFound(const std::string& dir, const std::string& name) {
   if (known != by_path_.end() && known->second->fd >= 0) {
     // Still the same file? A rescan after lost events may find a replacement.
     struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0 && st.st_dev == known->second->dev &&
+    if (LstatPath(path, &st) && st.st_dev == known->second->dev &&
         st.st_ino == known->second->ino) {
       MarkDirty(*known->second);
       return;
@@ -155,43 +187,46 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   auto match = MatchFile(name);
   if (!match) return;
   const std::string path = dir + "/" + name;
-  // Never follow a symlink planted in a shared directory; only regular files.
-  int fd = OpenInDir(dir, name);
-  if (fd < 0) {
-    if (errno == ELOOP) {
+  // Never follow a symlink planted in a shared directory; only regular files. A file on a
+  // FUSE filesystem is never opened here: a worker process copies it (os/guarded_fs.h).
+  auto opened = OpenInDir(dir, name);
+  if (!opened) {
+    // Its filesystem did not answer (logged where it timed out), or is not asked now.
+    JITSYM_LOG(kInfo, path, ": not followed now: ", opened.error().message);
+    return;
+  }
+  if (const int error = opened->error; error != 0) {
+    if (error == ELOOP) {
       JITSYM_LOG(kWarning, path, ": is a symbolic link; not followed");
-    } else if (errno == EMFILE || errno == ENFILE) {
+    } else if (error == EMFILE || error == ENFILE) {
       // Out of descriptors: not this file's fault. Tried again shortly (idle files give theirs
       // back), not dropped.
-      Retry(dir, name, OutOfDescriptors(errno));
-    } else if (errno != ENOENT) {
-      JITSYM_LOG(kWarning, path, ": cannot open: ", std::strerror(errno));
+      Retry(dir, name, OutOfDescriptors(error));
+    } else if (error != ENOENT) {
+      JITSYM_LOG(kWarning, path, ": cannot open: ", std::strerror(error));
     }
     return;
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  const struct stat st = opened->st;
+  if (!S_ISREG(st.st_mode)) {
     JITSYM_LOG(kWarning, path, ": not a regular file; not followed");
-    ::close(fd);
     return;
   }
-  if (SkipEvicted(path, st)) {
-    ::close(fd);
-    return;
-  }
+  if (SkipEvicted(path, st)) return;
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     if (old.dev == st.st_dev && old.ino == st.st_ino) {
       if (old.parked) {
-        if (!Unpark(old, fd, st)) Retry(dir, name, "over its owner's quota of open files");
+        if (!Unpark(old, std::move(*opened))) {
+          Retry(dir, name, "over its owner's quota of open files");
+        }
         return;
       }
       const bool unchanged = st.st_ctim.tv_sec == old.finished_ctime.tv_sec &&
                              st.st_ctim.tv_nsec == old.finished_ctime.tv_nsec;
-      if (old.fd >= 0 || unchanged || !Rewritten(old, fd, static_cast<uint64_t>(st.st_size))) {
+      if (old.fd >= 0 || unchanged || !RewrittenSince(old, *opened)) {
         // Open: read on. Finished: nothing new (its writer's close), or appended to (a file
         // stopped at an error or limit stays stopped).
-        ::close(fd);
         MarkDirty(old);
         return;
       }
@@ -204,22 +239,15 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   // its live writer would read as a process that does not exist.
   if (match->pid && !os::DescriptorsFree(2)) {
     const int error = errno;
-    ::close(fd);
     Retry(dir, name, OutOfDescriptors(error));
     return;
   }
   // Which process the name's pid means: containers repeat pid numbers (writer_rule.h).
   std::optional<uint32_t> pid = match->pid;
-  if (pid && !IdentifyWriter(dir, name, path, *match, st, &pid)) {
-    ::close(fd);
-    return;
-  }
+  if (pid && !IdentifyWriter(dir, name, path, *match, st, &pid)) return;
   bool exited = false;
   std::optional<os::ProcessIdentity> identity;
-  if (!Admit(dir, name, path, pid, st, &exited, &identity)) {
-    ::close(fd);
-    return;
-  }
+  if (!Admit(dir, name, path, pid, st, &exited, &identity)) return;
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     // Replaced by another file of the same name: the old one's symbols stay.
@@ -237,7 +265,8 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   file->ctime_ns = id.facts.ctime_ns;
   file->nlink = id.facts.nlink;
   file->found_at_startup = id.facts.found_at_startup;
-  file->fd = fd;
+  file->mirror = std::move(opened->mirror);
+  file->fd = file->mirror ? file->mirror->fd() : opened->fd.release();
   file->last_data_ns = MonotonicNowNs();
   file->image = match->image;
   SourceContext context;
@@ -257,7 +286,6 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
       Refuse(path, st.st_uid, *pid,
              "untrusted: pid " + std::to_string(*pid) + " is now another process");
       ledger_.ReleaseFile(st.st_uid);
-      ::close(fd);
       return;
     }
     file->incarnation = inc;
@@ -270,7 +298,10 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   JITSYM_LOG(kInfo, "following ", path,
              file->incarnation ? log::Cat(" (pid ", file->incarnation->pid, " incarnation ",
                                           file->incarnation->id, ")")
-                               : std::string());
+                               : std::string(),
+             file->mirror ? log::Cat(" on ", os::MountFor(file->mirror->file()).Describe(),
+                                     ", read through a worker process")
+                          : std::string());
   by_path_[path] = file.get();
   MarkDirty(*file);
   files_.push_back(std::move(file));
@@ -426,7 +457,7 @@ void Ingester::RecheckPending() {
   for (const AdmissionPolicy::Pending& p : work) {
     const std::string path = p.dir + "/" + p.name;
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || st.st_dev != p.dev || st.st_ino != p.ino) {
+    if (!LstatPath(path, &st) || st.st_dev != p.dev || st.st_ino != p.ino) {
       admission_.DropPending(path);  // gone or replaced (a replacement is its own event)
       publish_pending_ = true;
       continue;
@@ -459,15 +490,8 @@ void Ingester::OnExited(Incarnation* p) {
     if (f->parked) {
       // Idle: anything written since the last look (an event not handled yet) is read
       // through a fresh descriptor.
-      struct stat st {};
-      int fd = ::open(f->path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-      if (fd >= 0) {
-        if (::fstat(fd, &st) == 0) {
-          Unpark(*f, fd, st);
-        } else {
-          ::close(fd);
-        }
-      }
+      auto opened = os::OpenForReading(f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+      if (opened && opened->error == 0) Unpark(*f, std::move(*opened));
       if (f->fd < 0) {
         f->parked = false;
         Finish(*f, "closed");
@@ -551,9 +575,26 @@ bool Ingester::Drain(FollowedFile& file) {
   if (file.fd < 0) return false;
   const uint64_t records_before = file.source->records();
   const uint64_t offset_before = file.offset;
+  if (file.mirror) {
+    // A file of a FUSE filesystem: a worker copies what is new (and what was read last, to
+    // notice a rewrite) into the mirror first. A filesystem that does not answer leaves the
+    // file as it is; it is tried again at the next maintenance tick.
+    const uint64_t from = file.tail_len > 0 ? file.tail_offset : file.offset;
+    if (Status copied =
+            file.mirror->Copy(file.head_len, from, file.offset - from + options_.drain_budget);
+        !copied.ok()) {
+      JITSYM_LOG(kDebug, file.path, ": not read now: ", copied.error().message);
+      return false;
+    }
+  }
   ReadTurn turn{ledger_, read_buf_, options_.drain_budget, &counters_.bytes_ingested};
   uint64_t size = 0;
-  const ReadStop stop = ReadNew(file, turn, &size);
+  ReadStop stop = ReadNew(file, turn, &size);
+  if (file.mirror && file.fd >= 0) {
+    // What was read is not needed again; more than one copy's worth is read in later turns.
+    file.mirror->Drop(file.head_len, file.tail_len > 0 ? file.tail_offset : file.offset);
+    if (stop == ReadStop::kCaughtUp && file.mirror->more()) stop = ReadStop::kBudget;
+  }
   switch (stop) {
     case ReadStop::kUnreadable:
       return false;
@@ -665,9 +706,8 @@ void Ingester::JudgeAgain(FollowedFile& file, int error) {
 
 void Ingester::Finish(FollowedFile& file, const std::string& state) {
   struct stat st {};
-  if (file.fd >= 0 ? ::fstat(file.fd, &st) == 0
-                   : ::lstat(file.path.c_str(), &st) == 0 && st.st_dev == file.dev &&
-                         st.st_ino == file.ino) {
+  if (file.fd >= 0 ? StatOpen(file, &st)
+                   : LstatPath(file.path, &st) && st.st_dev == file.dev && st.st_ino == file.ino) {
     file.finished_ctime = st.st_ctim;
   }
   file.state = state;
@@ -686,7 +726,11 @@ void Ingester::Finish(FollowedFile& file, const std::string& state) {
 
 void Ingester::CloseFd(FollowedFile& file) {
   if (file.fd < 0) return;
-  ::close(file.fd);
+  if (file.mirror) {
+    file.mirror.reset();  // its memfd, and the file's O_PATH descriptor: nothing is asked
+  } else {
+    ::close(file.fd);
+  }
   file.fd = -1;
   ledger_.ReleaseFile(file.uid);
 }

@@ -40,6 +40,7 @@
 #include "daemon/ingest/thread_tracker.h"
 #include "daemon/ingest/watcher.h"
 #include "daemon/ingest/writer_probe.h"
+#include "daemon/os/guarded_fs.h"
 #include "daemon/os/proc.h"
 #include "daemon/os/process_catalog.h"
 #include "daemon/security/file_trust.h"
@@ -144,11 +145,20 @@ class Ingester {
   void OnProcessGone(uint32_t host_pid);
   // Files followed in directory `from` are now reached in `to`.
   void RepointDir(const std::string& from, const std::string& to);
-  // Opens `name` in `dir` (O_NOFOLLOW; -1 with errno). A found directory reached through
-  // /proc/PID/root is opened first and must still be the directory that was found (its device
-  // and inode): a container's root may turn a component into a symlink, and an absolute
-  // symlink there resolves from the daemon's root, into the host's files.
-  int OpenInDir(const std::string& dir, const std::string& name);
+  // Opens `name` in `dir` (O_NOFOLLOW; os::OpenedFile: a descriptor, or a mirror for a file on
+  // a FUSE filesystem, or an errno). A found directory reached through /proc/PID/root is
+  // opened first and must still be the directory that was found (its device and inode): a
+  // container's root may turn a component into a symlink, and an absolute symlink there
+  // resolves from the daemon's root, into the host's files. An error: the file's filesystem
+  // did not answer, or is not asked now (os/fs_workers.h).
+  Result<os::OpenedFile> OpenInDir(const std::string& dir, const std::string& name);
+  // Whether `old`, opened again as `now`, no longer holds what was read from it (Rewritten).
+  bool RewrittenSince(const FollowedFile& old, os::OpenedFile& now);
+  // lstat of `path` that never waits on a FUSE filesystem (os/guarded_fs.h): false when it is
+  // absent, or its filesystem did not answer or is not asked now.
+  static bool LstatPath(const std::string& path, struct stat* st);
+  // The stat of what an open `file` reads: its descriptor's, or its mirror's (the file's own).
+  static bool StatOpen(const FollowedFile& file, struct stat* st);
   // Found directories inotify could not watch (no watches left, or the kernel refuses one
   // through /proc/PID/root) are read again every maintenance tick instead: their followed
   // files for growth, and their new files (bounded).
@@ -165,9 +175,9 @@ class Ingester {
   void CloseFd(FollowedFile& file);
   // Idle descriptors (see IngesterOptions::idle_close_ms).
   void Park(FollowedFile& file);
-  // Gives the parked file the descriptor `fd` (opened on its path; `st` its fstat) if it is the
-  // same inode and its owner has room; takes `fd` either way (closes it on failure).
-  bool Unpark(FollowedFile& file, int fd, const struct stat& st);
+  // Gives the parked file the descriptor of `opened` (opened on its path) if it is the same
+  // inode and its owner has room; takes it either way (closes it on failure).
+  bool Unpark(FollowedFile& file, os::OpenedFile opened);
   void ParkIdle();
   // Finished files that indexed nothing are dropped (an attacker's endless empty or refused
   // files would otherwise accumulate, each with its reading buffers).
@@ -204,6 +214,13 @@ class Ingester {
   std::unordered_set<std::string> polled_dirs_;   // found but not watchable: re-checked
   // Directories found in containers' filesystems (/proc/PID/root/...), by path.
   std::unordered_map<std::string, DirContext> dir_context_;
+  // Watch directories of ordinary mounts (not FUSE), opened once (O_PATH), their files then
+  // opened in one call that never leaves the directory's mount (os/guarded_fs.h): what opening
+  // a file cost before, and it needs no descriptor but the file's. Cleared on SetWatchDirs.
+  std::unordered_map<std::string, os::PathFd> dir_fds_;
+  // The directory `dir` opened for the cache above; null for one on a FUSE mount, or when it
+  // cannot be opened now.
+  const os::PathFd* DirFd(const std::string& dir);
   std::shared_ptr<const std::vector<index::UnattachedFile>> unattached_;
   std::shared_ptr<const std::vector<index::RefusedFile>> refused_;
   std::vector<std::unique_ptr<FollowedFile>> files_;        // oldest first

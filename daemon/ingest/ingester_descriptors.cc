@@ -28,13 +28,15 @@ void Ingester::Park(FollowedFile& file) {
   JITSYM_LOG(kDebug, file.path, ": idle; descriptor closed until it changes");
 }
 
-bool Ingester::Unpark(FollowedFile& file, int fd, const struct stat& st) {
-  if (!file.parked || st.st_dev != file.dev || st.st_ino != file.ino ||
-      !ledger_.AdmitFile(file.uid).ok()) {
-    ::close(fd);
+bool Ingester::Unpark(FollowedFile& file, os::OpenedFile opened) {
+  const struct stat& st = opened.st;
+  // Files of FUSE filesystems are never parked: a parked file's path that now leads to one is
+  // another file.
+  if (!file.parked || opened.mirror || !opened.fd.valid() || st.st_dev != file.dev ||
+      st.st_ino != file.ino || !ledger_.AdmitFile(file.uid).ok()) {
     return false;
   }
-  file.fd = fd;
+  file.fd = opened.fd.release();
   file.parked = false;
   MarkDirty(file);
   return true;
@@ -45,7 +47,11 @@ void Ingester::ParkIdle() {
   const uint64_t now = MonotonicNowNs();
   const uint64_t idle_ns = static_cast<uint64_t>(options_.idle_close_ms) * 1000000ull;
   for (auto& f : files_) {
-    if (f->fd < 0 || f->dirty || f->close_when_drained || f->source->backlog()) continue;
+    // A mirror holds no descriptor of the file's filesystem, and nothing tells when it grows
+    // but polling (PollUnwatched): it stays.
+    if (f->fd < 0 || f->mirror || f->dirty || f->close_when_drained || f->source->backlog()) {
+      continue;
+    }
     if (now - std::min(now, f->last_data_ns) < idle_ns) continue;
     // Nothing new since the last look? (An event may be queued; then it reopens the file.)
     struct stat st {};
@@ -58,7 +64,7 @@ void Ingester::Retry(const std::string& dir, const std::string& name, const char
   const std::string path = dir + "/" + name;
   struct stat st {};
   auto it = retry_.find(path);
-  if (::lstat(path.c_str(), &st) != 0) {  // gone
+  if (!LstatPath(path, &st)) {  // gone (or on a FUSE filesystem that does not answer)
     if (it != retry_.end()) {
       --retry_per_person_[it->second.person];
       retry_.erase(it);

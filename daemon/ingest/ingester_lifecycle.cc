@@ -29,6 +29,8 @@ bool SameTime(const timespec& a, const timespec& b) {
 
 void Ingester::SetWatchDirs(const std::vector<std::string>& dirs) {
   if (stopped_ || !watcher_.open()) return;
+  dir_fds_.clear();  // a directory at a watched path may be another one now
+  for (const std::string& dir : dirs) DirFd(dir);
   watcher_.SetDirs(dirs);
   options_.watch_dirs = dirs;
   DrainDirty();
@@ -73,7 +75,7 @@ void Ingester::Evict(uint32_t pid, Incarnation* inc, const char* why) {
   for (FollowedFile* f : inc->files) {
     struct stat st {};
     // Remember the file as it is, so that a rescan does not read it again.
-    const bool exists = f->fd >= 0 ? ::fstat(f->fd, &st) == 0 : ::lstat(f->path.c_str(), &st) == 0;
+    const bool exists = f->fd >= 0 ? StatOpen(*f, &st) : LstatPath(f->path, &st);
     auto at_path = by_path_.find(f->path);
     const bool current = at_path != by_path_.end() && at_path->second == f;
     if (exists && current && st.st_dev == f->dev && st.st_ino == f->ino) {
@@ -121,7 +123,7 @@ void Ingester::EvictExpired() {
     last_evicted_prune_ns_ = now;
     std::erase_if(evicted_, [](const auto& entry) {
       struct stat st {};
-      return ::lstat(entry.first.c_str(), &st) != 0;
+      return !LstatPath(entry.first, &st);
     });
   }
   if (lifecycle_changed_) Publish();

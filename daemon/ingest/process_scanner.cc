@@ -2,21 +2,19 @@
 // process_scanner.h).
 #include "daemon/ingest/process_scanner.h"
 
-#include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string_view>
 
+#include "daemon/os/guarded_fs.h"
 #include "daemon/os/namespaces.h"
 #include "daemon/os/proc.h"
+#include "daemon/os/small_file.h"
 #include "daemon/util/clock.h"
-#include "daemon/util/small_file.h"
+#include "daemon/util/log.h"
 
 namespace jitsym::ingest {
 namespace {
@@ -40,65 +38,45 @@ std::string ProcPath(uint32_t pid, std::string_view rest) {
   return path;
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
-
 // Whether `path`, as process `pid` sees it from its root, names the file (dev, ino) through
-// directories and a file that are no symlinks: every component is opened with O_NOFOLLOW from
-// /proc/PID/root, so nothing the process's user controls can lead the daemon elsewhere.
-bool ReachableWithoutSymlinks(uint32_t pid, const std::string& path, uint64_t dev, uint64_t ino) {
+// directories and a file that are no symlinks: the walk starts at /proc/PID/root and follows no
+// symlink, so nothing the process's user controls can lead the daemon elsewhere. A FUSE mount
+// on the way is asked through a worker process only (os/guarded_fs.h): a server that never
+// answers costs the scan its timeout once, then nothing while that mount is not asked again
+// (*unanswered says so).
+bool ReachableWithoutSymlinks(uint32_t pid, const std::string& path, uint64_t dev, uint64_t ino,
+                              std::string* unanswered) {
   if (path.empty() || path.front() != '/') return false;
-  Fd fd(::open(ProcPath(pid, "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return false;
-  size_t i = 1;
-  while (i < path.size()) {
-    size_t slash = path.find('/', i);
-    const bool last = slash == std::string::npos;
-    if (last) slash = path.size();
-    const std::string name = path.substr(i, slash - i);
-    i = slash + 1;
-    if (name.empty()) continue;
-    if (name == "." || name == "..") return false;
-    const int flags = O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY);
-    fd.reset(::openat(fd.get(), name.c_str(), flags));
-    if (fd.get() < 0) return false;
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (static_cast<uint64_t>(st.st_ino) != ino) return false;
-  if (static_cast<uint64_t>(st.st_dev) == dev) return true;
+  auto root = os::OpenProcessRoot(pid);
+  if (!root) return false;
+  os::WalkOptions options;
+  options.no_symlinks = true;
+  auto e = os::WalkAt(*root, path.substr(1), options);
+  if (!e) *unanswered = e.error().message;
+  if (!e || e->error != 0 || !S_ISREG(e->st.st_mode)) return false;
+  if (static_cast<uint64_t>(e->st.st_ino) != ino) return false;
+  if (static_cast<uint64_t>(e->st.st_dev) == dev) return true;
   // overlayfs maps the backing file, whose device /proc/PID/maps shows; the path shows the
   // overlay's.
-  struct statfs fs {};
-  return ::fstatfs(fd.get(), &fs) == 0 && fs.f_type == OVERLAYFS_SUPER_MAGIC;
+  return e->fd.mount() && e->fd.mount()->fstype == "overlay";
 }
 
-// A path the daemon can open for the marker file `m` that process `pid` maps, or "".
-std::string MarkerOpenPath(uint32_t pid, const os::MarkerMapping& m) {
-  if (ReachableWithoutSymlinks(pid, m.path, m.dev, m.ino)) return ProcPath(pid, "/root") + m.path;
+// A path the daemon can open for the marker file `m` that process `pid` maps, or "" (with
+// *unanswered set when its filesystem did not answer).
+std::string MarkerOpenPath(uint32_t pid, const os::MarkerMapping& m, std::string* unanswered) {
+  if (ReachableWithoutSymlinks(pid, m.path, m.dev, m.ino, unanswered)) {
+    return ProcPath(pid, "/root") + m.path;
+  }
+  if (!unanswered->empty()) return {};  // the mapping leads to the same filesystem
   // The mapping itself (a file deleted or replaced since, or a path with escapes in maps);
   // opening it needs CAP_SYS_ADMIN.
   char files[96];
   std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
                 static_cast<unsigned long long>(m.start), static_cast<unsigned long long>(m.end));
-  struct stat st {};
-  if (::stat(files, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_dev) == m.dev &&
-      static_cast<uint64_t>(st.st_ino) == m.ino) {
+  auto e = os::StatPath(files, /*no_follow_last=*/false);
+  if (e && e->error == 0 && S_ISREG(e->st.st_mode) &&
+      static_cast<uint64_t>(e->st.st_dev) == m.dev &&
+      static_cast<uint64_t>(e->st.st_ino) == m.ino) {
     return files;
   }
   return {};
@@ -126,10 +104,13 @@ std::string CandidateLines(std::string_view maps, size_t limit) {
 
 bool ForeignTmp(uint32_t pid, std::pair<uint64_t, uint64_t>* key, std::string* path) {
   *path = ProcPath(pid, "/root/tmp");
-  struct stat st {};
-  // lstat: /proc/PID/root is the kernel's link to the process's root; "tmp" is not followed.
-  if (::lstat(path->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  *key = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  // /proc/PID/root is the kernel's link to the process's root; "tmp" is not followed (lstat).
+  // A /tmp on FUSE is looked at through a worker (os/guarded_fs.h).
+  auto root = os::OpenProcessRoot(pid);
+  if (!root) return false;
+  auto e = os::LookUp(*root, "tmp");
+  if (!e || e->error != 0 || !S_ISDIR(e->st.st_mode)) return false;
+  *key = {static_cast<uint64_t>(e->st.st_dev), static_cast<uint64_t>(e->st.st_ino)};
   return true;
 }
 
@@ -142,9 +123,8 @@ ProcessScanner::ProcessScanner(boost::asio::io_context& io, os::ProcessCatalog& 
       catalog_(catalog),
       options_(std::move(options)),
       handlers_(std::move(handlers)) {
-  struct stat st {};
-  if (::stat("/tmp", &st) == 0) {
-    own_tmp_ = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  if (auto tmp = os::StatPath("/tmp", /*no_follow_last=*/false); tmp && tmp->error == 0) {
+    own_tmp_ = {static_cast<uint64_t>(tmp->st.st_dev), static_cast<uint64_t>(tmp->st.st_ino)};
   }
   // What the catalog knows already, then what changes.
   catalog_.ForEach([this](const os::ProcessCatalog::Entry& e) {
@@ -336,7 +316,7 @@ void ProcessScanner::Check(uint32_t pid, Tracked& t, uint64_t now_ns) {
   }
   SmallFileOptions options;
   options.max_bytes = options_.max_maps_bytes;
-  if (auto maps = ReadSmallFile(ProcPath(pid, "/maps"), options)) {
+  if (auto maps = os::ReadSmallFile(ProcPath(pid, "/maps"), options)) {
     ++stats_.maps_reads;
     stats_.maps_bytes += maps->bytes.size();
     CheckMarkers(pid, t, maps->bytes);
@@ -363,8 +343,23 @@ void ProcessScanner::CheckMarkers(uint32_t pid, Tracked& t, const std::string& m
       t.markers.push_back(key);
       continue;
     }
-    const std::string path = MarkerOpenPath(pid, m);
-    if (path.empty()) continue;  // tried again at the next check
+    std::string unanswered;
+    const std::string path = MarkerOpenPath(pid, m, &unanswered);
+    if (path.empty()) {
+      // Tried again at the next check. Said once per process and file: the filesystem is not
+      // asked again for a while, and its later refusals say nothing new.
+      if (!unanswered.empty()) {
+        const bool said =
+            std::find(t.unanswered.begin(), t.unanswered.end(), key) != t.unanswered.end();
+        if (!said) t.unanswered.push_back(key);
+        const log::Level level = said ? log::Level::kDebug : log::Level::kWarning;
+        if (log::Enabled(level)) {
+          log::Write(level, log::Cat("pid ", pid, " maps the jitdump ", m.path,
+                                     ": not followed now: ", unanswered));
+        }
+      }
+      continue;
+    }
     markers_[key].mappers = 1;
     t.markers.push_back(key);
     ++stats_.markers_reported;

@@ -130,6 +130,9 @@ class ProcessScanner {
     uint64_t cost_ns = 0;          // of its last check (in check_cost_ns_)
     std::vector<FileKey> markers;  // marker files it maps (counted in markers_)
     std::vector<FileKey> dirs;     // foreign /tmp directories reported through it
+    // Marker files whose filesystem did not answer (said once; as many as the lines of its
+    // maps considered at most).
+    std::vector<FileKey> unanswered;
   };
   struct Marker {
     size_t mappers = 0;  // tracked processes that map it

@@ -2,7 +2,9 @@
 #include "daemon/ingest/watcher.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +12,7 @@
 #include <system_error>
 
 #include "daemon/ingest/source.h"
+#include "daemon/os/guarded_fs.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::ingest {
@@ -17,6 +20,42 @@ namespace {
 
 constexpr uint32_t kDirMask = IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
                               IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+
+// inotify_add_watch looks its path up, which on a FUSE filesystem asks the server (and may
+// wait forever): the directory is reached by a walk that never does (os/guarded_fs.h), and
+// watched through its descriptor. A directory on a FUSE filesystem gets no watch (nullopt,
+// *why says so, *guarded is set): its files are read through workers, polled.
+std::optional<int> AddWatchAt(int inotify_fd, const std::string& dir, bool no_follow,
+                              std::string* why, bool* guarded) {
+  os::WalkOptions options;
+  options.no_follow_last = no_follow;
+  auto e = os::Walk(dir, options);
+  if (!e) {
+    *why = e.error().message;
+    return std::nullopt;
+  }
+  if (e->error != 0) {
+    *why = std::strerror(e->error);
+    return std::nullopt;
+  }
+  if (!S_ISDIR(e->st.st_mode)) {
+    *why = std::strerror(S_ISLNK(e->st.st_mode) ? ELOOP : ENOTDIR);
+    return std::nullopt;
+  }
+  if (e->fd.guarded()) {
+    const os::Mount& m = os::MountFor(e->fd);
+    *why = "it is on " + m.Describe() + " (" + m.guard_reason + ")";
+    *guarded = true;
+    return std::nullopt;
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(e->fd.get());
+  const int wd = ::inotify_add_watch(inotify_fd, self.c_str(), kDirMask);
+  if (wd < 0) {
+    *why = std::strerror(errno);
+    return std::nullopt;
+  }
+  return wd;
+}
 
 }  // namespace
 
@@ -40,11 +79,15 @@ void Watcher::Close() {
 }
 
 bool Watcher::AddWatch(const std::string& dir) {
-  int wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), kDirMask);
-  if (wd < 0) {
-    JITSYM_LOG(kError, "cannot watch ", dir, ": ", std::strerror(errno));
+  std::string why;
+  bool guarded = false;
+  const std::optional<int> added =
+      AddWatchAt(inotify_fd_, dir, /*no_follow=*/false, &why, &guarded);
+  if (!added) {
+    JITSYM_LOG(kError, "cannot watch ", dir, ": ", why);
     return false;
   }
+  const int wd = *added;
   const size_t before = dirs_.size();
   dirs_[wd] = dir;
   JITSYM_LOG(kInfo, "watching ", dir);
@@ -53,11 +96,19 @@ bool Watcher::AddWatch(const std::string& dir) {
 
 std::optional<std::string> Watcher::WatchFound(const std::string& dir, bool scan) {
   if (closed_ || inotify_fd_ < 0) return std::nullopt;
-  const int wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), kDirMask | IN_DONT_FOLLOW);
-  if (wd < 0) {
-    JITSYM_LOG(kWarning, "cannot watch ", dir, ": ", std::strerror(errno));
+  std::string why;
+  bool guarded = false;
+  const std::optional<int> added = AddWatchAt(inotify_fd_, dir, /*no_follow=*/true, &why, &guarded);
+  if (!added) {
+    if (guarded) {
+      JITSYM_LOG(kInfo, "not watching ", dir, " with inotify: ", why,
+                 "; its files are read through workers, polled");
+    } else {
+      JITSYM_LOG(kWarning, "cannot watch ", dir, ": ", why);
+    }
     return std::nullopt;
   }
+  const int wd = *added;
   if (auto it = dirs_.find(wd); it != dirs_.end()) return it->second;
   dirs_[wd] = dir;
   found_.insert(wd);
@@ -96,13 +147,35 @@ void Watcher::ScanAll() {
 }
 
 void Watcher::Scan(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    JITSYM_LOG(kError, "cannot scan ", dir, ": ", std::strerror(errno));
+  auto e = os::Walk(dir);
+  if (!e || e->error != 0) {
+    JITSYM_LOG(kError, "cannot scan ", dir, ": ",
+               !e ? e.error().message : std::string(std::strerror(e->error)));
     return;
   }
-  while (dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
+  if (e->fd.guarded()) {
+    // Listed by a worker (a directory of a FUSE filesystem), a bounded number of names.
+    constexpr size_t kMaxNames = 65536;
+    auto names = os::ListGuardedDir(e->fd, kMaxNames);
+    if (!names) {
+      JITSYM_LOG(kInfo, "cannot scan ", dir, ": ", names.error().message);
+      return;
+    }
+    for (const std::string& name : *names) {
+      if (MatchFile(name)) handlers_.found(dir, name);
+    }
+    return;
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(e->fd.get());
+  const int fd = ::open(self.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
+  if (d == nullptr) {
+    JITSYM_LOG(kError, "cannot scan ", dir, ": ", std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  while (dirent* ent = ::readdir(d)) {
+    const std::string name = ent->d_name;
     if (MatchFile(name)) handlers_.found(dir, name);
   }
   ::closedir(d);

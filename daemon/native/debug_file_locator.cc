@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daemon/native/file_ops.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -40,8 +41,16 @@ uint32_t FileCrc(int fd) {
 bool SameFile(const std::string& a, const std::string& b) {
   struct stat sa {
   }, sb{};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+  bool served = false;
+  return Files().stat(a, true, &sa, &served) && Files().stat(b, true, &sb, &served) &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// Whether `path` names something (not asked of a FUSE server by the daemon's own thread).
+bool Exists(const std::string& path) {
+  struct stat st {};
+  bool served = false;
+  return Files().stat(path, true, &st, &served);
 }
 
 }  // namespace
@@ -91,7 +100,7 @@ OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, const std::
   const std::optional<DebugLink> link = ReadDebugLink(binary);
   for (const DebugCandidate& c :
        DebugFileCandidates(binary_path, build_id, link ? &*link : nullptr, search)) {
-    if (::access(c.path.c_str(), R_OK) != 0 || SameFile(c.path, binary_path)) continue;
+    if (!Exists(c.path) || SameFile(c.path, binary_path)) continue;
     OpenedElf d = OpenElf(c.path, nullptr, ElfRead::kMap);
     if (d.elf == nullptr) continue;
     // A debug file must belong to this binary: same build-id, or (debuglink without build-id)

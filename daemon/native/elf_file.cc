@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "daemon/native/file_ops.h"
 #include "daemon/native/native_module.h"
 
 namespace jitsym::native {
@@ -52,7 +53,7 @@ void OpenedElf::Close() {
 
 OpenedElf OpenElf(const std::string& path, std::string* error, ElfRead how) {
   OpenedElf o;
-  o.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  o.fd = Files().open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (o.fd < 0) {
     if (error) *error = path + ": " + std::strerror(errno);
     return o;

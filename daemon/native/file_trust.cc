@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "daemon/native/file_ops.h"
+
 namespace jitsym::native {
 namespace {
 
@@ -45,18 +47,16 @@ bool FdOwnerCannotChange(int fd) {
 }
 
 bool PathOwnerCannotChange(const std::string& path, std::string* why) {
-  char* real = ::realpath(path.c_str(), nullptr);
-  if (real == nullptr) {
+  std::string resolved;
+  if (!Files().resolve(path, &resolved)) {
     *why = path + ": " + std::strerror(errno);
     return false;
   }
-  const std::string resolved(real);
-  ::free(real);
   // "/", then each prefix up to the file itself, of the path as given (its links and "..", which
   // whoever opens it follows again) and as resolved now: each must be root's alone (a directory
   // a user can write to, or a link he owns, lets him swap the file).
   std::vector<std::string> names = {"/"};
-  for (const std::string* p : {&path, &resolved}) {
+  for (const std::string* p : {&path, static_cast<const std::string*>(&resolved)}) {
     for (size_t slash = p->find('/', 1); slash != std::string::npos;
          slash = p->find('/', slash + 1)) {
       names.push_back(p->substr(0, slash));
@@ -65,13 +65,16 @@ bool PathOwnerCannotChange(const std::string& path, std::string* why) {
   }
   for (const std::string& name : names) {
     struct stat st;
-    struct statfs fs;
     FileFacts f;
     std::string reason;
-    if (::lstat(name.c_str(), &st) != 0 || ::statfs(name.c_str(), &fs) != 0) {
+    bool served = false;
+    // Not statfs(2): on a FUSE mount it asks the server, which may never answer.
+    if (!Files().stat(name, /*follow=*/false, &st, &served)) {
       *why = name + ": " + std::strerror(errno);
       return false;
     }
+    struct statfs fs {};
+    fs.f_type = served ? FUSE_SUPER_MAGIC : 0;
     Facts(st, fs, &f);
     if (!OwnerCannotChange(f, &reason)) {
       *why = name + ": " + reason;

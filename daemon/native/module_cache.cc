@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "daemon/native/file_ops.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -39,7 +40,8 @@ std::shared_ptr<ModuleCache::Slot> ModuleCache::SlotFor(const std::string& key) 
 std::shared_ptr<NativeModule> ModuleCache::GetByPath(const std::string& path, std::string* error,
                                                      std::optional<FileId> expect) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  bool served = false;
+  if (!Files().stat(path, true, &st, &served)) {
     *error = path + ": " + std::strerror(errno);
     return nullptr;
   }

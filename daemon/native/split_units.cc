@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "daemon/native/dwp_package.h"
+#include "daemon/native/file_ops.h"
 #include "daemon/native/file_trust.h"
 #include "daemon/util/log.h"
 
@@ -117,10 +118,13 @@ std::string DirectoryOfFd(int fd) {
   if (fd < 0) return {};
   char link[64];
   std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-  char* real = ::realpath(link, nullptr);
-  if (real == nullptr) return {};
-  std::string path(real);
-  ::free(real);
+  // The kernel's name for the open file, absolute and resolved (readlink asks no filesystem;
+  // realpath would look every component up again, on a FUSE mount too).
+  char target[PATH_MAX + 1];
+  const ssize_t n = ::readlink(link, target, PATH_MAX);
+  if (n <= 0 || target[0] != '/') return {};
+  std::string path(target, static_cast<size_t>(n));
+  if (path.starts_with("/memfd:")) return {};  // a copy of a FUSE file: no directory of its own
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return {};
   return path.substr(0, slash + 1);
@@ -171,7 +175,8 @@ std::unique_ptr<SplitUnits> SplitUnits::Open(const std::string& binary, int bina
   if (skeleton_file != binary) packages.push_back(skeleton_file + ".dwp");
   for (const std::string& p : packages) {
     struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) continue;
+    bool served = false;
+    if (!Files().stat(p, true, &st, &served)) continue;
     std::string why;
     s->dwp_ = DwpPackage::Open(p, &why);
     if (s->dwp_ != nullptr) {
@@ -214,7 +219,7 @@ void SplitUnits::Forget(const std::string& path) {
 
 bool SplitUnits::ReadDwo(const std::string& path, std::string* bytes, std::string* note) {
   // Non-blocking: a FIFO does not block the open; never mapped: the bytes are read once.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  const int fd = Files().open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     if (errno != ENOENT && errno != ENOTDIR) *note = path + ": " + std::strerror(errno);
     return false;
@@ -345,7 +350,8 @@ SplitUnit SplitUnits::Find(Dwarf_Die* skeleton) {
                     ")";
       return out;
     }
-    if (::stat(dwo_name, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bool served = false;
+    if (!Files().stat(dwo_name, true, &st, &served) || !S_ISREG(st.st_mode)) {
       out.missing = std::string(dwo_name) + " is not a regular file: not read (" + what + ")";
       return out;
     }

@@ -10,8 +10,9 @@
 #include <charconv>
 #include <cstring>
 
+#include "daemon/os/guarded_fs.h"
 #include "daemon/os/process_maps.h"
-#include "daemon/util/small_file.h"
+#include "daemon/os/small_file.h"
 
 namespace jitsym::os {
 namespace {
@@ -187,12 +188,8 @@ bool HoldsOpen(uint32_t pid, uint64_t dev, uint64_t ino) {
   // A process may hold very many descriptors; a bounded look is enough for side files, which
   // runtimes open early.
   for (uint32_t fd : NumericEntries(dir, 1 << 16)) {
-    struct stat st {};
-    const std::string path = dir + "/" + std::to_string(fd);
-    if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_dev) == dev &&
-        static_cast<uint64_t>(st.st_ino) == ino) {
-      return true;
-    }
+    // Not stat(2): a descriptor of a FUSE file would make it ask the server (guarded_fs.h).
+    if (LinkLeadsTo(dir + "/" + std::to_string(fd), dev, ino)) return true;
   }
   return false;
 }

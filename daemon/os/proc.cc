@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/os/small_file.h"
 #include "daemon/util/clock.h"
-#include "daemon/util/small_file.h"
 
 namespace jitsym::os {
 

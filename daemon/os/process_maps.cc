@@ -8,7 +8,8 @@
 #include <cstdio>
 #include <map>
 
-#include "daemon/util/small_file.h"
+#include "daemon/os/guarded_fs.h"
+#include "daemon/os/small_file.h"
 
 namespace jitsym::os {
 namespace {
@@ -79,14 +80,18 @@ std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid) {
 
 std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t inode, uint64_t start,
                            uint64_t end) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && st.st_ino == inode) return path;
+  // Looked at through guarded_fs.h: a file of a FUSE mount is asked of a worker, with a timeout.
+  auto is_it = [inode](const std::string& p) {
+    auto e = StatPath(p, /*no_follow_last=*/false);
+    return e && e->error == 0 && static_cast<uint64_t>(e->st.st_ino) == inode;
+  };
+  if (is_it(path)) return path;
   std::string root = "/proc/" + std::to_string(pid) + "/root" + path;
-  if (::stat(root.c_str(), &st) == 0 && st.st_ino == inode) return root;
+  if (is_it(root)) return root;
   char files[96];
   std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
                 static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
-  if (::stat(files, &st) == 0 && st.st_ino == inode) return files;
+  if (is_it(files)) return files;
   return path;
 }
 

@@ -33,6 +33,11 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
       // One answer for both: a file behind a directory the client cannot search may or may not
       // exist, and the answer must not tell.
       break;
+    case security::FileAccess::kUnanswered:
+      // A FUSE filesystem on the path did not answer (the client could get that far itself,
+      // and /proc/self/mountinfo shows every mount to everyone).
+      return proto::ErrorResponse{std::string(proto::kErrTimeout),
+                                  "the image file was not read: " + w.unanswered};
   }
   return proto::ErrorResponse{std::string(proto::kErrPermission),
                               "the image file is not readable by you, or a directory on its "

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "daemon/ingest/r2rmap_source.h"
+#include "daemon/os/guarded_fs.h"
 #include "daemon/security/access_rules.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/clock.h"
@@ -28,10 +29,25 @@ constexpr std::string_view kLoadedState = proto::SourceStateName(proto::SourceSt
 // read. Where a bound stops it, what was read is used and the log says where.
 std::optional<uint64_t> FeedFile(const std::string& path, ingest::R2rmapSource& src,
                                  security::LimitLedger* ledger) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  // Never waited for on a FUSE server from a query thread (os/guarded_fs.h): a map on such a
+  // mount is read from a worker's copy.
+  auto opened = os::OpenForReading(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (!opened || opened->error != 0) return std::nullopt;
+  struct stat st = opened->st;
+  int fd = -1;
+  if (opened->mirror) {
+    auto copy = os::CopyWhole(opened->mirror->file(), kMaxFileBytes);
+    if (!copy) {
+      JITSYM_LOG(kWarning, path, ": not read: ", copy.error().message);
+      return std::nullopt;
+    }
+    st = copy->st;
+    fd = copy->memfd.release();
+    ::lseek(fd, 0, SEEK_SET);
+  } else {
+    fd = opened->fd.release();
+  }
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     return std::nullopt;
   }
@@ -86,9 +102,10 @@ bool FromOperatorDir(const index::SourceView& source) { return source.state == k
 
 // The owner of a map file now; nullopt if it can no longer be examined.
 std::optional<uint32_t> MapOwner(const index::SourceView& source) {
-  struct stat st {};
-  if (::lstat(source.path.c_str(), &st) != 0) return std::nullopt;
-  return static_cast<uint32_t>(st.st_uid);
+  // Never asked of a FUSE server from a query thread (os/guarded_fs.h).
+  auto e = os::StatPath(source.path, /*no_follow_last=*/true);
+  if (!e || e->error != 0) return std::nullopt;
+  return static_cast<uint32_t>(e->st.st_uid);
 }
 
 // The maps of one image believed for `for_uid` (security::BelieveImageMap), in precedence

@@ -12,7 +12,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "daemon/os/guarded_fs.h"
+#include "daemon/os/mounts.h"
 #include "daemon/os/process_maps.h"
+#include "daemon/query/native_files.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::query {
@@ -86,22 +89,29 @@ bool WorthPrefetching(const native::NativeModule& m) {
 }  // namespace
 
 NativeLookup::NativeLookup(NativeOptions options, ProcessSnapshots& processes)
-    : modules_(CacheOptions(options)), processes_(processes) {}
+    : modules_(CacheOptions(options)), processes_(processes) {
+  // native/ opens what mappings and debug links name: never on a query thread when it lies
+  // on a FUSE mount (a worker copies it).
+  InstallGuardedNativeFiles();
+}
 
 bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
                                         const security::WalkedPath* walked) {
   if (request.build_id) return true;
   if (walked == nullptr || !walked->regular) return false;
-  const int fd =
-      ::open(walked->resolved.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
-  if (fd < 0) return false;
-  struct stat st {};
+  auto opened = os::OpenForReading(walked->resolved,
+                                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+  if (!opened || opened->error != 0) return false;
+  const struct stat& st = opened->st;
+  int fd = opened->fd.get();
+  if (opened->mirror) {
+    // On a FUSE mount: its first bytes, copied by a worker.
+    if (!opened->mirror->Copy(0, 0, 4).ok()) return false;
+    fd = opened->mirror->fd();
+  }
   char magic[4] = {};
-  const bool elf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == walked->dev &&
-                   st.st_ino == walked->ino && ::pread(fd, magic, 4, 0) == 4 &&
-                   std::memcmp(magic, "\177ELF", 4) == 0;
-  ::close(fd);
-  return elf;
+  return S_ISREG(st.st_mode) && st.st_dev == walked->dev && st.st_ino == walked->ino &&
+         ::pread(fd, magic, 4, 0) == 4 && std::memcmp(magic, "\177ELF", 4) == 0;
 }
 
 std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch,
@@ -199,6 +209,8 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
   if (!table || !access.MaySeeProcess(table->identity.uid)) return std::nullopt;
   batch.Keep(table);  // answers borrow the mapped files' paths
   std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
+  // Why a module of a file on a FUSE mount could not be had (it is said in the answer).
+  std::unordered_map<const ExecMapping*, std::string> unreadable;
   native::NativeAnswer answer;
   for (int pass = 0; pass < 2 && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
@@ -227,10 +239,24 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
       auto [it, inserted] = modules.try_emplace(&map);
       if (inserted) {
         std::string error;
+        TakeUnanswered();
         it->second = ModuleFor(pid, map, &error);
-        if (it->second) batch.Keep(it->second);
+        if (it->second) {
+          batch.Keep(it->second);
+        } else if (std::string why = TakeUnanswered(); !why.empty()) {
+          unreadable[&map] = map.path + ": not read: " + why;
+        } else if (std::shared_ptr<const os::Mount> fs = os::MountOfDevice(map.dev, pid);
+                   !fs || fs->guarded()) {
+          const os::Mount& m = fs ? *fs : os::UnlistedMount();
+          unreadable[&map] = error + " (on " + m.Describe() + ", " + m.guard_reason + ")";
+        }
       }
-      if (!it->second) continue;
+      if (!it->second) {
+        if (auto u = unreadable.find(&map); u != unreadable.end()) {
+          batch.NoteMiss(i, proto::Reason::kImageUnreadable, u->second);
+        }
+        continue;
+      }
       const std::optional<uint64_t> vaddr =
           it->second->FileOffsetToAddress(addr - map.start + map.offset);
       if (!vaddr) continue;

@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "daemon/formats/perfinfo/perfinfo_parser.h"
+#include "daemon/os/guarded_fs.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/security/limits.h"
 #include "daemon/util/log.h"
@@ -69,10 +70,14 @@ PerfinfoFiles::~PerfinfoFiles() = default;
 std::shared_ptr<const std::vector<PlacedImage>> PerfinfoFiles::Read(
     uint32_t pid, const os::ProcessIdentity& identity) {
   const std::string path = options_.dir + "/perfinfo-" + std::to_string(pid) + ".map";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return nullptr;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+  // Never waited for on a FUSE server (a user may mount one over a file of his in /tmp): such a
+  // file is not read at all (os/guarded_fs.h).
+  auto opened =
+      os::OpenForReading(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (!opened || opened->error != 0 || opened->mirror || !opened->fd.valid()) return nullptr;
+  const struct stat st = opened->st;
+  const int fd = opened->fd.release();
+  if (!S_ISREG(st.st_mode) ||
       security::JudgeProcessFile(st.st_uid, identity.uid) != security::FileVerdict::kTrusted) {
     ::close(fd);
     return nullptr;

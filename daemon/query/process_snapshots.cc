@@ -36,7 +36,7 @@ std::shared_ptr<const ProcessSnapshot> ProcessSnapshots::Read(uint32_t pid) {
     if (m.perms.size() < 3 || m.perms[2] != 'x' || m.path.empty() || m.path.front() != '/') {
       continue;
     }
-    p->exec.push_back({m.start, m.end, m.file_offset, m.inode, m.path});
+    p->exec.push_back({m.start, m.end, m.file_offset, m.inode, m.dev, m.path});
   }
   std::sort(p->exec.begin(), p->exec.end(),
             [](const auto& a, const auto& b) { return a.start < b.start; });

@@ -31,6 +31,7 @@ struct ProcessSnapshot {
   // A file-backed executable mapping (for ELF symbolization).
   struct ExecMapping {
     uint64_t start = 0, end = 0, offset = 0, inode = 0;
+    uint64_t dev = 0;  // of the file, as /proc/<pid>/maps shows it: which mount it lies on
     std::string path;
   };
   using Placed = PlacedImage;

@@ -44,8 +44,9 @@ struct PathFacts {
 
 enum class FileAccess {
   kAllowed,
-  kDenied,    // the peer could not open it for reading itself
-  kNotFound,  // it does not exist, and the peer could have found that out itself
+  kDenied,      // the peer could not open it for reading itself
+  kNotFound,    // it does not exist, and the peer could have found that out itself
+  kUnanswered,  // a filesystem on its path did not answer, and the peer could have got there
 };
 
 // Whether the peer may read a file: search permission on every directory searched, read

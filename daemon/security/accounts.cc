@@ -8,10 +8,10 @@
 #include <charconv>
 #include <map>
 
+#include "daemon/os/small_file.h"
 #include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
-#include "daemon/util/small_file.h"
 
 namespace jitsym::security {
 namespace {
@@ -168,7 +168,7 @@ void Accounts::Refresh() {
   // Only root may say whose uids these are.
   read_options.accept = [](const struct stat& s) { return s.st_uid == 0; };
   SmallFileError error;
-  auto file = ReadSmallFile(options_.subuid_path, read_options, &error);
+  auto file = os::ReadSmallFile(options_.subuid_path, read_options, &error);
   if (!file) {
     JITSYM_LOG(kWarning, options_.subuid_path,
                error.kind == SmallFileError::kRefused ? ": not owned by root" : ": cannot be read",

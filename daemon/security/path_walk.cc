@@ -9,6 +9,8 @@
 #include <deque>
 #include <vector>
 
+#include "daemon/os/guarded_fs.h"
+
 namespace jitsym::security {
 namespace {
 
@@ -32,34 +34,13 @@ void Split(const std::string& path, std::deque<std::string>* front) {
   front->insert(front->begin(), parts.begin(), parts.end());
 }
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // "/a/b" for the directories below / on the stack ("" for / itself).
 template <typename Stack>
 std::string Join(const Stack& stack) {
   std::string out;
   for (size_t k = 1; k < stack.size(); ++k) {
     out.push_back('/');
-    out += stack[k].second;
+    out += stack[k].name;
   }
   return out;
 }
@@ -69,12 +50,24 @@ std::string Join(const Stack& stack) {
 bool WalkPath(const std::string& path, WalkedPath* out) {
   *out = WalkedPath{};
   if (path.empty() || path[0] != '/' || path.size() > PATH_MAX) return false;
-  // The directories from / down to where the walk is, with their names ("" for /).
-  std::vector<std::pair<Fd, std::string>> stack;
+  // The directories from / down to where the walk is, with their names ("" for /) and stat.
+  // Every lookup goes through os/guarded_fs.h: a FUSE mount on the way is asked by a worker
+  // process, and one that does not answer ends the walk (out->unanswered) instead of the
+  // thread.
+  struct Dir {
+    os::PathFd fd;
+    std::string name;
+    struct stat st;
+  };
+  std::vector<Dir> stack;
   auto open_root = [&]() {
     stack.clear();
-    stack.emplace_back(Fd(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)), std::string());
-    return stack.back().first.get() >= 0;
+    auto root = os::OpenRoot();
+    if (!root) return false;
+    auto st = os::StatOf(*root);
+    if (!st) return false;
+    stack.push_back({std::move(*root), std::string(), *st});
+    return true;
   };
   if (!open_root()) return false;
   std::deque<std::string> todo;
@@ -87,22 +80,24 @@ bool WalkPath(const std::string& path, WalkedPath* out) {
     todo.pop_front();
     if (name == ".") continue;
     // Looking a name up in a directory needs search permission on it.
-    struct stat dir {};
-    if (::fstat(stack.back().first.get(), &dir) != 0) return false;
-    out->facts.searched.push_back(FactsOf(dir));
+    out->facts.searched.push_back(FactsOf(stack.back().st));
     if (name == "..") {
       if (stack.size() > 1) stack.pop_back();
       continue;
     }
-    Fd fd(::openat(stack.back().first.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st {};
-    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return true;  // does not exist (for them)
+    auto found = os::LookUp(stack.back().fd, name);
+    if (!found) {
+      // Decided on what was seen before it (access_rules.h).
+      out->unanswered = found.error().message;
+      return true;
+    }
+    os::Entry& e = *found;
+    if (e.error != 0) return true;  // does not exist (for them)
+    const struct stat& st = e.st;
     if (S_ISLNK(st.st_mode)) {
       if (++symlinks > kMaxSymlinks) return false;
-      char target[PATH_MAX + 1];
-      const ssize_t n = ::readlinkat(fd.get(), "", target, PATH_MAX);
-      if (n <= 0) return true;
-      const std::string link(target, static_cast<size_t>(n));
+      if (e.link.empty()) return true;
+      const std::string link = e.link;
       Split(link, &todo);
       if (link[0] == '/' && !open_root()) return false;
       continue;
@@ -116,7 +111,7 @@ bool WalkPath(const std::string& path, WalkedPath* out) {
     }
     if (!last) {
       if (!S_ISDIR(st.st_mode)) return true;  // ENOTDIR: as absent
-      stack.emplace_back(std::move(fd), std::move(name));
+      stack.push_back({std::move(e.fd), std::move(name), st});
       continue;
     }
     out->facts.file = FactsOf(st);
@@ -130,8 +125,7 @@ bool WalkPath(const std::string& path, WalkedPath* out) {
     return true;
   }
   // The path named a directory (or "/"): no file to read.
-  struct stat st {};
-  if (::fstat(stack.back().first.get(), &st) != 0) return false;
+  const struct stat& st = stack.back().st;
   out->facts.file = FactsOf(st);
   out->dev = st.st_dev;
   out->ino = st.st_ino;

@@ -21,10 +21,14 @@ struct WalkedPath {
   ino_t ino = 0;
   bool regular = false;
   bool directory = false;  // the path names a directory (for saying so)
+  // A filesystem on the way (FUSE) did not answer, or is not asked now: what and why. The walk
+  // ended there; the facts are those seen before it.
+  std::string unanswered;
 };
 
 // False for a path that is not absolute, too long, or loops through symlinks (an error, not an
-// access decision). A component that does not exist ends the walk with facts.file unset.
+// access decision). A component that does not exist ends the walk with facts.file unset, and so
+// does one on a filesystem that did not answer (then `unanswered` says so).
 bool WalkPath(const std::string& path, WalkedPath* out);
 
 }  // namespace jitsym::security

@@ -108,7 +108,11 @@ ProcessAccess PeerAccess::ForProcess(std::optional<uint32_t> owner, uint32_t pid
 
 FileAccess PeerAccess::CheckRead(const std::string& path, WalkedPath* walked) const {
   if (!WalkPath(path, walked)) return FileAccess::kDenied;
-  return DecideFileRead(facts_, walked->facts);
+  const FileAccess access = DecideFileRead(facts_, walked->facts);
+  // A walk that ended at a filesystem that did not answer: said so only to a peer that could
+  // have searched its way there itself (else denied, as any path behind such a directory).
+  if (!walked->unanswered.empty() && access != FileAccess::kDenied) return FileAccess::kUnanswered;
+  return access;
 }
 
 bool PeerAccess::MayRead(const std::string& path) const {

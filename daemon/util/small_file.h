@@ -1,7 +1,8 @@
-// The one reader of small whole files: /proc/<pid>/{stat,maps}, the config file, perfinfo maps
-// and ReadyToRun maps from the operator's directories. Every caller gets the same hygiene (no
-// controlling tty, no blocking on a FIFO, close-on-exec, a size bound checked before and while
-// reading, EINTR retried) and may judge the opened file's owner and type before a byte is read.
+// The one rule for reading small whole files: /proc/<pid>/{stat,maps}, the config file,
+// /etc/subuid, perfinfo and ReadyToRun maps. Every caller gets the same hygiene (a size bound
+// checked before and while reading, EINTR retried, the opened file's owner and type judged
+// before a byte is read). How a path is opened (no controlling tty, no blocking on a FIFO,
+// close-on-exec, never waiting on a FUSE server) is os/small_file.h's: os::ReadSmallFile.
 #ifndef JITSYM_DAEMON_UTIL_SMALL_FILE_H_
 #define JITSYM_DAEMON_UTIL_SMALL_FILE_H_
 
@@ -26,9 +27,11 @@ struct SmallFileOptions {
 };
 
 struct SmallFileError {
-  enum Kind { kOpen, kNotRegular, kRefused, kRead, kTooLarge };
+  // kUnanswered: on a guarded filesystem (os/mounts.h) that did not answer, or is not asked now.
+  enum Kind { kOpen, kNotRegular, kRefused, kRead, kTooLarge, kUnanswered };
   Kind kind = kOpen;
   int errno_value = 0;  // for kOpen and kRead
+  std::string why;      // for kUnanswered: what was asked and of which filesystem
 };
 
 struct SmallFile {
@@ -36,9 +39,11 @@ struct SmallFile {
   struct stat st {};  // of the opened file (its owner, for /proc files the process's)
 };
 
-// The whole file, or nullopt with *error (if given) saying why.
-std::optional<SmallFile> ReadSmallFile(const std::string& path, const SmallFileOptions& options,
-                                       SmallFileError* error = nullptr);
+// The whole of an opened file whose fstat is `st`, under the options' rules (all but no_follow,
+// which is the opener's); closes fd. nullopt with *error (if given) saying why.
+std::optional<SmallFile> ReadOpenedSmallFile(int fd, const struct stat& st,
+                                             const SmallFileOptions& options,
+                                             SmallFileError* error = nullptr);
 
 }  // namespace jitsym
 

@@ -13,7 +13,7 @@
 #include "daemon/os/proc.h"
 #include "daemon/os/process_maps.h"
 #include "daemon/os/process_table_cache.h"
-#include "daemon/util/small_file.h"
+#include "daemon/os/small_file.h"
 
 namespace jitsym::os {
 namespace {
