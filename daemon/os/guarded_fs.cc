@@ -33,19 +33,6 @@ std::string Join(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
-void Split(const std::string& path, std::deque<std::string>* front) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i <= path.size()) {
-    const size_t slash = path.find('/', i);
-    const size_t end = slash == std::string::npos ? path.size() : slash;
-    if (end > i) parts.push_back(path.substr(i, end - i));
-    if (slash == std::string::npos) break;
-    i = slash + 1;
-  }
-  front->insert(front->begin(), parts.begin(), parts.end());
-}
-
 // The pid after /proc/ in an absolute path, or 0.
 uint32_t ProcPidOf(const std::string& path) {
   constexpr std::string_view kProc = "/proc/";
@@ -119,6 +106,19 @@ int RootFor(uint32_t ns_pid, PathFd* out) {
 }
 
 }  // namespace
+
+void PushFrontComponents(const std::string& path, std::deque<std::string>* front) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i <= path.size()) {
+    const size_t slash = path.find('/', i);
+    const size_t end = slash == std::string::npos ? path.size() : slash;
+    if (end > i) parts.push_back(path.substr(i, end - i));
+    if (slash == std::string::npos) break;
+    i = slash + 1;
+  }
+  front->insert(front->begin(), parts.begin(), parts.end());
+}
 
 Result<PathFd> OpenRoot() {
   PathFd root;
@@ -230,7 +230,7 @@ Result<Entry> WalkAt(const PathFd& dir, const std::string& path, const WalkOptio
     cur = PathFd(UniqueFd(fd), dir.mount(), dir.path(), dir.ns_pid());
   }
   std::deque<std::string> todo;
-  Split(path, &todo);
+  PushFrontComponents(path, &todo);
   if (todo.empty()) {
     Entry e;
     auto st = StatOf(cur);
@@ -276,7 +276,7 @@ Result<Entry> WalkAt(const PathFd& dir, const std::string& path, const WalkOptio
         e.link.clear();
         e.fd = std::move(target);
       } else {
-        Split(e.link, &todo);
+        PushFrontComponents(e.link, &todo);
         if (e.link.starts_with('/')) {
           if (const int error = RootFor(cur.ns_pid(), &cur); error != 0) return Failed(error);
         }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,10 @@ struct Entry {
   std::string link;
   int error = 0;
 };
+
+// Puts the components of `path` ("a/b//c", leading and repeated slashes dropped) in front of
+// those already in *front, in order: what a walk resolves next.
+void PushFrontComponents(const std::string& path, std::deque<std::string>* front);
 
 // "/" as the daemon sees it.
 Result<PathFd> OpenRoot();

@@ -21,19 +21,6 @@ InodeFacts FactsOf(const struct stat& st) {
   return InodeFacts{static_cast<uint32_t>(st.st_uid), static_cast<uint32_t>(st.st_gid), st.st_mode};
 }
 
-void Split(const std::string& path, std::deque<std::string>* front) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i <= path.size()) {
-    const size_t slash = path.find('/', i);
-    const size_t end = slash == std::string::npos ? path.size() : slash;
-    if (end > i) parts.push_back(path.substr(i, end - i));
-    if (slash == std::string::npos) break;
-    i = slash + 1;
-  }
-  front->insert(front->begin(), parts.begin(), parts.end());
-}
-
 // "/a/b" for the directories below / on the stack ("" for / itself).
 template <typename Stack>
 std::string Join(const Stack& stack) {
@@ -71,7 +58,7 @@ bool WalkPath(const std::string& path, WalkedPath* out) {
   };
   if (!open_root()) return false;
   std::deque<std::string> todo;
-  Split(path, &todo);
+  os::PushFrontComponents(path, &todo);
   int symlinks = 0;
   size_t steps = 0;
   while (!todo.empty()) {
@@ -98,7 +85,7 @@ bool WalkPath(const std::string& path, WalkedPath* out) {
       if (++symlinks > kMaxSymlinks) return false;
       if (e.link.empty()) return true;
       const std::string link = e.link;
-      Split(link, &todo);
+      os::PushFrontComponents(link, &todo);
       if (link[0] == '/' && !open_root()) return false;
       continue;
     }

@@ -88,6 +88,15 @@ def asan_build(binary):
         return b"__asan_init" in f.read()  # linked statically (clang) or dynamically (gcc)
 
 
+def status_kb(pid, field):
+    """A /proc/PID/status figure in KiB (VmRSS, VmHWM); 0 if absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
 def hexaddr(value):
     return f"0x{value:x}"
 
@@ -301,6 +310,20 @@ class Harness:
         read_line(proc, 30, "the stand-in JIT process")
         register_standin(proc.pid, dirs)
         return proc.pid
+
+    def sleep_as(self, user):
+        """A `sleep 600` of `user` (tests/integration/users.py): a live process the user owns,
+        killed when the run ends. Returns its pid once /proc says whose it is."""
+        import users  # tests that use no real user need not make any
+        proc = self.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
+                          env=users.env(user))
+        uid = users.ensure(user).pw_uid
+        wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
+        return proc.pid
+
+    def daemon_kb(self, field):
+        """The running daemon's /proc/PID/status figure in KiB (VmRSS, VmHWM)."""
+        return status_kb(self.daemon.proc.pid, field)
 
     def client(self, *args, input=None, env=None, timeout=60, socket_path=None, use_socket=True):
         cmd = [self.jitsym]

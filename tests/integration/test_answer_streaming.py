@@ -20,7 +20,7 @@ import sys
 import threading
 
 import users
-from harness import asan_build, Harness, check, hexaddr, wait_until
+from harness import status_kb, asan_build, Harness, check, hexaddr, wait_until
 
 h = Harness(__doc__)
 S = {}
@@ -42,14 +42,6 @@ RSS_LIMIT_MIB = 200
 
 def daemon_pid():
     return h.daemon.proc.pid
-
-
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 class RssSampler:
@@ -89,14 +81,6 @@ def r2rmap(records):
     return "".join(l + "\n" for l in lines).encode()
 
 
-def sleeper_as(user):
-    proc = h.spawn(users.argv(user, ["sleep", "3600"]), stdin=subprocess.DEVNULL,
-                   env=users.env(user))
-    uid = users.ensure(user).pw_uid
-    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
-    return proc.pid
-
-
 def read_as_bob(request, member, pace_ms):
     """answer_reader.py as bob; returns its summary and the daemon's RSS (before, peak) in KiB."""
     sampler = RssSampler(daemon_pid())
@@ -126,7 +110,7 @@ def setup():
     S["bases"] = 400 if ASAN else 1000
     records = [(0x1000 + i * STRIDE, STRIDE, method_name(i)) for i in range(RECORDS)]
     users.write(users.BOB, os.path.join(h.watch_dir, "Bob.ni.r2rmap"), r2rmap(records))
-    S["pid"] = sleeper_as(users.BOB)
+    S["pid"] = h.sleep_as(users.BOB)
     S["perfinfo"] = f"/tmp/perfinfo-{S['pid']}.map"
     S["bases_list"] = [IMAGE_BASE + k * IMAGE_SPACING for k in range(S["bases"])]
     users.write(users.BOB, S["perfinfo"],
@@ -214,7 +198,7 @@ def explain_of_an_address_redefined_often_stays_bounded():
     # A fresh daemon: memory the allocator kept from the cases before would hide the growth.
     h.daemon.stop()
     h.start_daemon()
-    pid = sleeper_as(users.BOB)
+    pid = h.sleep_as(users.BOB)
     redefinitions = 100_000 if ASAN else 300_000
     name = "Bob.Hot::Reused_" + "y" * 1000
     addr = 0x40000000

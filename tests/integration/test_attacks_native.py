@@ -27,14 +27,6 @@ S = {}
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
 
-def status_kb(field):
-    with open(f"/proc/{h.daemon.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 def bob_lib(name, functions, long_names=()):
     """A library built by root, then given to bob in his home (0700): his file, as if he had
     built it."""
@@ -96,9 +88,9 @@ def one_string_named_by_thousands_of_symbols_is_stored_once():
     path, addrs = bob_lib("same.so", functions, [long_name])
     changed = elf_craft.point_names_at(path, lambda i, names: names[long_name])
     check(changed == 4201, f"rewrote {changed} symbols")
-    before = status_kb("VmRSS")
+    before = h.daemon_kb("VmRSS")
     res = lookup_as(users.BOB, "--image", path, hexaddr(addrs["f0"]), hexaddr(addrs["f4199"]))
-    grew = (status_kb("VmHWM") - before) >> 10
+    grew = (h.daemon_kb("VmHWM") - before) >> 10
     check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
     got = [json.loads(l) for l in res.stdout.splitlines()]
     check(all(g.get("name") == long_name for g in got), "bob's symbols are not named as written")
@@ -114,9 +106,9 @@ def suffixes_of_one_string_stay_within_the_tables_budget():
     functions = [f"g{i}" for i in range(4200)]
     path, addrs = bob_lib("suffixes.so", functions, [long_name])
     elf_craft.point_names_at(path, lambda i, names: names[long_name] + 128 * i)
-    before = status_kb("VmRSS")
+    before = h.daemon_kb("VmRSS")
     res = lookup_as(users.BOB, "--image", path, hexaddr(addrs["g0"]))
-    grew = (status_kb("VmHWM") - before) >> 10
+    grew = (h.daemon_kb("VmHWM") - before) >> 10
     check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
     print(f"  4,200 symbols naming suffixes of one 1 MiB string: daemon peak RSS +{grew} MiB")
     # The names stored: at most 32 MiB + 10 times the 1 MiB string table (and the string's

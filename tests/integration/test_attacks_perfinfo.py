@@ -37,14 +37,6 @@ def restart(*extra):
     h.start_daemon([str(a) for a in extra])
 
 
-def sleeper_as(user):
-    proc = h.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
-                   env=users.env(user))
-    uid = users.ensure(user).pw_uid
-    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
-    return proc.pid
-
-
 def perfinfo_text(lines, last_image):
     """`lines` ImageLoad lines of images no map describes, the last placing `last_image`."""
     body = "".join(f"ImageLoad;/app/Lib{i}.dll;{{{SIG}}};{hexaddr(0x7f00_0000_0000 + i * 0x10000)};\n"
@@ -62,14 +54,6 @@ def lookup(user, pid, addr):
     return elapsed, json.loads(res.stdout.splitlines()[0])
 
 
-def status_kb(field):
-    with open(f"/proc/{h.daemon.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 @h.setup
 def setup():
     users.ensure_both()
@@ -82,7 +66,7 @@ def setup():
     # Bob's image map, in the shared watch directory: believed for his processes.
     users.write(users.BOB, os.path.join(h.watch_dir, "BobLast.ni.r2rmap"),
                 r2rmap([(0x1000, 0x40, "Bob.Last::Run()")]))
-    S["alice_pid"] = sleeper_as(users.ALICE)
+    S["alice_pid"] = h.sleep_as(users.ALICE)
     users.write(users.ALICE, os.path.join(h.watch_dir, f"perf-{S['alice_pid']}.map"),
                 "20000000 40 alice_fn\n")
     wait_until(lambda: lookup(users.ALICE, S["alice_pid"], 0x2000_0010)[1].get("found"), 10,
@@ -93,7 +77,7 @@ def setup():
 def lookup_cost_grows_linearly_with_perfinfo_lines():
     times = {}
     for lines in (10**5, 10**6):
-        pid = sleeper_as(users.BOB)
+        pid = h.sleep_as(users.BOB)
         path = f"/tmp/perfinfo-{pid}.map"
         try:
             users.write(users.BOB, path, perfinfo_text(lines, "BobLast"))
@@ -119,16 +103,16 @@ def lookup_cost_grows_linearly_with_perfinfo_lines():
 @h.case
 def a_huge_perfinfo_is_read_up_to_the_owners_quota():
     restart("--limit-user-bytes", "64M")
-    pid = sleeper_as(users.BOB)
+    pid = h.sleep_as(users.BOB)
     path = f"/tmp/perfinfo-{pid}.map"
     try:
         # 1 GiB: real lines first (the image placed), then a hole of zeros (no newline at all).
         users.write(users.BOB, path, perfinfo_text(1000, "BobLast"))
         users.run(users.BOB, ["truncate", "-s", "1G", path])
-        rss_before = status_kb("VmRSS")
+        rss_before = h.daemon_kb("VmRSS")
         took, answer = lookup(users.BOB, pid, IMAGE_BASE + 0x1010)
         check(answer.get("name") == "Bob.Last::Run()", f"what was read is used: {answer}")
-        grew = (status_kb("VmHWM") - rss_before) >> 10
+        grew = (h.daemon_kb("VmHWM") - rss_before) >> 10
         print(f"  bob's first lookup {took * 1000:.0f} ms; daemon peak RSS +{grew} MiB")
         check(grew < 150, f"the daemon grew by {grew} MiB reading a 1 GiB perfinfo map")
         line = next((l for l in h.daemon.log_lines() if path in l and "not read further" in l),

@@ -98,16 +98,8 @@ def files_seen():
     return stats.get("files_followed", 0) + stats.get("files_over_limit", 0)
 
 
-def sleeper_as(user):
-    proc = h.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
-                   env=users.env(user))
-    uid = users.ensure(user).pw_uid
-    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
-    return proc.pid
-
-
 def alice_map(lines):
-    pid = sleeper_as(users.ALICE)
+    pid = h.sleep_as(users.ALICE)
     text = "".join("%x 40 alice_fn_%d\n" % (0x20000000 + i * 64, i) for i in range(lines))
     users.write(users.ALICE, os.path.join(h.watch_dir, f"perf-{pid}.map"), text)
     return pid

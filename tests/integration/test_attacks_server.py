@@ -42,14 +42,6 @@ def daemon_pid():
     return h.daemon.proc.pid
 
 
-def status_kb(field):
-    with open(f"/proc/{daemon_pid()}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 def restart(*extra):
     if h.daemon is not None and h.daemon.alive():
         h.daemon.stop()
@@ -59,14 +51,6 @@ def restart(*extra):
 def write_map(user, pid, base, n, prefix):
     lines = "".join("%x 40 %s_%d\n" % (base + i * 64, prefix, i) for i in range(n))
     users.write(user, os.path.join(h.watch_dir, f"perf-{pid}.map"), lines)
-
-
-def sleeper_as(user):
-    proc = h.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
-                   env=users.env(user))
-    uid = users.ensure(user).pw_uid
-    wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
-    return proc.pid
 
 
 def attacker(*args):
@@ -118,8 +102,8 @@ def setup():
         shutil.copy(src, S[name])
         os.chmod(S[name], 0o755)
     restart("--max-user-connections", USER_CONNECTIONS)
-    S["alice_pid"] = sleeper_as(users.ALICE)
-    S["bob_pid"] = sleeper_as(users.BOB)
+    S["alice_pid"] = h.sleep_as(users.ALICE)
+    S["bob_pid"] = h.sleep_as(users.BOB)
     write_map(users.ALICE, S["alice_pid"], 0x20000000, 100, "alice_fn")
     # Bob's map covers every address his requests ask for: every answer is found and long.
     write_map(users.BOB, S["bob_pid"], 0x10000000, (1 << 24) // 64, "bob_has_a_long_symbol_name")
@@ -133,7 +117,7 @@ def setup():
 def huge_unread_answers_stay_bounded_and_alice_is_served():
     restart("--max-user-connections", USER_CONNECTIONS)
     wait_until(lambda: alice_lookup(), 20, "the maps after the restart")
-    rss_before = status_kb("VmRSS")
+    rss_before = h.daemon_kb("VmRSS")
     # Bounded is not refused: alone, a request of the maximum size is answered whole.
     proc, lines = attacker("flood", 1, S["bob_pid"], BIG, "full")
     try:
@@ -154,7 +138,7 @@ def huge_unread_answers_stay_bounded_and_alice_is_served():
         while time.monotonic() < deadline:
             times.append(alice_lookup()[0])
             time.sleep(0.1)
-        peak = status_kb("VmHWM")
+        peak = h.daemon_kb("VmHWM")
         check(proc.poll() is None, "the attacker is still running")
     finally:
         stop(proc)

@@ -9,29 +9,17 @@ import json
 import os
 import subprocess
 
+import elf_craft
+
 from harness import asan_build, Harness, check, hexaddr
 
 h = Harness(__doc__)
 FIX = {}
 
 
-def base36(v):
-    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    out = ""
-    while True:
-        out = digits[v % 36] + out
-        v //= 36
-        if v == 0:
-            return out
-
-
 def doubling(levels, tag):
     """f<tag>(a, b<a, a>, b<b<a, a>, b<a, a> >, ...): 2^levels times its length when printed."""
-    name = f"_Z{len(tag) + 1}f{tag}1a1bIS_S_E"
-    for i in range(levels):
-        ref = f"S{base36(i + 1)}_"
-        name += f"S0_I{ref}{ref}E"
-    return name
+    return elf_craft.doubling(levels, "_Z", tag)
 
 
 def library(name, symbols):
