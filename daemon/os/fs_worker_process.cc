@@ -21,11 +21,19 @@ Request g_request;
 Reply g_reply;
 alignas(64) char g_buffer[1 << 20];
 
+// openat2, or where a seccomp filter refuses it (ENOSYS: systemd's RestrictSUIDSGID=) openat,
+// which answers alike for what workers are asked: one component (no '/') with O_NOFOLLOW,
+// where RESOLVE_NO_SYMLINKS adds nothing.
 int Openat2(int dirfd, const char* path, uint64_t flags, uint64_t resolve) {
   open_how how{};
   how.flags = flags;
   how.resolve = resolve;
-  return static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof(how)));
+  const int fd = static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof(how)));
+  if (fd >= 0 || errno != ENOSYS || (resolve & ~uint64_t{RESOLVE_NO_SYMLINKS}) != 0 ||
+      (flags & O_NOFOLLOW) == 0 || std::strchr(path, '/') != nullptr) {
+    return fd;
+  }
+  return ::openat(dirfd, path, static_cast<int>(flags));
 }
 
 // Writes `n` into a decimal at `out` (at most 20 digits), returns its end.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -26,6 +27,47 @@ int Openat2(int dirfd, const std::string& path, int flags, uint64_t resolve) {
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
   how.resolve = resolve;
   return static_cast<int>(::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof(how)));
+}
+
+// openat2 is refused with ENOSYS where a seccomp filter cannot look into its flags: systemd's
+// RestrictSUIDSGID= does so (jitsymd.service sets it), so that callers fall back to openat.
+std::atomic<bool> g_no_openat2{false};
+
+// `name` (one component) of dirfd opened with `flags` without leaving dirfd's mount: EXDEV
+// where it would (a mount point, or ".." out of the mount's root), as openat2's
+// RESOLVE_NO_XDEV (and, without openat2, for a symlink it would follow: the caller walks). Without
+// openat2: the name is looked up with O_PATH, which asks the directory's own filesystem and, for a
+// mount point, the mounted one nothing; the mount of what it found is compared with the directory's
+// (from the kernel's fdinfo, not statx, which would ask that filesystem); then the object found is
+// reopened through /proc/self/fd.
+int OpenNoXdev(int dirfd, const std::string& name, int flags) {
+  if (!g_no_openat2.load(std::memory_order_relaxed)) {
+    const int fd = Openat2(dirfd, name, flags, RESOLVE_NO_XDEV);
+    if (fd >= 0 || errno != ENOSYS) return fd;
+    g_no_openat2.store(true, std::memory_order_relaxed);
+  }
+  UniqueFd found(::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!found.valid()) return -1;
+  const std::optional<uint64_t> here = MountIdOf(dirfd);
+  const std::optional<uint64_t> there = MountIdOf(found.get());
+  if (!here || !there) {
+    if (errno == 0) errno = EIO;
+    return -1;
+  }
+  if (*here != *there) {
+    errno = EXDEV;
+    return -1;
+  }
+  if ((flags & O_PATH) != 0) return found.release();
+  struct stat st {};
+  if (::fstat(found.get(), &st) != 0) return -1;
+  if (S_ISLNK(st.st_mode)) {
+    // O_NOFOLLOW refuses it; else where it leads is for the caller's walk to find out.
+    errno = (flags & O_NOFOLLOW) != 0 ? ELOOP : EXDEV;
+    return -1;
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(found.get());
+  return ::open(self.c_str(), (flags & ~O_NOFOLLOW) | O_CLOEXEC);
 }
 
 std::string Join(const std::string& dir, const std::string& name) {
@@ -107,6 +149,8 @@ int RootFor(uint32_t ns_pid, PathFd* out) {
 
 }  // namespace
 
+void UseOpenat2ForTesting(bool use) { g_no_openat2.store(!use, std::memory_order_relaxed); }
+
 void PushFrontComponents(const std::string& path, std::deque<std::string>* front) {
   std::vector<std::string> parts;
   size_t i = 0;
@@ -162,7 +206,7 @@ Result<Entry> LookUp(const PathFd& dir, const std::string& name) {
   const std::string path = Join(dir.path(), name);
   if (!dir.guarded()) {
     // Stays on the directory's mount, or fails with EXDEV where it would leave it.
-    UniqueFd fd(Openat2(dir.get(), name, O_PATH | O_NOFOLLOW, RESOLVE_NO_XDEV));
+    UniqueFd fd(OpenNoXdev(dir.get(), name, O_PATH | O_NOFOLLOW));
     std::shared_ptr<const Mount> mount = dir.mount();
     if (!fd.valid() && errno == EXDEV) {
       // A mount point (or ".." out of this mount): entered with O_PATH, which asks the
@@ -487,7 +531,7 @@ Result<OpenedFile> OpenForReadingAt(const PathFd& dir, const std::string& name, 
     // The common case: a file of an ordinary directory, opened in one call that fails rather
     // than leave the directory's mount.
     OpenedFile out;
-    out.fd.reset(Openat2(dir.get(), name, flags, RESOLVE_NO_XDEV));
+    out.fd.reset(OpenNoXdev(dir.get(), name, flags));
     if (out.fd.valid()) {
       if (::fstat(out.fd.get(), &out.st) != 0) out.error = errno;
       return out;

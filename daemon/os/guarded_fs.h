@@ -77,6 +77,10 @@ struct Entry {
 // those already in *front, in order: what a walk resolves next.
 void PushFrontComponents(const std::string& path, std::deque<std::string>* front);
 
+// Whether lookups use openat2 (they stop once it answers ENOSYS, as under systemd's
+// RestrictSUIDSGID=); tests check both ways.
+void UseOpenat2ForTesting(bool use);
+
 // "/" as the daemon sees it.
 Result<PathFd> OpenRoot();
 // The root of process `pid` (/proc/PID/root), its mounts looked up in its mount table.

@@ -313,10 +313,20 @@ class GuardedTmpfs : public ::testing::Test {
   void Write(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_ + "/" + name, std::ios::binary) << bytes;
   }
+  void AWalkIntoItIsAskedOfAWorker();
   std::string dir_;
 };
 
 TEST_F(GuardedTmpfs, AWalkIntoItIsAskedOfAWorker) {
+  for (bool openat2 : {true, false}) {
+    UseOpenat2ForTesting(openat2);
+    SCOPED_TRACE(openat2 ? "openat2" : "without openat2");
+    AWalkIntoItIsAskedOfAWorker();
+  }
+  UseOpenat2ForTesting(true);
+}
+
+void GuardedTmpfs::AWalkIntoItIsAskedOfAWorker() {
   Write("a.map", "hello");
   const uint64_t before = FsWorkers::Shared().stats().calls;
   auto e = StatPath(dir_ + "/a.map", /*no_follow_last=*/true);
@@ -383,7 +393,7 @@ TEST_F(GuardedTmpfs, SmallFilesAndListsComeFromWorkers) {
   EXPECT_EQ(*names, (std::vector<std::string>{"b.r2rmap", "perfinfo-1.map"}));
 }
 
-TEST(GuardedFs, OrdinaryPathsResolveAsTheKernelResolvesThem) {
+void OrdinaryPathsResolveAsTheKernelResolvesThem() {
   char templ[] = "/tmp/jitsym-walk-XXXXXX";
   ASSERT_NE(::mkdtemp(templ), nullptr);
   const std::string dir = templ;
@@ -419,7 +429,36 @@ TEST(GuardedFs, OrdinaryPathsResolveAsTheKernelResolvesThem) {
   ASSERT_TRUE(opened->fd.valid());
   EXPECT_EQ(opened->mirror, nullptr);
   EXPECT_EQ(opened->st.st_ino, want.st_ino);
+  // A file of a directory, in the one call of the common case, and through a symlink.
+  auto d = Walk(dir);
+  ASSERT_TRUE(d.ok());
+  auto here = OpenForReadingAt(d->fd, "rel", O_RDONLY);
+  ASSERT_TRUE(here.ok());
+  ASSERT_TRUE(here->fd.valid());
+  EXPECT_EQ(here->st.st_ino, want.st_ino);
+  here = OpenForReadingAt(d->fd, "rel", O_RDONLY | O_NOFOLLOW);
+  ASSERT_TRUE(here.ok());
+  EXPECT_EQ(here->error, ELOOP);
+  // A mount point on the way (/dev/shm under /dev) is entered and classified.
+  auto shm = Walk("/dev/shm");
+  ASSERT_TRUE(shm.ok());
+  ASSERT_EQ(shm->error, 0);
+  ASSERT_NE(shm->fd.mount(), nullptr);
+  EXPECT_EQ(shm->fd.mount()->mount_point, "/dev/shm");
   std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(GuardedFs, OrdinaryPathsResolveAsTheKernelResolvesThem) {
+  UseOpenat2ForTesting(true);
+  OrdinaryPathsResolveAsTheKernelResolvesThem();
+}
+
+// Under systemd's RestrictSUIDSGID= (jitsymd.service), openat2 answers ENOSYS: the same
+// answers from openat, the kernel's mount ids and /proc/self/fd.
+TEST(GuardedFs, OrdinaryPathsResolveAlikeWithoutOpenat2) {
+  UseOpenat2ForTesting(false);
+  OrdinaryPathsResolveAsTheKernelResolvesThem();
+  UseOpenat2ForTesting(true);
 }
 
 TEST(GuardedFs, ProcLinksLeadToWhatTheyNameWithoutAskingIt) {
