@@ -9,7 +9,6 @@
 #include <map>
 
 #include "daemon/os/small_file.h"
-#include "daemon/security/file_trust.h"
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
 
@@ -186,9 +185,5 @@ void Accounts::Refresh() {
   map_ = std::move(map);
 }
 
-std::string DescribePerson(uint32_t uid, uint32_t person) {
-  if (uid == person) return DescribeUid(uid);
-  return "uid " + std::to_string(uid) + ", a subordinate uid of " + DescribeUid(person);
-}
 
 }  // namespace jitsym::security

@@ -99,9 +99,6 @@ class Accounts {
   int64_t ctime_ns_ = -1;
 };
 
-// "uid 1001 (bob)" or, for a subordinate uid, "uid 100007 (subordinate uid of uid 1001 (bob))".
-std::string DescribePerson(uint32_t uid, uint32_t person);
-
 }  // namespace jitsym::security
 
 #endif  // JITSYM_DAEMON_SECURITY_ACCOUNTS_H_
