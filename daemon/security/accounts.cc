@@ -185,5 +185,4 @@ void Accounts::Refresh() {
   map_ = std::move(map);
 }
 
-
 }  // namespace jitsym::security
