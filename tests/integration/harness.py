@@ -318,7 +318,13 @@ class Harness:
         proc = self.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
                           env=users.env(user))
         uid = users.ensure(user).pw_uid
-        wait_until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == uid, 5, f"{user}'s sleeper")
+        sleep = os.path.realpath(shutil.which("sleep"))
+
+        def sleeping():
+            # setpriv changes the uid before it execs sleep: until then, the maps are its own.
+            return (os.stat(f"/proc/{proc.pid}").st_uid == uid and
+                    os.path.realpath(f"/proc/{proc.pid}/exe") == sleep)
+        wait_until(sleeping, 5, f"{user}'s sleeper")
         return proc.pid
 
     def daemon_kb(self, field):

@@ -63,13 +63,9 @@ def setup():
     os.chmod(S["client"], 0o755)
     h.start_daemon()
     # Alice's own native process, and where libc's malloc is in it.
-    proc = h.spawn(users.argv(users.ALICE, ["sleep", "600"]), env=users.env(users.ALICE),
-                   stdin=subprocess.DEVNULL)
-    S["alice_pid"] = proc.pid
-    wait_until(lambda: any("libc.so" in l for l in open(f"/proc/{proc.pid}/maps")), 5,
-               "alice's process to map libc")
+    S["alice_pid"] = h.sleep_as(users.ALICE)
     base = None
-    for line in open(f"/proc/{proc.pid}/maps"):
+    for line in open(f"/proc/{S['alice_pid']}/maps"):
         parts = line.split()
         if len(parts) >= 6 and parts[5].endswith("libc.so.6") and int(parts[2], 16) == 0:
             base = int(parts[0].split("-")[0], 16)
