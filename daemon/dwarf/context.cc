@@ -187,6 +187,7 @@ Result<std::string_view> Context::StringAt(SectionId id, uint64_t offset) const 
     // Scan up to the next run known, whose end is then this one's.
     const uint64_t limit = next == runs.end() ? section.size() : next->first;
     const void* nul = std::memchr(start, 0, limit - offset);
+    long_scanned_ += nul != nullptr ? static_cast<const char*>(nul) - start : limit - offset;
     if (nul != nullptr) {
       nul_at = static_cast<uint64_t>(static_cast<const char*>(nul) - section.data());
     } else if (next != runs.end()) {
@@ -199,6 +200,11 @@ Result<std::string_view> Context::StringAt(SectionId id, uint64_t offset) const 
     return Malformed(name, offset, "string runs past its section's end");
   }
   return std::string_view(start, nul_at - offset);
+}
+
+uint64_t Context::long_string_bytes_scanned_for_testing() const {
+  std::lock_guard lock(string_mu_);
+  return long_scanned_;
 }
 
 }  // namespace jitsym::dwarf

@@ -83,6 +83,8 @@ class Context {
   // The NUL-terminated string at `offset` of a string section (str, line_str); kMalformed when
   // the offset is outside it or the string does not end inside it.
   Result<std::string_view> StringAt(SectionId id, uint64_t offset) const;
+  // Bytes scanned for the NULs of strings longer than the short scan, all sections together.
+  uint64_t long_string_bytes_scanned_for_testing() const;
 
  private:
   void ListUnits(SectionId id);
@@ -118,6 +120,7 @@ class Context {
   // offset (the section's size when there is none), every byte between them not NUL.
   mutable std::mutex string_mu_;
   mutable std::map<uint64_t, uint64_t> string_runs_[2];  // str, line_str
+  mutable uint64_t long_scanned_ = 0;                    // under string_mu_
 };
 
 }  // namespace jitsym::dwarf
