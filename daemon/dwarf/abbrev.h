@@ -24,8 +24,11 @@
 namespace jitsym::dwarf {
 
 struct AttrSpec {
+  static constexpr uint8_t kNotAWord = 0xff;
   uint16_t name = 0;
-  uint32_t form = 0;  // as written: an unknown form fails only the DIEs that use it
+  uint8_t word = kNotAWord;  // the value is an unsigned word of this many bytes (the DIE
+                             // cursor reads it in line), for the forms whose value is one
+  uint32_t form = 0;         // as written: an unknown form fails only the DIEs that use it
   int64_t implicit_const = 0;
 };
 

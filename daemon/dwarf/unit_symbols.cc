@@ -101,8 +101,17 @@ class NameResolver {
   NameResolver(const Unit& unit, Budget& budget, Notes& notes)
       : unit_(unit), budget_(budget), notes_(notes) {}
 
-  // The node's name from its own attributes and its chain.
-  void Name(const ChainAttrs& own, SymbolNode* node) {
+  // The name of the node whose DIE (of the unit read) is at `offset`: the DIE is decoded
+  // again (the walk kept only its offset), the DIEs of its chain through Lookup.
+  void Name(uint64_t offset, SymbolNode* node) {
+    DieCursor c(unit_, budget_);
+    ChainAttrs own;
+    Status s = c.Seek(offset);
+    if (s.ok()) s = c.ForEachAttr([&own](const AttrValue& v) { own.Take(v); });
+    if (!s.ok()) {
+      notes_.Add(std::move(s).error());
+      return;
+    }
     ChainDie first = Resolve(unit_, own);
     const ChainDie* d = &first;
     const std::string_view* linkage = nullptr;
@@ -222,7 +231,6 @@ struct NodeAttrs {
   AttrValue low, high, ranges, call_file, call_line, call_column;
   bool has_low = false, has_high = false, has_ranges = false, has_call_file = false,
        has_call_line = false, has_call_column = false;
-  ChainAttrs chain;
 
   void Take(const AttrValue& v) {
     switch (v.name) {
@@ -245,7 +253,6 @@ struct NodeAttrs {
         ChainAttrs::Keep(v, &call_column, &has_call_column);
         break;
       default:
-        chain.Take(v);
         break;
     }
   }
@@ -294,7 +301,6 @@ Result<UnitSymbols> ReadUnitSymbols(const Unit& unit, Budget& budget,
   out.has_comp_dir = unit.has_comp_dir();
   if (options.lines) ReadLines(unit, &out, notes);
 
-  std::vector<ChainAttrs> chains;   // per node, for the names
   std::vector<uint32_t> enclosing;  // by depth: the nearest node at or above it
   std::vector<AddressRange> ranges;
   DieCursor c(unit, budget);
@@ -339,7 +345,6 @@ Result<UnitSymbols> ReadUnitSymbols(const Unit& unit, Budget& budget,
         if (r.hi > r.lo) out.ranges.push_back({r.lo, r.hi, id});
       }
       out.nodes.push_back(n);
-      chains.push_back(std::move(a.chain));
       enclosing[die.depth] = id;
     } else if (NoCodeInside(tag) ||
                (outer == kNone && (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
@@ -358,7 +363,7 @@ Result<UnitSymbols> ReadUnitSymbols(const Unit& unit, Budget& budget,
     }
     NameResolver names(unit, budget, notes);
     for (size_t i = 0; i < out.nodes.size(); ++i) {
-      if (used[i]) names.Name(chains[i], &out.nodes[i]);
+      if (used[i]) names.Name(out.nodes[i].offset, &out.nodes[i]);
     }
   }
   return out;
