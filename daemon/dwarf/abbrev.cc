@@ -53,14 +53,13 @@ Result<AbbrevTable> AbbrevTable::Read(std::string_view section, uint64_t offset,
         if (!r.ok()) return Malformed(kSection, at, "implicit constant cut short");
       }
       a.has_sibling |= s.name == DW_AT_sibling;
-      if (s.form != DW_FORM_data16 && s.form != DW_FORM_flag_present &&
+      const std::optional<uint8_t> size = FixedFormSize(s.form, p);
+      fixed = size && fixed >= 0 ? fixed + *size : -1;
+      if (size && s.form != DW_FORM_data16 && s.form != DW_FORM_flag_present &&
           s.form != DW_FORM_implicit_const) {
-        if (const std::optional<uint8_t> size = FixedFormSize(s.form, p)) s.word = *size;
+        s.word = *size;
       }
-      if (fixed >= 0) {
-        const std::optional<uint8_t> size = FixedFormSize(s.form, p);
-        fixed = size ? fixed + *size : -1;
-      }
+
       t.specs_.push_back(s);
     }
     a.spec_count = static_cast<uint32_t>(t.specs_.size() - a.first_spec);

@@ -20,54 +20,6 @@ Error Unknown(uint64_t at, std::string_view section, uint32_t form) {
 
 }  // namespace
 
-std::optional<uint8_t> FixedFormSize(uint32_t form, const FormParams& p) {
-  switch (form) {
-    case DW_FORM_flag_present:
-    case DW_FORM_implicit_const:
-      return 0;
-    case DW_FORM_data1:
-    case DW_FORM_ref1:
-    case DW_FORM_flag:
-    case DW_FORM_strx1:
-    case DW_FORM_addrx1:
-      return 1;
-    case DW_FORM_data2:
-    case DW_FORM_ref2:
-    case DW_FORM_strx2:
-    case DW_FORM_addrx2:
-      return 2;
-    case DW_FORM_strx3:
-    case DW_FORM_addrx3:
-      return 3;
-    case DW_FORM_data4:
-    case DW_FORM_ref4:
-    case DW_FORM_ref_sup4:
-    case DW_FORM_strx4:
-    case DW_FORM_addrx4:
-      return 4;
-    case DW_FORM_data8:
-    case DW_FORM_ref8:
-    case DW_FORM_ref_sig8:
-    case DW_FORM_ref_sup8:
-      return 8;
-    case DW_FORM_data16:
-      return 16;
-    case DW_FORM_addr:
-      return p.address_size;
-    case DW_FORM_ref_addr:
-      return p.version <= 2 ? p.address_size : p.offset_size;
-    case DW_FORM_strp:
-    case DW_FORM_line_strp:
-    case DW_FORM_sec_offset:
-    case DW_FORM_strp_sup:
-    case DW_FORM_GNU_ref_alt:
-    case DW_FORM_GNU_strp_alt:
-      return p.offset_size;
-    default:
-      return std::nullopt;
-  }
-}
-
 bool KnownForm(uint32_t form) {
   switch (form) {
     case DW_FORM_string:

@@ -161,10 +161,12 @@ uint32_t ClampLine(int64_t line) {
 Status RunProgram(ByteReader& r, uint64_t base, const Header& h, unsigned address_size,
                   std::vector<std::string>* files, std::vector<LineRow>* rows) {
   uint64_t addr = 0, op_index = 0, file = 1, column = 0;
-  int64_t line = 1;
+  // The line register wraps modulo 2^64 (unsigned arithmetic: hostile deltas never overflow a
+  // signed integer); a row reads it as signed (ClampLine).
+  uint64_t line = 1;
   auto emit = [&](bool end) {
     rows->push_back({addr, static_cast<uint32_t>(std::min<uint64_t>(file, 0xffffffffu)),
-                     ClampLine(line),
+                     ClampLine(static_cast<int64_t>(line)),
                      static_cast<uint32_t>(std::min<uint64_t>(column, 0xffffffffu)), end});
   };
   // Advances by `n` operations (addresses and, for VLIW, op_index).
@@ -182,7 +184,7 @@ Status RunProgram(ByteReader& r, uint64_t base, const Header& h, unsigned addres
     if (opcode >= h.opcode_base) {
       const unsigned adjusted = opcode - h.opcode_base;
       advance(adjusted / h.line_range);
-      line += h.line_base + static_cast<int>(adjusted % h.line_range);
+      line += static_cast<uint64_t>(int64_t{h.line_base} + adjusted % h.line_range);
       emit(false);
       continue;
     }
@@ -235,7 +237,7 @@ Status RunProgram(ByteReader& r, uint64_t base, const Header& h, unsigned addres
         advance(r.Uleb());
         break;
       case DW_LNS_advance_line:
-        line += r.Sleb();
+        line += static_cast<uint64_t>(r.Sleb());
         break;
       case DW_LNS_set_file:
         file = r.Uleb();

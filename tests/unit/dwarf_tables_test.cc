@@ -3,6 +3,7 @@
 // 4 unit read through its skeleton's bases.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,26 @@ TEST(DwarfLineTable, SequencesInAddressOrderTheLastRowEnded) {
       got,
       (std::vector<std::pair<uint64_t, bool>>{
           {0x1000, false}, {0x1004, false}, {0x1008, false}, {0x2000, false}, {0x2004, true}}));
+}
+
+TEST(DwarfLineTable, LineRegisterWrapsInsteadOfOverflowing) {
+  // DW_LNS_advance_line to INT64_MAX, then a special opcode adding more: the register wraps (it
+  // overflowed a signed integer before: UBSan in the fuzz build), and a line outside 32 bits
+  // reads as 0 (negative) or 0xffffffff.
+  ByteWriter p;
+  p.s += SetAddress(0x1000);
+  p.U8(DW_LNS_advance_line).Sleb(INT64_MAX - 1).U8(DW_LNS_copy);  // line INT64_MAX
+  p.U8(static_cast<uint8_t>(13 + (2 + 5)));                       // line + 2, address + 0
+  p.U8(DW_LNS_advance_line).Sleb(INT64_MIN).U8(DW_LNS_advance_line).Sleb(INT64_MIN);
+  p.U8(DW_LNS_copy);
+  p.s += kEndSequence;
+  Result<LineTable> t = ReadLines(Program4(p.s));
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->rows.size(), 4u);
+  EXPECT_EQ(t->rows[0].line, 0u);  // the end row sorts first at its address
+  EXPECT_EQ(t->rows[1].line, 0xffffffffu);
+  EXPECT_EQ(t->rows[2].line, 0u);  // 1 + INT64_MAX + 2 wrapped: negative
+  EXPECT_EQ(t->rows[3].line, 0u);
 }
 
 TEST(DwarfLineTable, VliwOperationIndex) {
