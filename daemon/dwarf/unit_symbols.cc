@@ -101,8 +101,11 @@ class NameResolver {
   NameResolver(const Unit& unit, Budget& budget, Notes& notes)
       : unit_(unit), budget_(budget), notes_(notes) {}
 
-  // The name of the node whose DIE (of the unit read) is at `offset`: the DIE is decoded
-  // again (the walk kept only its offset), the DIEs of its chain through Lookup.
+  // The name of a node from its own attributes (read by the walk) and its chain.
+  void Name(const ChainAttrs& own, SymbolNode* node) { NameFrom(Resolve(unit_, own), node); }
+
+  // The name of the node whose DIE (of the unit read) is at `offset`, decoded again: for the
+  // few nodes named only because a descendant has ranges (the walk kept their offsets only).
   void Name(uint64_t offset, SymbolNode* node) {
     DieCursor c(unit_, budget_);
     ChainAttrs own;
@@ -112,7 +115,11 @@ class NameResolver {
       notes_.Add(std::move(s).error());
       return;
     }
-    ChainDie first = Resolve(unit_, own);
+    Name(own, node);
+  }
+
+ private:
+  void NameFrom(ChainDie first, SymbolNode* node) {
     const ChainDie* d = &first;
     const std::string_view* linkage = nullptr;
     const std::string_view* mips = nullptr;
@@ -135,7 +142,6 @@ class NameResolver {
     }
   }
 
- private:
   struct Key {
     const Context* context;
     uint64_t offset;
@@ -231,6 +237,7 @@ struct NodeAttrs {
   AttrValue low, high, ranges, call_file, call_line, call_column;
   bool has_low = false, has_high = false, has_ranges = false, has_call_file = false,
        has_call_line = false, has_call_column = false;
+  ChainAttrs chain;
 
   void Take(const AttrValue& v) {
     switch (v.name) {
@@ -253,6 +260,7 @@ struct NodeAttrs {
         ChainAttrs::Keep(v, &call_column, &has_call_column);
         break;
       default:
+        chain.Take(v);
         break;
     }
   }
@@ -303,6 +311,8 @@ Result<UnitSymbols> ReadUnitSymbols(const Unit& unit, Budget& budget,
 
   std::vector<uint32_t> enclosing;  // by depth: the nearest node at or above it
   std::vector<AddressRange> ranges;
+  std::vector<bool> named;  // by node: named during the walk
+  NameResolver names(unit, budget, notes);
   DieCursor c(unit, budget);
   for (;;) {
     Result<bool> more = c.Next();
@@ -341,9 +351,14 @@ Result<UnitSymbols> ReadUnitSymbols(const Unit& unit, Budget& budget,
         }
       }
       if (!ranges.empty()) n.low_pc = ranges.front().lo;
+      const size_t ranges_before = out.ranges.size();
       for (const AddressRange& r : ranges) {
         if (r.hi > r.lo) out.ranges.push_back({r.lo, r.hi, id});
       }
+      // A node with ranges is named now, from the attributes just read.
+      const bool name_now = options.names && out.ranges.size() > ranges_before;
+      if (name_now) names.Name(a.chain, &n);
+      named.push_back(name_now);
       out.nodes.push_back(n);
       enclosing[die.depth] = id;
     } else if (NoCodeInside(tag) ||
@@ -356,14 +371,14 @@ Result<UnitSymbols> ReadUnitSymbols(const Unit& unit, Budget& budget,
     if (die.depth >= options.max_depth) c.SkipChildren();
   }
   if (options.names) {
-    // Only nodes an address can reach are named: those with ranges, and their parents.
+    // Only nodes an address can reach are named: those with ranges (named above), and their
+    // parents (a parent without ranges of its own is decoded again here: rare).
     std::vector<bool> used(out.nodes.size(), false);
     for (const SymbolRange& r : out.ranges) {
       for (uint32_t n = r.node; n != kNone && !used[n]; n = out.nodes[n].parent) used[n] = true;
     }
-    NameResolver names(unit, budget, notes);
     for (size_t i = 0; i < out.nodes.size(); ++i) {
-      if (used[i]) names.Name(out.nodes[i].offset, &out.nodes[i]);
+      if (used[i] && !named[i]) names.Name(out.nodes[i].offset, &out.nodes[i]);
     }
   }
   return out;
