@@ -19,8 +19,17 @@ Every figure is the median of --rounds runs; ratios are llvm-symbolizer time / j
 --cpus LIST pins every process (jitsymd, jitsym, llvm-symbolizer) to those CPUs with taskset
 (`--cpus 0`: both tools on one core, what a busy machine leaves them).
 
+With --gimli ADDR2LINE, gimli's addr2line (built offline from Debian's crate sources by
+tests/bench/gimli_addr2line/build_gimli_addr2line.sh) is measured the same way, `-f -i -C` (every
+frame of the chain, demangled: the nearest output to each jitsym mode; it has no JSON).
+With --base-jitsymd/--base-jitsym (a build of another tree), that build is measured the same way
+in every mode, and the ratios base / this build are printed: the before and after of a change.
+"one address" is one `jitsym lookup` of one address in a module the daemon has not read yet
+(a daemon started for it), end to end: what a script asking about one frame waits.
+
   python3 tests/bench/native_bench.py --jitsymd build/jitsymd --jitsym build/jitsym \\
-      --elf build/tests/unit_tests --addresses 20000 --rounds 5
+      --elf build/tests/unit_tests --addresses 20000 --rounds 5 \\
+      --gimli "$(tests/bench/gimli_addr2line/build_gimli_addr2line.sh)"
 """
 
 import argparse
@@ -127,6 +136,46 @@ def llvm_run(elf, inputs, repeat, json=False):
     return run_tool(["llvm-symbolizer", "--inlines", *style, "--obj=" + elf], inputs, repeat)
 
 
+def gimli_run(gimli, elf, inputs, repeat):
+    """(wall, CPU) seconds of a fresh gimli addr2line symbolizing the batch `repeat` times:
+    functions, inlined frames, demangled."""
+    return run_tool([gimli, "-f", "-i", "-C", "-e", elf], inputs, repeat)
+
+
+def measure_jitsym(jitsymd, jitsym, root, elf, inputs, one_input):
+    """One round of one build: (cold, {mode: warm}, one address), each (wall, cpu)."""
+    d = Daemon(jitsymd, root)
+    try:
+        one = jitsym_batch(jitsym, d, elf, one_input)
+    finally:
+        d.stop()
+    d = Daemon(jitsymd, root)
+    try:
+        cold = jitsym_batch(jitsym, d, elf, inputs)
+        # Warm as for llvm-symbolizer below: the cost of each further batch in one
+        # client process, (time of 1 + WARM batches - time of 1) / WARM.
+        warm = {}
+        for mode in ("text", "inlines", "json"):
+            first = jitsym_batch(jitsym, d, elf, inputs, mode=mode)
+            more = jitsym_batch(jitsym, d, elf, inputs, 1 + WARM, mode=mode)
+            warm[mode] = tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, first))
+    finally:
+        d.stop()
+    return cold, warm, one
+
+
+def warm_of(run):
+    """The cost of each further batch in one process: (time of 1 + WARM - time of 1) / WARM,
+    and the first batch (cold)."""
+    one = run(1)
+    more = run(1 + WARM)
+    return one, tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one))
+
+
+def median_pair(pairs):
+    return tuple(statistics.median(x) for x in zip(*pairs))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--jitsymd", default="build/jitsymd")
@@ -135,11 +184,16 @@ def main():
     p.add_argument("--addresses", type=int, default=20000)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--cpus", help="taskset CPU list every process runs on (e.g. 0)")
+    p.add_argument("--gimli", help="gimli's addr2line binary (build_gimli_addr2line.sh)")
+    p.add_argument("--base-jitsymd", help="jitsymd of another build, measured alike")
+    p.add_argument("--base-jitsym", help="jitsym of that build")
     a = p.parse_args()
     if a.cpus:
         PIN.extend(["taskset", "-c", a.cpus])
     if not shutil.which("llvm-symbolizer"):
         raise SystemExit("llvm-symbolizer not found (Debian package llvm)")
+    if bool(a.base_jitsymd) != bool(a.base_jitsym):
+        raise SystemExit("--base-jitsymd and --base-jitsym go together")
     addrs = sample_addresses(a.elf, a.addresses)
     text = "".join(f"0x{x:x}\n" for x in addrs)
     n = len(addrs)
@@ -149,47 +203,60 @@ def main():
         inputs[repeat] = os.path.join(root, f"in{repeat}")
         with open(inputs[repeat], "w") as f:
             f.write(text * repeat)
-    cold_j, cold_l, warm_l, warm_lj = [], [], [], []  # (wall, cpu) pairs
-    warm_j = {"text": [], "inlines": [], "json": []}
+    one_input = {"out": inputs["out"], 1: os.path.join(root, "one")}
+    with open(one_input[1], "w") as f:
+        f.write(f"0x{addrs[0]:x}\n")
+    builds = {"jitsym": (a.jitsymd, a.jitsym)}
+    if a.base_jitsymd:
+        builds["base"] = (a.base_jitsymd, a.base_jitsym)
+    # Per tool, per row: a list of (wall, cpu) per round.
+    rows = ("cold", "warm text", "warm --inlines", "warm --json", "one address")
+    results = {}
     elf = os.path.abspath(a.elf)
+
+    def add(tool, row, pair):
+        results.setdefault(tool, {}).setdefault(row, []).append(pair)
+
     try:
         for _ in range(a.rounds):
-            d = Daemon(a.jitsymd, root)
-            try:
-                cold_j.append(jitsym_batch(a.jitsym, d, elf, inputs))
-                # Warm as for llvm-symbolizer below: the cost of each further batch in one
-                # client process, (time of 1 + WARM batches - time of 1) / WARM.
-                for mode, out in warm_j.items():
-                    one = jitsym_batch(a.jitsym, d, elf, inputs, mode=mode)
-                    more = jitsym_batch(a.jitsym, d, elf, inputs, 1 + WARM, mode=mode)
-                    out.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
-            finally:
-                d.stop()
-            # llvm-symbolizer: one batch in a fresh process (cold); the cost of each further
-            # batch in one process (warm) = (time of 1 + WARM batches - time of 1) / WARM.
-            one = llvm_run(elf, inputs, 1)
-            more = llvm_run(elf, inputs, 1 + WARM)
-            cold_l.append(one)
-            warm_l.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
-            one = llvm_run(elf, inputs, 1, json=True)
-            more = llvm_run(elf, inputs, 1 + WARM, json=True)
-            warm_lj.append(tuple(max(m - o, 1e-9) / WARM for m, o in zip(more, one)))
+            for tool, (jitsymd, jitsym) in builds.items():
+                cold, warm, one = measure_jitsym(jitsymd, jitsym, root, elf, inputs, one_input)
+                add(tool, "cold", cold)
+                add(tool, "warm text", warm["text"])
+                add(tool, "warm --inlines", warm["inlines"])
+                add(tool, "warm --json", warm["json"])
+                add(tool, "one address", one)
+            # llvm-symbolizer: its text output with --inlines is the nearest to jitsym's text
+            # and --inlines modes, its JSON to --json.
+            cold, warm = warm_of(lambda r: llvm_run(elf, inputs, r))
+            add("llvm", "cold", cold)
+            add("llvm", "warm text", warm)
+            add("llvm", "warm --inlines", warm)
+            add("llvm", "warm --json", warm_of(lambda r: llvm_run(elf, inputs, r, json=True))[1])
+            add("llvm", "one address", llvm_run(elf, one_input, 1))
+            if a.gimli:
+                cold, warm = warm_of(lambda r: gimli_run(a.gimli, elf, inputs, r))
+                add("gimli", "cold", cold)
+                for row in ("warm text", "warm --inlines", "warm --json"):
+                    add("gimli", row, warm)
+                add("gimli", "one address", gimli_run(a.gimli, elf, one_input, 1))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     size = os.path.getsize(elf) / 1e6
     pinned = f", on CPUs {a.cpus}" if a.cpus else ""
-    print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds{pinned}, medians; "
-          "CPU = client + daemon for jitsym")
-    print(f"{'':14} {'llvm-symbolizer':>16} {'jitsym':>10} {'ratio':>7}   "
-          f"{'llvm CPU':>9} {'jitsym CPU':>11} {'ratio':>7}")
-    for name, l, j in (("cold", cold_l, cold_j), ("warm", warm_l, warm_j["text"]),
-                       ("warm --inlines", warm_l, warm_j["inlines"]),
-                       ("warm --json", warm_lj, warm_j["json"])):
-        lw, lc = (statistics.median(x) for x in zip(*l))
-        jw, jc = (statistics.median(x) for x in zip(*j))
-        print(f"{name:14} {lw * 1000:13.1f} ms {jw * 1000:7.1f} ms {lw / jw:6.1f}x   "
-              f"{lc * 1000:6.1f} ms {jc * 1000:8.1f} ms {lc / jc:6.1f}x   "
-              f"({n / lw / 1000:.0f}k vs {n / jw / 1000:.0f}k addresses/s)")
+    print(f"{n} addresses in {a.elf} ({size:.0f} MB), {a.rounds} rounds{pinned}, medians of "
+          "wall time (CPU = client + daemon for jitsym); ratio = other / jitsym")
+    others = [t for t in ("base", "llvm", "gimli") if t in results]
+    names = {"base": "base build", "llvm": "llvm-symbolizer", "gimli": "gimli addr2line"}
+    print(f"{'':15} {'jitsym':>10} {'CPU':>9}" +
+          "".join(f" {names[t]:>16} {'ratio':>6} {'CPU ratio':>9}" for t in others))
+    for row in rows:
+        jw, jc = median_pair(results["jitsym"][row])
+        line = f"{row:15} {jw * 1000:7.1f} ms {jc * 1000:6.1f} ms"
+        for t in others:
+            ow, oc = median_pair(results[t][row])
+            line += f" {ow * 1000:13.1f} ms {ow / jw:5.2f}x {oc / jc:8.2f}x"
+        print(line + ("" if row == "one address" else f"   ({n / jw / 1000:.0f}k addresses/s)"))
 
 
 if __name__ == "__main__":
