@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 import jitdump  # noqa: E402  (the integration tests' independent writer)
+import harness  # noqa: E402  (the stand-in JIT process that maps its jitdump)
 
 
 def wait_for(predicate, timeout, interval=0.005):
@@ -154,6 +155,19 @@ def perfmap_ingest(args):
                   f"load average {os.getloadavg()[0]:.2f})")
 
 
+def stand_in(watch):
+    proc = subprocess.Popen(harness.standin_argv([watch]), stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()  # "ready"
+    return proc
+
+
+def wait_mapped(pid, path):
+    def mapped():
+        with open(f"/proc/{pid}/maps") as f:
+            return path in f.read()
+    wait_for(mapped, 10)
+
+
 def jitdump_phases(args):
     jitsymd = os.path.join(args.build, "jitsymd")
     client = os.path.join(args.build, "jitsym")
@@ -163,8 +177,9 @@ def jitdump_phases(args):
         watch = os.path.join(tmp, "watch")
         os.mkdir(watch)
         sock = os.path.join(tmp, "jitsymd.sock")
-        # A live process owns the generated dump (the daemon checks pids against /proc).
-        sleeper = subprocess.Popen(["sleep", "3600"])
+        # A live process owns the generated dump and maps it, as a JIT runtime maps its marker:
+        # the daemon believes a jitdump only of the process that maps it.
+        sleeper = stand_in(watch)
         pid = sleeper.pid
         dump = os.path.join(tmp, f"jit-{pid}.dump")
         addrs = os.path.join(tmp, "addrs.txt")
@@ -172,6 +187,7 @@ def jitdump_phases(args):
                        check=True)
         size = os.path.getsize(dump)
         os.rename(dump, os.path.join(watch, os.path.basename(dump)))
+        wait_mapped(pid, os.path.join(watch, os.path.basename(dump)))
         # Drop the file from no cache: the figure is for a file in the page cache, as a
         # just-written jitdump is.
         t0 = time.monotonic()
@@ -209,13 +225,14 @@ def jitdump_phases(args):
                       f"(best of 3) = {lines / best / 1e6:.2f} M addresses/s, {unknown} unknown")
 
             # Latency: a second live process writes records one by one.
-            writer_proc = subprocess.Popen(["sleep", "3600"])
+            writer_proc = stand_in(watch)
             w = jitdump.Writer(writer_proc.pid)
             path = os.path.join(watch, f"jit-{writer_proc.pid}.dump")
             conn = Conn(sock)
             lat = []
             with open(path, "wb", buffering=0) as f:
                 f.write(w.header(1))
+                wait_mapped(writer_proc.pid, path)
                 base = 0x7e0000000000
                 for i in range(args.latency_records):
                     addr = base + i * 0x100
@@ -227,6 +244,8 @@ def jitdump_phases(args):
                                        "addrs": [hex(addr + 0x10)]})
                         if r["results"][0]["found"]:
                             break
+                        if time.monotonic() - t0 > 30:
+                            raise SystemExit(f"LOAD {i} never answerable: {r['results'][0]}")
                     lat.append((time.monotonic() - t0) * 1e3)
             lat.sort()
             p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731

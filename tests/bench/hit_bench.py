@@ -75,7 +75,7 @@ try:
         cb, cn = cpus[("base", mode)], cpus[("new", mode)]
         print(f"{mode:8} wall base {b:.3f} s  new {n:.3f} s  new/base {n / b:.3f}  "
               f"({args.lookups / n / 1e6:.2f} M addresses/s new); daemon CPU base {cb:.2f} s "
-              f"new {cn:.2f} s  new/base {cn / cb:.3f}")
+              f"new {cn:.2f} s  new/base " + (f"{cn / cb:.3f}" if cb > 0 else "n/a (no CPU measured)"))
 finally:
     for p, _, _ in daemons.values():
         p.terminate()
