@@ -92,14 +92,19 @@ uint64_t RaiseDescriptorLimit() {
   return rl.rlim_cur == RLIM_INFINITY ? (1u << 20) : static_cast<uint64_t>(rl.rlim_cur);
 }
 
-// The settings' connection and file limits, lowered to fit `nofile` descriptors.
-jitsym::config::DescriptorBudget BudgetFor(uint64_t nofile, const Settings& s) {
+// The settings' connection and file limits, as wishes the descriptor limit may lower.
+jitsym::config::DescriptorWishes WishesOf(const Settings& s) {
   jitsym::config::DescriptorWishes wishes;
   wishes.connections = s.max_connections;
   wishes.user_connections = s.max_user_connections;
   wishes.total_files = s.limit_total_files;
   wishes.user_files = s.limit_user_files;
-  return jitsym::config::ComputeDescriptorBudget(nofile, wishes);
+  return wishes;
+}
+
+// The settings' connection and file limits, lowered to fit `nofile` descriptors.
+jitsym::config::DescriptorBudget BudgetFor(uint64_t nofile, const Settings& s) {
+  return jitsym::config::ComputeDescriptorBudget(nofile, WishesOf(s));
 }
 
 // The STATUS= line for systemctl status.
@@ -177,6 +182,10 @@ int main(int argc, char** argv) {
 #endif
   const config::DescriptorBudget descriptors = BudgetFor(RaiseDescriptorLimit(), settings);
   JITSYM_LOG(kInfo, "descriptor budget: ", config::FormatDescriptorBudget(descriptors));
+  for (const std::string& lowered :
+       config::DescribeLoweredLimits(WishesOf(settings), descriptors)) {
+    JITSYM_LOG(kWarning, lowered);
+  }
 
   index::ViewCell cell;
   boost::asio::io_context ingest_io;

@@ -29,4 +29,27 @@ std::string FormatDescriptorBudget(const DescriptorBudget& b) {
          " files (" + std::to_string(b.user_files) + " per user)";
 }
 
+std::vector<std::string> DescribeLoweredLimits(const DescriptorWishes& wishes,
+                                               const DescriptorBudget& budget) {
+  std::vector<std::string> out;
+  const std::string fit =
+      "to fit " + std::to_string(budget.nofile) + " descriptors (raise LimitNOFILE= or ulimit -n)";
+  auto note = [&](const char* setting, uint64_t wished, uint64_t granted, std::string why) {
+    if (granted >= wished) return;
+    out.push_back(std::string(setting) + " lowered from " + std::to_string(wished) + " to " +
+                  std::to_string(granted) + " " + why);
+  };
+  // A per-user share is lowered by its total's halving when the total got all it asked for.
+  auto share_why = [&](const char* total, uint64_t total_wished, uint64_t total_granted) {
+    return total_granted >= total_wished ? std::string("(at most half of ") + total + ")" : fit;
+  };
+  note("max-connections", wishes.connections, budget.connections, fit);
+  note("max-user-connections", wishes.user_connections, budget.user_connections,
+       share_why("max-connections", wishes.connections, budget.connections));
+  note("limit-total-files", wishes.total_files, budget.total_files, fit);
+  note("limit-user-files", wishes.user_files, budget.user_files,
+       share_why("limit-total-files", wishes.total_files, budget.total_files));
+  return out;
+}
+
 }  // namespace jitsym::config

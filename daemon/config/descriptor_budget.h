@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace jitsym::config {
 
@@ -40,6 +41,13 @@ DescriptorBudget ComputeDescriptorBudget(uint64_t nofile, const DescriptorWishes
 
 // "nofile 524288 (reserve 256): 1024 connections (64 per user), 8192 files (1024 per user)".
 std::string FormatDescriptorBudget(const DescriptorBudget& budget);
+
+// One line per setting the limit lowered below what was asked, with both numbers and what to
+// do: "limit-user-files lowered from 1024 to 96 to fit 512 descriptors (raise LimitNOFILE=)".
+// Empty when every wish fits. Logged as a warning at start-up: a lowered per-user file limit
+// leaves a user's further processes unindexed.
+std::vector<std::string> DescribeLoweredLimits(const DescriptorWishes& wishes,
+                                               const DescriptorBudget& budget);
 
 }  // namespace jitsym::config
 

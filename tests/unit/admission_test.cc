@@ -110,6 +110,31 @@ TEST(DescriptorBudgetTest, LargeLimitGrantsTheWishes) {
   EXPECT_EQ(b.user_files, 1024u);
 }
 
+TEST(DescriptorBudgetTest, LoweredLimitsAreNamedWithBothNumbers) {
+  const DescriptorWishes wishes;
+  EXPECT_TRUE(
+      config::DescribeLoweredLimits(wishes, ComputeDescriptorBudget(524288, wishes)).empty());
+  const auto lowered = config::DescribeLoweredLimits(wishes, ComputeDescriptorBudget(1024, wishes));
+  ASSERT_EQ(lowered.size(), 3u);  // user connections (64) fit
+  EXPECT_EQ(lowered[0],
+            "max-connections lowered from 1024 to 192 to fit 1024 descriptors (raise "
+            "LimitNOFILE= or ulimit -n)");
+  EXPECT_EQ(lowered[1],
+            "limit-total-files lowered from 8192 to 576 to fit 1024 descriptors (raise "
+            "LimitNOFILE= or ulimit -n)");
+  EXPECT_EQ(lowered[2],
+            "limit-user-files lowered from 1024 to 288 to fit 1024 descriptors (raise "
+            "LimitNOFILE= or ulimit -n)");
+  DescriptorWishes halves;
+  halves.total_files = 100;
+  halves.user_files = 1000;
+  const auto by_half =
+      config::DescribeLoweredLimits(halves, ComputeDescriptorBudget(524288, halves));
+  ASSERT_EQ(by_half.size(), 1u);
+  EXPECT_EQ(by_half[0],
+            "limit-user-files lowered from 1000 to 50 (at most half of limit-total-files)");
+}
+
 TEST(DescriptorBudgetTest, UserShareIsAtMostHalf) {
   DescriptorWishes wishes;
   wishes.connections = 100;
