@@ -110,8 +110,7 @@ jitsym::config::DescriptorBudget BudgetFor(uint64_t nofile, const Settings& s) {
 // The STATUS= line for systemctl status.
 std::string IndexStatus(const jitsym::index::ViewCell& cell) {
   auto view = cell.Get();
-  size_t processes = 0;
-  for (const auto& [pid, incs] : view->processes) processes += incs.size();
+  const size_t processes = view->processes.incarnations();
   const auto& c = view->counters;
   return jitsym::log::Cat(processes, " processes (", c.processes_exited, " exited), ",
                           c.files_followed, " files followed, ", c.ranges, " code ranges, ",

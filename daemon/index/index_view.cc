@@ -3,9 +3,9 @@
 namespace jitsym::index {
 
 const ProcessView* IndexView::FindProcess(uint32_t pid, std::optional<uint64_t> time) const {
-  auto it = processes.find(pid);
-  if (it == processes.end() || it->second.empty()) return nullptr;
-  const auto& incarnations = it->second;
+  const ProcessMap::Incarnations* found = processes.Find(pid);
+  if (found == nullptr || found->empty()) return nullptr;
+  const auto& incarnations = *found;
   if (!time) return incarnations.back().get();
   // The latest incarnation that had started by `time`; before the first, the first.
   for (auto p = incarnations.rbegin(); p != incarnations.rend(); ++p) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/index/code_map.h"
+#include "daemon/index/process_map.h"
 
 namespace jitsym::index {
 
@@ -25,6 +26,7 @@ struct SourceView {
   std::string state;            // "following", "closed", "deleted", "error"
   std::string error;
   uint64_t ranges = 0;
+  uint64_t memory_bytes = 0;  // of `code`, when the view was built
   uint64_t bytes_read = 0;
   std::optional<uint32_t> owner;    // the file's owner, for followed files
   std::optional<uint64_t> records;  // records parsed, for followed files
@@ -111,8 +113,9 @@ struct RefusedFile {
 };
 
 struct IndexView {
-  // Incarnations of each pid, oldest first.
-  std::map<uint32_t, std::vector<std::shared_ptr<const ProcessView>>> processes;
+  // Incarnations of each pid, oldest first; shared with the views before this one, except
+  // for the pids that changed.
+  ProcessMap processes;
   // Image sources by image name (several files may describe one image name: newest first).
   std::map<std::string, std::vector<std::shared_ptr<const SourceView>>> images;
   IndexCounters counters;

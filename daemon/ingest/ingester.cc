@@ -744,7 +744,8 @@ void Ingester::Publish() {
   publish_pending_ = false;
   counters_.files_pending = admission_.pending().size();
   counters_.memory_budget_bytes = options_.memory_budget_bytes;
-  auto view = BuildView(files_, table_.processes(), counters_, *cell_.Get(), lifecycle_changed_);
+  auto view = BuildView(files_, table_.processes(), counters_, *cell_.Get(), lifecycle_changed_,
+                        table_.TakeRemoved());
   if (!view) return;
   view->unattached = unattached_;
   view->refused = refused_;

@@ -143,6 +143,7 @@ void ProcessTable::Remove(uint32_t pid, const Incarnation* inc) {
   if (it == processes_.end()) return;
   std::erase_if(it->second,
                 [inc](const std::unique_ptr<Incarnation>& i) { return i.get() == inc; });
+  removed_.push_back(pid);
   if (it->second.empty()) processes_.erase(it);
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "daemon/index/index_view.h"
@@ -103,6 +104,9 @@ class ProcessTable {
                                       uint64_t* memory_after) const;
   // Drops `inc` (its files must be detached by the caller).
   void Remove(uint32_t pid, const Incarnation* inc);
+  // The pids that Remove dropped an incarnation of since the last call (the next view sets
+  // them again). The map's other writers only add incarnations, marked changed.
+  std::vector<uint32_t> TakeRemoved() { return std::exchange(removed_, {}); }
   void UnwatchAll();
 
   // Incarnations of each pid, oldest first.
@@ -118,6 +122,7 @@ class ProcessTable {
 
   Probe& probe_;
   Map processes_;
+  std::vector<uint32_t> removed_;
   uint64_t next_id_ = 1;
 };
 

@@ -44,6 +44,7 @@ std::shared_ptr<const index::SourceView> SourceViewOf(const FollowedFile& f) {
   }
   v->code = f.source->code().Publish();
   v->ranges = v->code->ranges().size();
+  v->memory_bytes = f.source->code().memory_bytes();
   return v;
 }
 
@@ -106,7 +107,8 @@ void SetStartTimes(std::vector<std::unique_ptr<Incarnation>>& incs) {
 std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<FollowedFile>>& files,
                                             ProcessTable::Map& processes,
                                             const IngestCounters& counters,
-                                            const index::IndexView& current, bool force) {
+                                            const index::IndexView& current, bool force,
+                                            const std::vector<uint32_t>& removed_pids) {
   bool any = false;
   for (auto& f : files) {
     if (!f->changed) continue;
@@ -115,7 +117,7 @@ std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<Fo
     f->view = SourceViewOf(*f);
     if (f->incarnation) f->incarnation->changed = true;
   }
-  std::set<uint32_t> changed_pids;
+  std::set<uint32_t> changed_pids(removed_pids.begin(), removed_pids.end());
   for (auto& [pid, incs] : processes) {
     for (auto& inc : incs) {
       if (!inc->changed) continue;
@@ -125,7 +127,10 @@ std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<Fo
       changed_pids.insert(pid);
     }
   }
-  for (uint32_t pid : changed_pids) SetStartTimes(processes[pid]);
+  if (!removed_pids.empty()) any = true;
+  for (uint32_t pid : changed_pids) {
+    if (auto it = processes.find(pid); it != processes.end()) SetStartTimes(it->second);
+  }
   const index::IndexCounters& before = current.counters;
   if (!any && !force && current.processes.size() == processes.size() &&
       before.files_untrusted == counters.files_untrusted &&
@@ -135,21 +140,29 @@ std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<Fo
     return nullptr;
   }
   auto view = std::make_shared<index::IndexView>();
-  for (auto& [pid, incs] : processes) {
-    auto& out = view->processes[pid];
-    for (auto& inc : incs) {
-      if (inc->view) out.push_back(inc->view);
+  // Only the pids that changed are set again; the rest is shared with the current view.
+  view->processes = current.processes;
+  for (uint32_t pid : changed_pids) {
+    index::ProcessMap::Incarnations out;
+    if (auto it = processes.find(pid); it != processes.end()) {
+      for (auto& inc : it->second) {
+        if (inc->view) out.push_back(inc->view);
+      }
     }
+    view->processes.Set(pid, std::move(out));
   }
   for (auto it = files.rbegin(); it != files.rend(); ++it) {  // newest first
     if ((*it)->image && (*it)->view) view->images[*(*it)->image].push_back((*it)->view);
   }
   index::IndexCounters& c = view->counters;
+  // From each file's published view, computed when it changed: what the view holds, and no
+  // work per unchanged file but reading it.
   for (auto& f : files) {
     if (f->fd >= 0) ++c.files_followed;
-    c.records_ingested += f->source->records();
-    c.ranges += f->source->code().ranges().size();
-    c.memory_bytes += f->source->code().memory_bytes();
+    if (!f->view) continue;
+    c.records_ingested += f->view->records.value_or(0);
+    c.ranges += f->view->ranges;
+    c.memory_bytes += f->view->memory_bytes;
   }
   c.files_failed = counters.files_failed;
   c.files_untrusted = counters.files_untrusted;

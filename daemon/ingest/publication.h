@@ -30,12 +30,16 @@ struct IngestCounters {
 };
 
 // The next view, or nullptr when nothing differs from `current` (no file or incarnation
-// changed, the same number of pids, the same counters) and not `force`. `files`: oldest
-// first.
+// changed, no incarnation removed, the same counters) and not `force`. `files`: oldest first.
+// `current` must be the view built last from this table: its processes are taken as they are
+// except for the pids with a changed incarnation and `removed_pids` (whose incarnations the
+// table removed since, ProcessTable::TakeRemoved), so a view costs what changed, not the
+// number of processes.
 std::shared_ptr<index::IndexView> BuildView(const std::vector<std::unique_ptr<FollowedFile>>& files,
                                             ProcessTable::Map& processes,
                                             const IngestCounters& counters,
-                                            const index::IndexView& current, bool force);
+                                            const index::IndexView& current, bool force,
+                                            const std::vector<uint32_t>& removed_pids);
 
 }  // namespace jitsym::ingest
 

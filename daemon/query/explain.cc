@@ -242,8 +242,8 @@ proto::ExplainResponse BuildExplain(const index::IndexView& view,
   bool any_visible = false;
   NewestDefinitions definitions(a != nullptr && a->found ? a : nullptr, request.time);
   if (request.pid && !denied) {
-    if (auto it = view.processes.find(process_pid); it != view.processes.end()) {
-      for (const auto& p : it->second) {
+    if (const auto* incarnations = view.processes.Find(process_pid)) {
+      for (const auto& p : *incarnations) {
         if (!access.MaySeeProcess(p->uid)) continue;
         any_visible = true;
         if (a != nullptr && a->incarnation && *a->incarnation == p->incarnation) chosen = p.get();

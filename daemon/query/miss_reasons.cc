@@ -233,8 +233,8 @@ void ExplainMisses(LookupBatch& batch) {
   base.id = batch.pid();
   base.now = ClockNow::Read();
   base.ignored = view.refused.get();
-  if (auto it = view.processes.find(base.id); it != view.processes.end()) {
-    for (const auto& p : it->second) {
+  if (const auto* incarnations = view.processes.Find(base.id)) {
+    for (const auto& p : *incarnations) {
       if (access.MaySeeProcess(p->uid)) base.incarnations.push_back(p.get());
     }
   }

@@ -44,21 +44,21 @@ ProcessFinder::ProcessFinder(const index::IndexView& view, uint32_t id)
 ProcessFinder::ProcessFinder(const index::IndexView& view, uint32_t id,
                              ThreadGroupOf thread_group_of)
     : view_(view), id_(id), thread_group_of_(std::move(thread_group_of)) {
-  auto it = view.processes.find(id);
-  indexed_pid_ = it != view.processes.end() && !it->second.empty();
+  const auto* incarnations = view.processes.Find(id);
+  indexed_pid_ = incarnations != nullptr && !incarnations->empty();
 }
 
 const std::vector<const index::ProcessView*>& ProcessFinder::ThreadOwners() {
   if (!owners_) {
     owners_.emplace();
-    for (const auto& [pid, incs] : view_.processes) {
-      if (pid == id_) continue;  // its main thread: the pid's own incarnations
+    view_.processes.ForEach([&](uint32_t pid, const auto& incs) {
+      if (pid == id_) return;  // its main thread: the pid's own incarnations
       for (const auto& p : incs) {
         if (p->threads.contains(id_)) {
           owners_->push_back(p.get());
         }
       }
-    }
+    });
     std::sort(owners_->begin(), owners_->end(), Later);
   }
   return *owners_;

@@ -40,17 +40,25 @@ void Describe(const index::ProcessView& p, proto::ProcessInfo* info) {
 
 ProcessesCursor::ProcessesCursor(std::shared_ptr<const index::IndexView> view,
                                  std::optional<security::PeerAccess> access)
-    : view_(std::move(view)), access_(std::move(access)), pid_(view_->processes.begin()) {}
+    : view_(std::move(view)), access_(std::move(access)) {}
 
 bool ProcessesCursor::NextProcess(proto::ProcessInfo* out) {
-  for (; pid_ != view_->processes.end(); ++pid_, incarnation_ = 0) {
-    while (incarnation_ < pid_->second.size()) {
-      const index::ProcessView& p = *pid_->second[incarnation_++];
+  while (!done_) {
+    const auto at = view_->processes.LowerBound(next_pid_);
+    if (!at) break;
+    const auto& [pid, incarnations] = *at;
+    while (incarnation_ < incarnations->size()) {
+      const index::ProcessView& p = *(*incarnations)[incarnation_++];
       if (access_ && !access_->MaySeeProcess(p.uid)) continue;
+      next_pid_ = pid;
       Describe(p, out);
       return true;
     }
+    incarnation_ = 0;
+    if (pid == UINT32_MAX) break;
+    next_pid_ = pid + 1;
   }
+  done_ = true;
   return false;
 }
 

@@ -6,7 +6,7 @@
 #define JITSYM_DAEMON_QUERY_PROCESSES_QUERY_H_
 
 #include <cstddef>
-#include <map>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -30,8 +30,9 @@ class ProcessesCursor {
  private:
   std::shared_ptr<const index::IndexView> view_;
   std::optional<security::PeerAccess> access_;
-  std::map<uint32_t, std::vector<std::shared_ptr<const index::ProcessView>>>::const_iterator pid_;
-  size_t incarnation_ = 0;
+  uint32_t next_pid_ = 0;   // the pid being listed, or the next one to look for
+  size_t incarnation_ = 0;  // of next_pid_'s incarnations, the next to list
+  bool done_ = false;
   size_t unattached_ = 0;
 };
 

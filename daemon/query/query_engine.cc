@@ -212,7 +212,7 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           response.body = ListProcesses(view, access);
         } else if constexpr (std::is_same_v<T, proto::StatsRequest>) {
           proto::StatsResponse s;
-          for (const auto& [pid, incs] : view->processes) s.processes += incs.size();
+          s.processes = view->processes.incarnations();
           s.ranges = view->counters.ranges;
           s.memory_bytes = view->counters.memory_bytes;
           s.files_followed = view->counters.files_followed;

@@ -168,7 +168,7 @@ SymbolsQuery OpenSymbols(const index::IndexView& view, const proto::SymbolsReque
   // The cursor keeps the incarnation (and so its sources) alive, not the whole view.
   std::shared_ptr<const index::ProcessView> held;
   if (process != nullptr) {
-    for (const auto& p : view.processes.at(process->pid)) {
+    for (const auto& p : view.processes.at(process->pid)) {  // the process is the view's
       if (p.get() == process) held = p;
     }
   }

@@ -49,7 +49,7 @@ std::shared_ptr<const index::IndexView> View(uint32_t owner) {
   p->exit_time = 1000;
   p->sources = {jsrc, msrc};
   auto view = std::make_shared<index::IndexView>();
-  view->processes[kDeadPid].push_back(p);
+  view->processes.Add(kDeadPid, p);
   view->unattached = std::make_shared<const std::vector<index::UnattachedFile>>(
       std::vector<index::UnattachedFile>{{"/tmp/jit-21474836160.dump", owner, "a longer pid"},
                                          {"/tmp/perf-2147483616.map", owner, "writer unknown"},
@@ -152,7 +152,7 @@ TEST_F(ExplainTest, TheNewestDefinitionsAreListedAndTheOneThatAnsweredIsKept) {
   p->start_time = 1;
   p->sources = {source};
   auto view = std::make_shared<index::IndexView>();
-  view->processes[kDeadPid].push_back(p);
+  view->processes.Add(kDeadPid, p);
   cell_.Set(view);
   // Now: the newest answers, among the listed ones.
   const proto::ExplainResponse now = Explain(0x1010, std::nullopt, me);

@@ -24,7 +24,7 @@ struct Made {
     p->exit_time = exit;
     p->alive = !exit;
     p->threads = index::ThreadIds(std::move(threads));
-    view.processes[pid].push_back(p);
+    view.processes.Add(pid, p);
     return p.get();
   }
   const index::ProcessView* Find(uint32_t id, std::optional<uint64_t> time) {

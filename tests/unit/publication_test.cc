@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <utility>
 
 namespace jitsym::ingest {
 namespace {
@@ -36,6 +38,7 @@ struct Index {
   ProcessTable::Map processes;
   IngestCounters counters;
   index::IndexView current;
+  std::vector<uint32_t> removed;  // as ProcessTable::TakeRemoved gives them
   uint64_t next_id = 1;
 
   Incarnation* Process(uint32_t pid, std::optional<uint64_t> start_time) {
@@ -61,7 +64,7 @@ struct Index {
     return out;
   }
   std::shared_ptr<index::IndexView> Build(bool force = false) {
-    auto v = BuildView(files, processes, counters, current, force);
+    auto v = BuildView(files, processes, counters, current, force, std::exchange(removed, {}));
     if (v) current = *v;
     return v;
   }
@@ -199,6 +202,48 @@ TEST(Publication, AProcessWithoutStartTimeStartsAtItsFirstRecord) {
   ix.File("perfmap", "/tmp/perf-42.map", inc)->Add(0x1000, 321, "f");
   auto v = ix.Build();
   EXPECT_EQ(v->processes.at(42)[0]->start_time, 321u);
+}
+
+// A view is built from the one before, setting again only the pids that changed: after any
+// sequence of new incarnations, changes and removals it holds exactly what a view built from
+// the whole table would (brute force over the table).
+TEST(Publication, AViewFromTheOneBeforeHoldsWhatTheWholeTableHolds) {
+  Index ix;
+  std::mt19937 rng(11);
+  for (int step = 0; step < 3000; ++step) {
+    const uint32_t pid = 1 + rng() % 64 + (rng() % 4) * 0x10000;  // some pids far apart
+    switch (rng() % 4) {
+      case 0:
+      case 1:
+        ix.Process(pid, step);
+        break;
+      case 2:
+        if (auto it = ix.processes.find(pid); it != ix.processes.end()) {
+          it->second[rng() % it->second.size()]->changed = true;
+        }
+        break;
+      case 3:
+        if (auto it = ix.processes.find(pid); it != ix.processes.end()) {
+          it->second.erase(it->second.begin() + rng() % it->second.size());
+          if (it->second.empty()) ix.processes.erase(it);
+          ix.removed.push_back(pid);
+        }
+        break;
+    }
+    if (rng() % 3 != 0) continue;  // several changes per view, as between two publications
+    ix.Build();
+    size_t pids = 0, incarnations = 0;
+    for (const auto& [p, incs] : ix.processes) {
+      const auto* got = ix.current.processes.Find(p);
+      ASSERT_NE(got, nullptr) << "pid " << p << " at step " << step;
+      ASSERT_EQ(got->size(), incs.size()) << "pid " << p << " at step " << step;
+      for (size_t i = 0; i < incs.size(); ++i) EXPECT_EQ((*got)[i], incs[i]->view);
+      ++pids;
+      incarnations += incs.size();
+    }
+    ASSERT_EQ(ix.current.processes.size(), pids) << "step " << step;
+    ASSERT_EQ(ix.current.processes.incarnations(), incarnations) << "step " << step;
+  }
 }
 
 }  // namespace

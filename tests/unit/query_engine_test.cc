@@ -213,7 +213,7 @@ std::shared_ptr<const index::IndexView> MadeUpView(uint32_t pid, uint32_t owner)
   p->sources.push_back(
       Source("perfmap", "/tmp/perf-x.map", "following", {{0x1000, "Map::a"}, {0x2000, "Map::b"}}));
   auto view = std::make_shared<index::IndexView>();
-  view->processes[pid].push_back(p);
+  view->processes.Add(pid, p);
   return view;
 }
 
@@ -341,9 +341,9 @@ TEST_F(QueryEngineTest, AThreadIdOfAnExitedProcessAnswersAsTheProcessForWhoMaySe
   const uint32_t me = ::getuid();
   const uint32_t tid = kDeadPid + 3;
   auto view = std::make_shared<index::IndexView>(*MadeUpView(kDeadPid, me));
-  auto p = std::make_shared<index::ProcessView>(*view->processes[kDeadPid][0]);
+  auto p = std::make_shared<index::ProcessView>(*view->processes.at(kDeadPid)[0]);
   p->threads = index::ThreadIds({kDeadPid, tid});
-  view->processes[kDeadPid][0] = p;
+  view->processes.Set(kDeadPid, {p});
   cell_.Set(view);
   const auto& out = Lookup(LookupOf(tid, {Query(0x1010)}), me);
   ASSERT_EQ(out.results.size(), 1u);
