@@ -46,6 +46,15 @@ security::WriterFacts GatherWriterFacts(WriterProbe& probe, const DirContext& wh
     for (const WriterProbe::Process& p : found) f.in_container.push_back(Candidate(p));
   } else {
     if (auto p = probe.Host(name_pid)) f.host = Candidate(*p);
+    // A jitdump that the process its name gives maps is that process's (the rule's first
+    // clause): its namesakes in other pid namespaces are not looked for, which would take a
+    // scan of every process (one per file, at start-up: O(files x processes)). One maps file
+    // is read instead. Only for jitdumps: their writers keep them mapped while they live,
+    // where a perf map's writer may have closed it, and reading descriptors costs more.
+    if (jitdump && f.host && probe.Holds(f.host->host_pid, dev, ino, true)) {
+      f.host->holds = true;
+      return f;
+    }
     for (const WriterProbe::Process& p : probe.Namesakes(name_pid)) {
       if (p.host_pid != name_pid) f.namesakes.push_back(Candidate(p));
     }

@@ -3,7 +3,8 @@
 // own namespace and names its files so; the same number is, on the host, some other process
 // (pid 1 is init). The rule, on facts /proc gives and a user cannot set:
 //  - the process that maps the file (every jitdump writer maps its file as perf's marker) or
-//    holds it open is its writer;
+//    holds it open is its writer (a jitdump in a host directory that the process its name
+//    gives maps is settled so before any namesake is looked for: ingest/writer_probe.h);
 //  - a file found in a container's filesystem (through /proc/PID/root) is named with the pid
 //    one of the container's processes calls itself (its pid in its own pid namespace);
 //  - a file in a host directory is named with a host pid, unless the number is also the pid of

@@ -15,6 +15,7 @@ class FakeProbe : public WriterProbe {
   std::map<uint32_t, Process> processes;  // by host pid
   std::set<uint32_t> holders;
   int holds_calls = 0;
+  int namesakes_calls = 0;
 
   Process& Add(uint32_t host_pid, uint32_t nspid, uint32_t uid, uint64_t mnt_ns, uint32_t depth) {
     Process& p = processes[host_pid];
@@ -32,6 +33,7 @@ class FakeProbe : public WriterProbe {
     return it->second;
   }
   std::vector<Process> Namesakes(uint32_t nspid) override {
+    ++namesakes_calls;
     std::vector<Process> out;
     for (const auto& [pid, p] : processes) {
       if (p.ns.nspid == nspid && p.ns.ns_depth > 1) out.push_back(p);
@@ -53,14 +55,40 @@ class FakeProbe : public WriterProbe {
 
 constexpr uint64_t kHostMnt = 1, kContainerMnt = 2;
 
-TEST(GatherWriterFacts, ALoneHostProcessIsNotAskedWhatItMaps) {
+TEST(GatherWriterFacts, ALoneHostProcessOfAPerfMapIsNotAskedWhatItHolds) {
   FakeProbe probe;
   probe.Add(42, 42, 1000, kHostMnt, 1);
-  const auto f = GatherWriterFacts(probe, {}, 42, true, 1, 2, 1000, 0, false);
+  const auto f = GatherWriterFacts(probe, {}, 42, false, 1, 2, 1000, 0, false);
   ASSERT_TRUE(f.host);
   EXPECT_TRUE(f.namesakes.empty());
   EXPECT_EQ(probe.holds_calls, 0);
   EXPECT_EQ(security::JudgeWriter(f, false).host_pid, 42u);
+}
+
+TEST(GatherWriterFacts, AJitdumpItsNamedProcessMapsNeedsNoLookForNamesakes) {
+  FakeProbe probe;
+  probe.Add(42, 42, 1000, kHostMnt, 1);
+  probe.Add(5123, 42, 1000, kContainerMnt, 2);  // a namesake, never asked about
+  probe.holders = {42};
+  const auto f = GatherWriterFacts(probe, {}, 42, true, 1, 2, 1000, 0, true);
+  ASSERT_TRUE(f.host);
+  EXPECT_TRUE(f.host->holds);
+  EXPECT_EQ(probe.namesakes_calls, 0);
+  EXPECT_EQ(probe.holds_calls, 1);
+  const auto w = security::JudgeWriter(f, false);
+  EXPECT_EQ(w.kind, security::WriterKind::kProcess);
+  EXPECT_EQ(w.host_pid, 42u);
+}
+
+TEST(GatherWriterFacts, AJitdumpItsNamedProcessDoesNotMapStillLooksForNamesakes) {
+  FakeProbe probe;
+  probe.Add(42, 42, 1000, kHostMnt, 1);
+  probe.Add(5123, 42, 1000, kContainerMnt, 2);
+  probe.holders = {5123};
+  const auto f = GatherWriterFacts(probe, {}, 42, true, 1, 2, 1000, 0, false);
+  EXPECT_EQ(probe.namesakes_calls, 1);
+  ASSERT_EQ(f.namesakes.size(), 1u);
+  EXPECT_EQ(security::JudgeWriter(f, false).host_pid, 5123u);
 }
 
 TEST(GatherWriterFacts, NamesakesMakeEveryCandidateShowWhatItMaps) {
