@@ -1,7 +1,6 @@
 #include "daemon/query/native_lookup.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "daemon/os/process_maps.h"
 #include "daemon/query/native_files.h"
 #include "daemon/util/log.h"
+#include "daemon/util/thread_budget.h"
 
 namespace jitsym::query {
 namespace {
@@ -62,19 +62,10 @@ proto::Reason MissReasonOf(const native::NativeModule& m) {
   return m.stripped() ? proto::Reason::kNoDebugInfo : proto::Reason::kNoSymbol;
 }
 
-// A first batch over a large binary reads most of its CUs: on several threads, when there are
-// cores for them (each extra thread costs a libdw handle while it runs). The cores this process
-// may run on, not the machine's: pinned to one core (taskset, a cgroup's cpuset), extra threads
-// only take turns with the first.
-unsigned ExtraThreads() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  unsigned cores = std::max(std::thread::hardware_concurrency(), 1u);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
-    cores = std::max(static_cast<unsigned>(CPU_COUNT(&set)), 1u);
-  }
-  return std::min(cores, 4u) - 1;
-}
+// A first batch over a large binary reads most of its CUs, and a big batch is symbolized in
+// halves: on extra threads when the process-wide budget has some left (each extra thread
+// costs a libdw handle while it runs), on the request's own thread otherwise.
+ThreadBudget::Grant ExtraThreads(size_t wanted) { return ThreadBudget::Process().Take(wanted); }
 
 // Below this many addresses a batch is symbolized on one thread: starting another costs more
 // than it saves.
@@ -83,7 +74,7 @@ constexpr size_t kMinParallelAddresses = 2048;
 // Whether a batch should collect its addresses for Prefetch: not once the module is read (the
 // common case, which then costs nothing), nor without a core to spare.
 bool WorthPrefetching(const native::NativeModule& m) {
-  return ExtraThreads() > 0 && m.unread_cus() >= 2;
+  return ThreadBudget::Process().allowance() > 0 && m.unread_cus() >= 2;
 }
 
 }  // namespace
@@ -155,7 +146,8 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   if (WorthPrefetching(*m) && order.size() >= 2) {
     std::vector<uint64_t> vaddrs(order.size());
     for (size_t k = 0; k < order.size(); ++k) vaddrs[k] = order[k].first;
-    m->Prefetch(vaddrs, ExtraThreads());
+    const ThreadBudget::Grant extra = ExtraThreads(ThreadBudget::Process().allowance());
+    m->Prefetch(vaddrs, extra.count());
   }
   // Symbolizes order[begin, end); misses are noted after the threads are done (NoteMiss is not
   // thread-safe, Answer is for different addresses).
@@ -176,7 +168,9 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   std::vector<size_t> misses, more_misses;
   std::thread other;
   size_t mid = order.size();
-  if (order.size() >= kMinParallelAddresses && ExtraThreads() > 0) {
+  const ThreadBudget::Grant extra =
+      order.size() >= kMinParallelAddresses ? ExtraThreads(1) : ThreadBudget::Grant();
+  if (extra.count() > 0) {
     try {
       other = std::thread(symbolize, order.size() / 2, order.size(), &more_misses);
       mid = order.size() / 2;
@@ -263,7 +257,10 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
       resolved.push_back({i, it->second.get(), &map, *vaddr});
       if (WorthPrefetching(*it->second)) vaddrs[it->second.get()].push_back(*vaddr);
     }
-    for (const auto& [module, list] : vaddrs) module->Prefetch(list, ExtraThreads());
+    for (const auto& [module, list] : vaddrs) {
+      const ThreadBudget::Grant extra = ExtraThreads(ThreadBudget::Process().allowance());
+      module->Prefetch(list, extra.count());
+    }
     for (const Resolved& r : resolved) {
       r.module->Symbolize(r.vaddr, &answer);
       if (answer.found) {
