@@ -10,31 +10,20 @@
 #include <string_view>
 #include <utility>
 
+#include "daemon/util/source_kinds.h"
+
 namespace jitsym::proto {
 
-// Where an answer or a source comes from.
-enum class Origin : uint8_t {
-  kUnknown,  // a name this build does not know (a newer daemon); never sent
-  kJitdump,  // perf jitdump, /tmp/jit-<pid>.dump
-  kPerfmap,  // perf map, /tmp/perf-<pid>.map
-  kMlpd,     // Mono log profiler output, *.mlpd
-  kR2rmap,   // .NET ReadyToRun image map, *.ni.r2rmap
-  kElf,      // native code: ELF symbols and DWARF
-};
-
-// What became of a source file the daemon follows (processes answers).
-enum class SourceState : uint8_t {
-  kUnknown,    // a name this build does not know (a newer daemon); never sent
-  kFollowing,  // being read as it grows
-  kClosed,     // complete: the format says no more records follow
-  kDeleted,    // the file was removed; what was read stays indexed
-  kReplaced,   // another file took its name; the new one is followed as a new source
-  kTruncated,  // it shrank (rewritten in place); what was read stays indexed
-  kError,      // stopped on a corrupt record ("error" says why)
-  kLimit,      // stopped by a configured limit ("error" names it)
-  kUntrusted,  // ignored: owned by neither the process's owner nor root
-  kLoaded,     // read once from an operator's directory (--r2rmap-dir)
-};
+// Where an answer or a source comes from, and what became of a followed file: the daemon's own
+// kinds (util/source_kinds.h), sent by these names.
+using ::jitsym::kOriginNames;
+using ::jitsym::kSourceStateNames;
+using ::jitsym::Origin;
+using ::jitsym::OriginFromName;
+using ::jitsym::OriginName;
+using ::jitsym::SourceState;
+using ::jitsym::SourceStateFromName;
+using ::jitsym::SourceStateName;
 
 // Why an address was not found (a lookup result's "reason"; docs/protocol.md has the table).
 enum class Reason : uint8_t {
@@ -54,19 +43,6 @@ enum class Reason : uint8_t {
   kImageUnreadable,   // in a mapped file that could not be read (its filesystem did not answer)
 };
 
-inline constexpr std::pair<Origin, std::string_view> kOriginNames[] = {
-    {Origin::kJitdump, "jitdump"}, {Origin::kPerfmap, "perfmap"}, {Origin::kMlpd, "mlpd"},
-    {Origin::kR2rmap, "r2rmap"},   {Origin::kElf, "elf"},
-};
-
-inline constexpr std::pair<SourceState, std::string_view> kSourceStateNames[] = {
-    {SourceState::kFollowing, "following"}, {SourceState::kClosed, "closed"},
-    {SourceState::kDeleted, "deleted"},     {SourceState::kReplaced, "replaced"},
-    {SourceState::kTruncated, "truncated"}, {SourceState::kError, "error"},
-    {SourceState::kLimit, "limit"},         {SourceState::kUntrusted, "untrusted"},
-    {SourceState::kLoaded, "loaded"},
-};
-
 inline constexpr std::pair<Reason, std::string_view> kReasonNames[] = {
     {Reason::kUnknownProcess, "unknown_process"},
     {Reason::kPermissionDenied, "permission_denied"},
@@ -83,40 +59,16 @@ inline constexpr std::pair<Reason, std::string_view> kReasonNames[] = {
 };
 
 // The wire name; "unknown" for kUnknown (and kNone).
-constexpr std::string_view OriginName(Origin origin) {
-  for (const auto& [value, name] : kOriginNames) {
-    if (value == origin) return name;
-  }
-  return "unknown";
-}
 constexpr std::string_view ReasonName(Reason reason) {
   for (const auto& [value, name] : kReasonNames) {
     if (value == reason) return name;
   }
   return "unknown";
 }
-constexpr std::string_view SourceStateName(SourceState state) {
-  for (const auto& [value, name] : kSourceStateNames) {
-    if (value == state) return name;
-  }
-  return "unknown";
-}
 
 // The value of a wire name; nullopt for a name not in the table.
-constexpr std::optional<Origin> OriginFromName(std::string_view name) {
-  for (const auto& [value, n] : kOriginNames) {
-    if (n == name) return value;
-  }
-  return std::nullopt;
-}
 constexpr std::optional<Reason> ReasonFromName(std::string_view name) {
   for (const auto& [value, n] : kReasonNames) {
-    if (n == name) return value;
-  }
-  return std::nullopt;
-}
-constexpr std::optional<SourceState> SourceStateFromName(std::string_view name) {
-  for (const auto& [value, n] : kSourceStateNames) {
     if (n == name) return value;
   }
   return std::nullopt;

@@ -15,15 +15,16 @@
 
 #include "daemon/index/code_map.h"
 #include "daemon/index/process_map.h"
+#include "daemon/util/source_kinds.h"
 
 namespace jitsym::index {
 
 struct SourceView {
-  std::string origin;  // "jitdump", ...
+  Origin origin = Origin::kUnknown;
   std::string path;
   std::string image;            // image sources: the image name
   std::string image_signature;  // image sources: e.g. an r2rmap's signature (hex)
-  std::string state;            // "following", "closed", "deleted", "error"
+  SourceState state = SourceState::kFollowing;
   std::string error;
   uint64_t ranges = 0;
   uint64_t memory_bytes = 0;  // of `code`, when the view was built

@@ -59,7 +59,7 @@ struct FollowedFile {
   // differs at the start (header timestamp, first names).
   uint8_t head[64] = {};
   size_t head_len = 0;
-  std::string state = "following";
+  SourceState state = SourceState::kFollowing;
   std::unique_ptr<Source> source;
   Incarnation* incarnation = nullptr;
   // The pid its content names could not be judged (no descriptor to read /proc with): judged

@@ -151,7 +151,7 @@ void Ingester::OnEvent(const std::string& dir, const std::string& name, uint32_t
     if (known != by_path_.end()) {
       FollowedFile& f = *known->second;
       Drain(f);  // whatever was written before the unlink is still readable
-      Finish(f, "deleted");
+      Finish(f, SourceState::kDeleted);
       Forget(f);
     }
     return;
@@ -251,7 +251,7 @@ void Ingester::Discover(const std::string& dir, const std::string& name) {
   if (auto known = by_path_.find(path); known != by_path_.end()) {
     FollowedFile& old = *known->second;
     // Replaced by another file of the same name: the old one's symbols stay.
-    if (old.fd >= 0 || old.parked) Finish(old, "replaced");
+    if (old.fd >= 0 || old.parked) Finish(old, SourceState::kReplaced);
     Forget(old);
   }
   auto file = std::make_unique<FollowedFile>();
@@ -338,7 +338,7 @@ bool Ingester::IdentifyWriter(const std::string& dir, const std::string& name,
   auto where = dir_context_.find(dir);
   const security::WriterFacts facts =
       GatherWriterFacts(*writer_probe_, where != dir_context_.end() ? where->second : DirContext{},
-                        **pid, match.origin == "jitdump", id.dev, id.ino, id.facts.uid,
+                        **pid, match.origin == Origin::kJitdump, id.dev, id.ino, id.facts.uid,
                         id.facts.ctime_ns, id.facts.found_at_startup);
   const security::WriterJudgement w =
       security::JudgeWriter(facts, admission_.WaitExpired(path, id.dev, id.ino, now));
@@ -494,7 +494,7 @@ void Ingester::OnExited(Incarnation* p) {
       if (opened && opened->error == 0) Unpark(*f, std::move(*opened));
       if (f->fd < 0) {
         f->parked = false;
-        Finish(*f, "closed");
+        Finish(*f, SourceState::kClosed);
         continue;
       }
     }
@@ -514,7 +514,7 @@ void Ingester::OnExited(Incarnation* p) {
       f->close_when_drained = true;
       MarkDirty(*f);
     } else if (f->fd >= 0) {
-      Finish(*f, "closed");
+      Finish(*f, SourceState::kClosed);
     }
   }
   if (!dirty_.empty()) PostDrain();
@@ -561,7 +561,7 @@ void Ingester::DrainDirty() {
     if (Drain(*f)) {
       MarkDirty(*f);  // budget spent: continue after the others
     } else if (f->close_when_drained && f->fd >= 0) {
-      Finish(*f, "closed");
+      Finish(*f, SourceState::kClosed);
     }
     mine += MonotonicNowNs() - t0;
   }
@@ -600,18 +600,18 @@ bool Ingester::Drain(FollowedFile& file) {
       return false;
     case ReadStop::kRewritten: {
       const std::string dir = file.dir, name = file.name;
-      Finish(file, "truncated");
+      Finish(file, SourceState::kTruncated);
       Forget(file);
       Discover(dir, name);
       return false;
     }
     case ReadStop::kLimit:
       ++counters_.files_over_limit;
-      Finish(file, "limit");
+      Finish(file, SourceState::kLimit);
       break;
     case ReadStop::kError:
       ++counters_.files_failed;
-      Finish(file, "error");
+      Finish(file, SourceState::kError);
       break;
     case ReadStop::kCaughtUp:
     case ReadStop::kBudget:
@@ -649,7 +649,7 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
       /*waited=*/true);  // the writer holds it open while it writes the header
   if (w.kind == security::WriterKind::kWait || w.kind == security::WriterKind::kUnattached) {
     Unattach(file.path, file.uid, w.why);
-    Finish(file, "untrusted");
+    Finish(file, SourceState::kUntrusted);
     return;
   }
   if (w.host_pid != *pid) {
@@ -688,7 +688,7 @@ void Ingester::AttachToContentPid(FollowedFile& file) {
     Refuse(file.path, file.uid, *pid,
            "untrusted: its header names pid " + std::to_string(*pid) + " (" +
                std::string(security::AdmissionName(verdict)) + ")");
-    Finish(file, "untrusted");
+    Finish(file, SourceState::kUntrusted);
     return;
   }
   file.incarnation = inc;
@@ -704,7 +704,7 @@ void Ingester::JudgeAgain(FollowedFile& file, int error) {
   file.judge_again = true;
 }
 
-void Ingester::Finish(FollowedFile& file, const std::string& state) {
+void Ingester::Finish(FollowedFile& file, SourceState state) {
   struct stat st {};
   if (file.fd >= 0 ? StatOpen(file, &st)
                    : LstatPath(file.path, &st) && st.st_dev == file.dev && st.st_ino == file.ino) {
@@ -716,7 +716,10 @@ void Ingester::Finish(FollowedFile& file, const std::string& state) {
   // normally (its process exited, it was deleted or replaced after it was read); not when it
   // was rewritten (what was read is no longer its content), stopped at a limit (nothing more
   // is indexed) or refused.
-  if (state == "closed" || state == "deleted" || state == "replaced") file.source->Settle();
+  if (state == SourceState::kClosed || state == SourceState::kDeleted ||
+      state == SourceState::kReplaced) {
+    file.source->Settle();
+  }
   file.source->Release();
   publish_pending_ = true;
   file.changed = true;
@@ -784,7 +787,8 @@ void Ingester::ScheduleMaintenance() {
     // Files whose header named a pid that could not be judged then (out of descriptors), and
     // that may not grow again to be judged on their next read.
     for (auto& f : files_) {
-      if (!f->judge_again || f->state != "following" || f->incarnation || f->image) continue;
+      if (!f->judge_again || f->state != SourceState::kFollowing || f->incarnation || f->image)
+        continue;
       AttachToContentPid(*f);
       if (f->incarnation) {
         f->changed = true;

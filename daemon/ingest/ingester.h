@@ -121,7 +121,7 @@ class Ingester {
   void AttachToContentPid(FollowedFile& file);
   // AttachToContentPid could not judge the file (errno `error`): logged once, tried again.
   void JudgeAgain(FollowedFile& file, int error);
-  void Finish(FollowedFile& file, const std::string& state);
+  void Finish(FollowedFile& file, SourceState state);
   void Forget(FollowedFile& file);
   void Publish();
   void ScheduleMaintenance();

@@ -145,7 +145,7 @@ void Ingester::ArmRetryTimer() {
 void Ingester::PruneEmpty() {
   bool pruned = false;
   for (auto& f : files_) {
-    if (f->fd >= 0 || f->parked || f->dirty || f->state == "following" ||
+    if (f->fd >= 0 || f->parked || f->dirty || f->state == SourceState::kFollowing ||
         f->source->records() != 0 || f->source->code().ranges().size() != 0) {
       continue;
     }

@@ -12,11 +12,11 @@ namespace jitsym::ingest {
 
 class JitdumpSource : public Source, private jitdump::Sink {
  public:
-  static constexpr std::string_view kOrigin = "jitdump";
+  static constexpr Origin kOrigin = Origin::kJitdump;
 
   explicit JitdumpSource(std::string path) : Source(std::move(path)) {}
 
-  std::string_view origin() const override { return kOrigin; }
+  Origin origin() const override { return kOrigin; }
   void Feed(std::span<const uint8_t> data) override;
   uint64_t skippable() const override { return parser_.skippable(); }
   void Skip(uint64_t n) override { parser_.Skip(n); }

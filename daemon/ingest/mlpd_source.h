@@ -19,7 +19,7 @@ namespace jitsym::ingest {
 
 class MlpdSource : public Source, private mlpd::Sink {
  public:
-  static constexpr std::string_view kOrigin = "mlpd";
+  static constexpr Origin kOrigin = Origin::kMlpd;
   // Mono probes native code every 16 bytes and reports a symbol where the name changes, with
   // size 0: such a symbol is indexed over those 16 bytes.
   static constexpr uint64_t kUnsizedSymbolBytes = 16;
@@ -27,7 +27,7 @@ class MlpdSource : public Source, private mlpd::Sink {
   explicit MlpdSource(std::string path, mlpd::Limits limits = {})
       : Source(std::move(path)), parser_(limits) {}
 
-  std::string_view origin() const override { return kOrigin; }
+  Origin origin() const override { return kOrigin; }
   void Feed(std::span<const uint8_t> data) override;
   std::optional<uint32_t> content_pid() const override { return pid_; }
   bool backlog() const override { return parser_.backlog(); }

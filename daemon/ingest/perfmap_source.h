@@ -24,7 +24,7 @@ namespace jitsym::ingest {
 
 class PerfmapSource : public Source, private perfmap::Sink {
  public:
-  static constexpr std::string_view kOrigin = "perfmap";
+  static constexpr Origin kOrigin = Origin::kPerfmap;
   // Malformed lines logged individually; the rest are only counted.
   static constexpr uint64_t kLoggedMalformed = 5;
 
@@ -32,7 +32,7 @@ class PerfmapSource : public Source, private perfmap::Sink {
   PerfmapSource(std::string path, const SourceContext& context,
                 std::function<uint64_t()> clock = nullptr);
 
-  std::string_view origin() const override { return kOrigin; }
+  Origin origin() const override { return kOrigin; }
   void Feed(std::span<const uint8_t> data) override;
   bool Settle() override;
   uint64_t malformed() const { return parser_.malformed(); }

@@ -11,11 +11,17 @@ namespace jitsym::ingest {
 namespace {
 
 // Sources of a process in answer order: exact timestamps first, then the newer file first.
-int OriginRank(std::string_view origin) {
-  if (origin == "jitdump") return 0;
-  if (origin == "mlpd") return 1;
-  if (origin == "perfmap") return 2;
-  return 3;
+int OriginRank(Origin origin) {
+  switch (origin) {
+    case Origin::kJitdump:
+      return 0;
+    case Origin::kMlpd:
+      return 1;
+    case Origin::kPerfmap:
+      return 2;
+    default:
+      return 3;
+  }
 }
 
 std::optional<uint64_t> FirstTime(const index::ProcessView& view) {
@@ -29,9 +35,10 @@ std::optional<uint64_t> FirstTime(const index::ProcessView& view) {
 
 std::shared_ptr<const index::SourceView> SourceViewOf(const FollowedFile& f) {
   auto v = std::make_shared<index::SourceView>();
-  v->origin = std::string(f.source->origin());
+  v->origin = f.source->origin();
   v->path = f.path;
-  v->state = f.state == "following" && f.source->closed() ? "closed" : f.state;
+  v->state =
+      f.state == SourceState::kFollowing && f.source->closed() ? SourceState::kClosed : f.state;
   v->error = f.source->failed()
                  ? log::Cat("offset ", f.source->error_offset(), ": ", f.source->error())
                  : "";

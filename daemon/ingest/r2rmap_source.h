@@ -15,12 +15,12 @@ namespace jitsym::ingest {
 
 class R2rmapSource : public Source, private r2rmap::Sink {
  public:
-  static constexpr std::string_view kOrigin = "r2rmap";
+  static constexpr Origin kOrigin = Origin::kR2rmap;
 
   // `legacy_signature`: for crossgen1's headerless files, the MVID their name carries.
   explicit R2rmapSource(std::string path, std::string legacy_signature = {});
 
-  std::string_view origin() const override { return kOrigin; }
+  Origin origin() const override { return kOrigin; }
   void Feed(std::span<const uint8_t> data) override;
   bool Settle() override;
   std::string image_signature() const override;

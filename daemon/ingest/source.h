@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/index/code_map.h"
+#include "daemon/util/source_kinds.h"
 
 namespace jitsym::ingest {
 
@@ -22,7 +23,7 @@ class Source {
   explicit Source(std::string path) : path_(std::move(path)) {}
   virtual ~Source() = default;
 
-  virtual std::string_view origin() const = 0;
+  virtual Origin origin() const = 0;
   // The next bytes of the file.
   virtual void Feed(std::span<const uint8_t> data) = 0;
   // Bytes the source does not need to see (the loader may seek over them).
@@ -90,7 +91,7 @@ struct SourceContext {
 
 // What a file name says about its content.
 struct FileMatch {
-  std::string_view origin;
+  Origin origin = Origin::kUnknown;
   std::optional<uint32_t> pid;  // files describing a process, when the name says which
   // Files describing an image (not a process): the image's name, e.g. "System.Private.CoreLib".
   std::optional<std::string> image;

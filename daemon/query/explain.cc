@@ -43,7 +43,8 @@ std::string At(std::optional<uint64_t> time) {
 std::string Precedence(const index::ProcessView& process) {
   std::vector<std::string> seen;
   for (const auto& s : process.sources) {
-    if (std::find(seen.begin(), seen.end(), s->origin) == seen.end()) seen.push_back(s->origin);
+    const std::string name(OriginName(s->origin));
+    if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
   }
   std::string out;
   for (size_t i = 0; i < seen.size(); ++i) {
@@ -257,11 +258,11 @@ proto::ExplainResponse BuildExplain(const index::IndexView& view,
         if (!p->cgroup.empty()) inc.cgroup = p->cgroup;
         for (const auto& s : p->sources) {
           proto::ExplainSource& es = inc.sources.emplace_back();
-          es.origin = proto::OriginFromName(s->origin).value_or(proto::Origin::kUnknown);
+          es.origin = s->origin;
           es.path = s->path;
           es.owner = s->owner;
           es.trust = Trust(*s, *p);
-          es.state = proto::SourceStateFromName(s->state).value_or(proto::SourceState::kUnknown);
+          es.state = s->state;
           es.ranges = s->ranges;
           es.bytes_read = s->bytes_read;
           es.records = s->records;

@@ -21,8 +21,6 @@ namespace {
 constexpr uint64_t kRetryLoadNs = 1000000000ull;  // a missing r2rmap is looked for again after 1 s
 constexpr uint64_t kMaxFileBytes = 1ull << 30;
 constexpr size_t kReadChunk = 1 << 20;
-// The state of sources loaded from --r2rmap-dir (the ingester never uses it).
-constexpr std::string_view kLoadedState = proto::SourceStateName(proto::SourceState::kLoaded);
 
 // Feeds an r2rmap of --r2rmap-dir to `src` as it is read, 1 MiB at a time, up to kMaxFileBytes
 // and its owner's byte quota; the bytes read, or nullopt if it is no regular file or cannot be
@@ -94,11 +92,12 @@ Answer FromImage(const index::Symbol& sym, const index::SourceView& source, prot
   return a;
 }
 
-proto::Origin OriginOf(const index::SourceView& source) {
-  return proto::OriginFromName(source.origin).value_or(proto::Origin::kUnknown);
-}
+proto::Origin OriginOf(const index::SourceView& source) { return source.origin; }
 
-bool FromOperatorDir(const index::SourceView& source) { return source.state == kLoadedState; }
+// kLoaded: the state of sources loaded from --r2rmap-dir (the ingester never uses it).
+bool FromOperatorDir(const index::SourceView& source) {
+  return source.state == SourceState::kLoaded;
+}
 
 // The owner of a map file now; nullopt if it can no longer be examined.
 std::optional<uint32_t> MapOwner(const index::SourceView& source) {
@@ -166,11 +165,11 @@ std::shared_ptr<const index::SourceView> ImageLookup::LoadFromDirs(const std::st
       continue;
     }
     auto v = std::make_shared<index::SourceView>();
-    v->origin = std::string(src.origin());
+    v->origin = src.origin();
     v->path = path;
     v->image = name;
     v->image_signature = src.image_signature();
-    v->state = std::string(kLoadedState);
+    v->state = SourceState::kLoaded;
     v->bytes_read = *bytes;
     v->code = src.code().CompactAll();
     v->ranges = v->code->ranges().size();

@@ -29,8 +29,7 @@ std::optional<proto::ErrorResponse> IndexResolver::Resolve(LookupBatch& batch) {
     found.assign(addrs.size(), std::nullopt);
     // In precedence order: the first source that knows an address answers it.
     for (const auto& source : process->sources) {
-      const proto::Origin origin =
-          proto::OriginFromName(source->origin).value_or(proto::Origin::kUnknown);
+      const proto::Origin origin = source->origin;
       if (!batch.AllowsOrigin(origin)) continue;
       source->code->FindBatch(addrs.data(), addrs.size(), time, found.data());
       for (size_t k = 0; k < addrs.size(); ++k) {

@@ -153,9 +153,7 @@ Explained ExplainMiss(const MissFacts& f) {
     const index::Range* first = nullptr;
     for (const auto& source : f.process->sources) {
       if (!source->code) continue;
-      if (f.origins != nullptr &&
-          !f.origins->AllowsOrigin(
-              proto::OriginFromName(source->origin).value_or(proto::Origin::kUnknown))) {
+      if (f.origins != nullptr && !f.origins->AllowsOrigin(source->origin)) {
         continue;
       }
       const index::Range* r = source->code->ranges().FirstDefinedAfter(f.addr, *f.time);
@@ -179,8 +177,10 @@ Explained ExplainMiss(const MissFacts& f) {
   };
   if (f.process != nullptr) {
     for (const auto& source : f.process->sources) {
-      if (source->state == "error" || source->state == "limit" || source->state == "untrusted") {
-        add(source->path, source->error.empty() ? source->state : source->error);
+      if (source->state == SourceState::kError || source->state == SourceState::kLimit ||
+          source->state == SourceState::kUntrusted) {
+        add(source->path,
+            source->error.empty() ? std::string(SourceStateName(source->state)) : source->error);
       }
     }
   }

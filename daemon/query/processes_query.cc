@@ -18,9 +18,9 @@ void Describe(const index::ProcessView& p, proto::ProcessInfo* info) {
   if (!p.threads.empty()) info->threads = p.threads.size();
   for (const auto& s : p.sources) {
     proto::SourceInfo si;
-    si.origin = proto::OriginFromName(s->origin).value_or(proto::Origin::kUnknown);
+    si.origin = s->origin;
     si.path = s->path;
-    si.state = proto::SourceStateFromName(s->state).value_or(proto::SourceState::kUnknown);
+    si.state = s->state;
     si.ranges = s->ranges;
     si.bytes_read = s->bytes_read;
     si.error = s->error;

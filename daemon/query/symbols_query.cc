@@ -104,7 +104,7 @@ bool SymbolsCursor::Next(proto::SymbolEntry* entry) {
       entry->start = s.start;
       entry->size = s.end - s.start;
       entry->name.assign(source.code->name(layer.range()));
-      entry->origin = proto::OriginFromName(source.origin).value_or(proto::Origin::kUnknown);
+      entry->origin = source.origin;
       entry->image.assign(source.image);
       return true;
     }

@@ -26,9 +26,9 @@ std::shared_ptr<const index::IndexView> View(uint32_t owner) {
   jit.Remove(0x1000, 0x40, 200);
   jit.Add(0x1000, 0x20, 300, jit.Intern("f2"));
   auto jsrc = std::make_shared<index::SourceView>();
-  jsrc->origin = "jitdump";
+  jsrc->origin = Origin::kJitdump;
   jsrc->path = "/tmp/jit-2147483616.dump";
-  jsrc->state = "following";
+  jsrc->state = SourceState::kFollowing;
   jsrc->owner = owner;
   jsrc->records = 3;
   jsrc->bytes_read = 400;
@@ -36,9 +36,9 @@ std::shared_ptr<const index::IndexView> View(uint32_t owner) {
   index::CodeMap map;
   map.AddBackdated(0x1000, 0x100, 0, map.Intern("m1"));
   auto msrc = std::make_shared<index::SourceView>();
-  msrc->origin = "perfmap";
+  msrc->origin = Origin::kPerfmap;
   msrc->path = "/tmp/perf-2147483616.map";
-  msrc->state = "closed";
+  msrc->state = SourceState::kClosed;
   msrc->owner = 0;
   msrc->code = map.Publish();
   auto p = std::make_shared<index::ProcessView>();
@@ -141,7 +141,7 @@ TEST_F(ExplainTest, TheNewestDefinitionsAreListedAndTheOneThatAnsweredIsKept) {
     jit.Add(0x1000, 0x40, 10 * (i + 1), jit.Intern("g" + std::to_string(i)));
   }
   auto source = std::make_shared<index::SourceView>();
-  source->origin = "jitdump";
+  source->origin = Origin::kJitdump;
   source->path = "/tmp/jit-2147483616.dump";
   source->owner = me;
   source->code = jit.Publish();

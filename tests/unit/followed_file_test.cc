@@ -17,7 +17,7 @@ namespace {
 class RecordingSource : public Source {
  public:
   RecordingSource() : Source("/tmp/perf-1.map") {}
-  std::string_view origin() const override { return "perfmap"; }
+  Origin origin() const override { return Origin::kPerfmap; }
   void Feed(std::span<const uint8_t> data) override { fed.append(data.begin(), data.end()); }
   std::string fed;
 };

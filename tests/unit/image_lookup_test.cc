@@ -56,7 +56,7 @@ std::shared_ptr<index::IndexView> ViewWithImage(const std::string& name, const s
   ingest::R2rmapSource src(path);
   src.Feed({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
   auto v = std::make_shared<index::SourceView>();
-  v->origin = "r2rmap";
+  v->origin = Origin::kR2rmap;
   v->path = src.path();
   v->image = name;
   v->image_signature = src.image_signature();

@@ -36,9 +36,9 @@ struct Made {
     map.Add(0x1000, 0x100, 1200 * kSecond, map.Intern("f"));
     map.Add(0x1000, 0x100, 1500 * kSecond, map.Intern("g"));
     auto source = std::make_shared<index::SourceView>();
-    source->origin = "jitdump";
+    source->origin = Origin::kJitdump;
     source->path = "/tmp/jit-100.dump";
-    source->state = "closed";
+    source->state = SourceState::kClosed;
     source->code = map.Publish();
     p->sources.push_back(source);
     processes.push_back(p);
@@ -148,9 +148,9 @@ TEST(MissReasons, IgnoredFilesOfTheProcessAreNamedWithWhy) {
   Made m;
   index::ProcessView* p = m.Add();
   auto broken = std::make_shared<index::SourceView>();
-  broken->origin = "perfmap";
+  broken->origin = Origin::kPerfmap;
   broken->path = "/tmp/perf-100.map";
-  broken->state = "error";
+  broken->state = SourceState::kError;
   broken->error = "corrupt record at offset 4096";
   p->sources.push_back(broken);
   m.ignored.push_back(

@@ -542,7 +542,7 @@ TEST(MlpdSource, IndexesCodeWithProfilerTimesAndContentPid) {
   source.Feed(std::span(bytes).subspan(bytes.size() / 2));
   ASSERT_FALSE(source.failed()) << source.error();
   EXPECT_EQ(source.content_pid(), 4242u);
-  EXPECT_EQ(source.origin(), "mlpd");
+  EXPECT_EQ(source.origin(), Origin::kMlpd);
   auto snap = source.code().Publish();
   auto jit = snap->Find(kPtrBase + 0x1010, std::nullopt);
   ASSERT_TRUE(jit);

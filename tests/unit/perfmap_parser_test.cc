@@ -274,12 +274,12 @@ TEST(PerfmapSource, FileNames) {
   for (std::string_view good : {"perf-1.map", "perf-4194304.map"}) {
     auto m = MatchFile(good);
     ASSERT_TRUE(m) << good;
-    EXPECT_EQ(m->origin, "perfmap");
+    EXPECT_EQ(m->origin, Origin::kPerfmap);
   }
   EXPECT_EQ(MatchFile("perf-123.map")->pid, 123u);
   for (std::string_view bad : {"perf-0123.map", "perf-.map", "perf-12a.map", "perf-12.map.tmp",
                                "perfinfo-12.map", "perf-12.mapx", "xperf-12.map", "perf-0.map"}) {
-    EXPECT_FALSE(MatchFile(bad).has_value() && MatchFile(bad)->origin == "perfmap") << bad;
+    EXPECT_FALSE(MatchFile(bad).has_value() && MatchFile(bad)->origin == Origin::kPerfmap) << bad;
   }
 }
 

@@ -73,7 +73,7 @@ TEST(ProcessSnapshots, OneReadServesImageAndNativeLookups) {
   ingest::R2rmapSource src(map_path);
   src.Feed({reinterpret_cast<const uint8_t*>(map_text.data()), map_text.size()});
   auto source = std::make_shared<index::SourceView>();
-  source->origin = "r2rmap";
+  source->origin = Origin::kR2rmap;
   source->path = map_path;
   source->image = "Foo";
   source->code = src.code().Publish();

@@ -15,9 +15,9 @@ namespace {
 
 class FakeSource : public Source {
  public:
-  FakeSource(std::string origin, std::string path)
-      : Source(std::move(path)), origin_(std::move(origin)) {}
-  std::string_view origin() const override { return origin_; }
+  FakeSource(std::string_view origin, std::string path)
+      : Source(std::move(path)), origin_(OriginFromName(origin).value_or(Origin::kUnknown)) {}
+  Origin origin() const override { return origin_; }
   void Feed(std::span<const uint8_t>) override {}
   bool closed() const override { return closed_; }
   std::string image_signature() const override { return "abcd"; }
@@ -30,7 +30,7 @@ class FakeSource : public Source {
   bool closed_ = false;
 
  private:
-  std::string origin_;
+  Origin origin_;
 };
 
 struct Index {
@@ -88,9 +88,9 @@ TEST(Publication, SourcesInAnswerOrderImagesByNameAndCounters) {
   EXPECT_EQ(p.uid, 1000u);
   EXPECT_TRUE(p.alive);
   ASSERT_EQ(p.sources.size(), 2u);
-  EXPECT_EQ(p.sources[0]->origin, "jitdump");  // exact timestamps answer first
-  EXPECT_EQ(p.sources[1]->origin, "perfmap");
-  EXPECT_EQ(p.sources[0]->state, "following");
+  EXPECT_EQ(p.sources[0]->origin, Origin::kJitdump);  // exact timestamps answer first
+  EXPECT_EQ(p.sources[1]->origin, Origin::kPerfmap);
+  EXPECT_EQ(p.sources[0]->state, SourceState::kFollowing);
   ASSERT_EQ(v->images.at("Lib").size(), 1u);
   EXPECT_EQ(v->images.at("Lib")[0]->image_signature, "abcd");
   EXPECT_EQ(v->counters.files_followed, 3u);
@@ -105,13 +105,13 @@ TEST(Publication, ANewerFileOfTheSameOriginAnswersFirst) {
   Index ix;
   Incarnation* inc = ix.Process(42, 1000);
   ix.File("perfmap", "/tmp/perf-42.map (replaced)", inc)->Add(0x1000, 1100, "old");
-  ix.files.back()->state = "replaced";
+  ix.files.back()->state = SourceState::kReplaced;
   ix.File("perfmap", "/tmp/perf-42.map", inc)->Add(0x1000, 1200, "new");
   auto v = ix.Build();
   const auto& sources = v->processes.at(42)[0]->sources;
   ASSERT_EQ(sources.size(), 2u);
-  EXPECT_EQ(sources[0]->state, "following");
-  EXPECT_EQ(sources[1]->state, "replaced");
+  EXPECT_EQ(sources[0]->state, SourceState::kFollowing);
+  EXPECT_EQ(sources[1]->state, SourceState::kReplaced);
 }
 
 TEST(Publication, NothingChangedPublishesNothingAndUnchangedPartsAreShared) {
@@ -167,13 +167,13 @@ TEST(Publication, FileStatesAsSeenByUsers) {
   closed->closed_ = true;  // the writer said it finished: "closed" while still followed
   FakeSource* bad = ix.File("jitdump", "/tmp/jit-42.dump", inc);
   bad->Fail();
-  ix.files.back()->state = "error";
+  ix.files.back()->state = SourceState::kError;
   auto v = ix.Build();
   const auto& sources = v->processes.at(42)[0]->sources;
   ASSERT_EQ(sources.size(), 2u);
-  EXPECT_EQ(sources[0]->state, "error");
+  EXPECT_EQ(sources[0]->state, SourceState::kError);
   EXPECT_EQ(sources[0]->error, "offset 12: bad record");
-  EXPECT_EQ(sources[1]->state, "closed");
+  EXPECT_EQ(sources[1]->state, SourceState::kClosed);
 }
 
 TEST(Publication, AReusedPidSwitchesIncarnationsAfterThePredecessorsLastRecord) {

@@ -188,15 +188,14 @@ TEST(ResolverChain, RequestedFieldsDecideWhatIsBuilt) {
 // A pid no process has (pid_max is at most 2^22).
 constexpr uint32_t kDeadPid = 0x7ffffff0;
 
-std::shared_ptr<const index::SourceView> Source(std::string origin, std::string path,
-                                                std::string state,
+std::shared_ptr<const index::SourceView> Source(Origin origin, std::string path, SourceState state,
                                                 std::vector<std::pair<uint64_t, std::string>> fns) {
   index::CodeMap code;
   for (const auto& [start, name] : fns) code.Add(start, 0x100, 0, code.Intern(name));
   auto s = std::make_shared<index::SourceView>();
-  s->origin = std::move(origin);
+  s->origin = origin;
   s->path = std::move(path);
-  s->state = std::move(state);
+  s->state = state;
   s->code = code.Publish();
   s->ranges = fns.size();
   return s;
@@ -209,9 +208,10 @@ std::shared_ptr<const index::IndexView> MadeUpView(uint32_t pid, uint32_t owner)
   p->alive = false;
   p->uid = owner;
   // In precedence order: the jitdump answers what both know.
-  p->sources.push_back(Source("jitdump", "/tmp/jit-x.dump", "closed", {{0x1000, "Jit::a"}}));
   p->sources.push_back(
-      Source("perfmap", "/tmp/perf-x.map", "following", {{0x1000, "Map::a"}, {0x2000, "Map::b"}}));
+      Source(Origin::kJitdump, "/tmp/jit-x.dump", SourceState::kClosed, {{0x1000, "Jit::a"}}));
+  p->sources.push_back(Source(Origin::kPerfmap, "/tmp/perf-x.map", SourceState::kFollowing,
+                              {{0x1000, "Map::a"}, {0x2000, "Map::b"}}));
   auto view = std::make_shared<index::IndexView>();
   view->processes.Add(pid, p);
   return view;

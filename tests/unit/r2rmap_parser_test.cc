@@ -433,7 +433,7 @@ TEST(R2rmapSource, FileNames) {
   EXPECT_EQ(ingest::R2rmapImageName("perf-123.map"), std::nullopt);
   auto match = ingest::MatchFile("Foo.Bar.ni.r2rmap");
   ASSERT_TRUE(match);
-  EXPECT_EQ(match->origin, "r2rmap");
+  EXPECT_EQ(match->origin, Origin::kR2rmap);
   EXPECT_EQ(match->image, "Foo.Bar");
   EXPECT_FALSE(match->pid);
 }

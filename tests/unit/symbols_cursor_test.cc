@@ -31,7 +31,7 @@ std::shared_ptr<const index::SourceView> RandomSource(std::mt19937& rng, const s
     if (rng() % 15 == 0) snap = map.Publish();  // several runs
   }
   auto source = std::make_shared<index::SourceView>();
-  source->origin = origin;
+  source->origin = OriginFromName(origin).value_or(Origin::kUnknown);
   source->path = "/tmp/" + name;
   source->image = image;
   source->code = map.Publish();
@@ -64,7 +64,7 @@ std::vector<proto::SymbolEntry> WholeList(
         entry.start = s;
         entry.size = e - s;
         entry.name = source.code->name(*piece.range);
-        entry.origin = proto::OriginFromName(source.origin).value_or(proto::Origin::kUnknown);
+        entry.origin = source.origin;
         entry.image = source.image;
         added.emplace_back(s, e);
       }
@@ -128,7 +128,7 @@ TEST(SymbolsCursor, AnImageAtAThousandBasesIsWalkedNotCopied) {
     map.Add(0x1000 + i * 64, 64, 1, map.Intern("M" + std::to_string(i)));
   }
   auto image = std::make_shared<index::SourceView>();
-  image->origin = "r2rmap";
+  image->origin = Origin::kR2rmap;
   image->image = "Big";
   image->code = map.CompactAll();
   std::vector<ImageLookup::MappedImage> images;
