@@ -27,6 +27,22 @@ void ReportErrorResponse(const proto::ErrorResponse& error) {
                error.message.c_str(), hint.c_str());
 }
 
+void ReportPermissionDenied() {
+  std::fprintf(stderr,
+               "jitsym: permission_denied: jitsymd answers about a process only to its owner, "
+               "root and the members of its trusted group (trusted-group in "
+               "/etc/jitsymd/jitsymd.conf); ask as that user, or with sudo\n");
+}
+
+int ExitStatusFor(bool unknown_process, bool denied) {
+  if (unknown_process) return kExitUnknownProcess;
+  if (denied) {
+    ReportPermissionDenied();
+    return kExitDenied;
+  }
+  return kExitOk;
+}
+
 namespace {
 
 // The answer, or nullopt with the problem on stderr.

@@ -31,6 +31,13 @@ std::optional<proto::Response> CallArrayAnswerOrReport(
 // "jitsym: jitsymd refused the request (bad_request): ..." on stderr.
 void ReportErrorResponse(const proto::ErrorResponse& error);
 
+// What a user told permission_denied can do, on stderr (once per command).
+void ReportPermissionDenied();
+
+// The exit status for answers with these reasons: kExitUnknownProcess, then kExitDenied (with
+// ReportPermissionDenied), else kExitOk.
+int ExitStatusFor(bool unknown_process, bool denied);
+
 }  // namespace jitsym::client
 
 #endif  // JITSYM_CLIENT_DAEMON_CALL_H_

@@ -214,7 +214,12 @@ int RunExplain(const GlobalOptions& globals, const std::vector<std::string>& arg
   } else {
     Print(*explain, &out);
   }
-  return output.Flush() ? kExitOk : kExitError;
+  if (!output.Flush()) return kExitError;
+  // As lookup: the process unknown or not the caller's to see is not an answer.
+  const proto::Reason reason =
+      explain->answer.results.empty() ? proto::Reason::kNone : explain->answer.results[0].reason;
+  return ExitStatusFor(reason == proto::Reason::kUnknownProcess,
+                       reason == proto::Reason::kPermissionDenied);
 }
 
 }  // namespace jitsym::client

@@ -412,6 +412,7 @@ class LookupPipeline {
         }
         if (r.reason == proto::Reason::kUnknownProcess) unknown_process_ = true;
         if (r.reason == proto::Reason::kPermissionDenied) denied_ = true;
+        ++(slot >= 0 ? asked_ : invalid_);
         // Per answer, not per batch: the buffer then stays at its reserved size (a batch of
         // answers with inlined frames is megabytes) and in cache.
         output.MaybeFlush();
@@ -423,9 +424,13 @@ class LookupPipeline {
       *error = "cannot write output";
       return kExitError;
     }
-    if (unknown_process_) return kExitUnknownProcess;
-    if (denied_) return kExitDenied;
-    return kExitOk;
+    if (invalid_ > 0 && asked_ == 0) {
+      // Every line was refused by the client: a script fed the wrong input, not an answer.
+      std::fprintf(stderr, "jitsym: no valid address in the input (%zu invalid line%s)\n", invalid_,
+                   invalid_ == 1 ? "" : "s");
+      return kExitUsage;
+    }
+    return ExitStatusFor(unknown_process_, denied_);
   }
 
   proto::ClientConnection& connection_;
@@ -448,6 +453,8 @@ class LookupPipeline {
   std::string writer_error_;         // the writer's; read after join
   bool unknown_process_ = false;
   bool denied_ = false;
+  size_t asked_ = 0;    // addresses sent to the daemon
+  size_t invalid_ = 0;  // input lines refused here (invalid address or time)
 };
 
 }  // namespace

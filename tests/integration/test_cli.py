@@ -153,6 +153,20 @@ def bad_address_is_reported_in_place():
     check(res.returncode == 0 and len(docs) == 2, f"--json with a bad address: {res.stdout!r}")
     check(docs[0].get("found") is False and docs[1].get("name") == "cli_fn_3",
           f"--json answers: {docs}")
+    # Input with no valid address at all is the script's mistake, not an answer: exit 2, said.
+    res = h.client("lookup", "--pid", FIX["pid"], input="zzz\n0xg\n")
+    check(res.returncode == 2 and "no valid address in the input (2 invalid lines)" in res.stderr
+          and len(res.stdout.splitlines()) == 2,
+          f"only invalid lines: exit {res.returncode}, {res.stdout!r} {res.stderr!r}")
+
+
+@h.case
+def explain_exit_status_matches_lookup():
+    res = h.client("explain", "--pid", "4194303", "0x1000")
+    check(res.returncode == 3 and "unknown_process" in res.stdout,
+          f"explain of an unknown pid: exit {res.returncode} {res.stdout!r} {res.stderr!r}")
+    res = h.client("explain", "--pid", FIX["pid"], hexaddr(func_addr(3)))
+    check(res.returncode == 0, f"explain of a known address: exit {res.returncode} {res.stderr!r}")
 
 
 @h.case

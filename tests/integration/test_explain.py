@@ -28,9 +28,12 @@ B = A + 0x10             # beta reuses part of alpha's old range
 ASK = A + 0x20           # covered by alpha (until the move) and by beta (after the reuse)
 
 
-def explain_json(*args, runner=None):
+def explain_json(*args, runner=None, status=0):
+    """The report; `status` is the exit status wanted (3: unknown process, 4: denied, as
+    lookup's)."""
     res = runner(*args) if runner else h.client("explain", *args, "--json")
-    check(res.returncode == 0, f"explain {args}: exit {res.returncode}: {res.stderr.strip()}")
+    check(res.returncode == status,
+          f"explain {args}: exit {res.returncode}, want {status}: {res.stderr.strip()}")
     return json.loads(res.stdout)
 
 
@@ -118,7 +121,7 @@ def text_report_has_sections_and_relative_times():
 
 @h.case
 def unknown_pid_is_said_so():
-    e = explain_json("--pid", 999999, "0x1000")
+    e = explain_json("--pid", 999999, "0x1000", status=3)
     check(e["incarnations"] == [] and e["definitions"] == [] and
           not e["answer"].get("found"), f"unknown pid: {e}")
     check("no incarnation" in e["rule"], f"rule: {e['rule']!r}")
@@ -155,7 +158,7 @@ def another_user_learns_no_paths():
           f"the owner's own report: {mine}")
     res = users.client(users.BOB, S["client"], h.socket_path, "explain", "--pid", pid,
                        "--json", hexaddr(0x5100_0008))
-    check(res.returncode == 0, f"bob: exit {res.returncode}: {res.stderr}")
+    check(res.returncode == 4, f"bob: exit {res.returncode}, want 4: {res.stderr}")
     theirs = json.loads(res.stdout)
     check(theirs["incarnations"] == [] and theirs["definitions"] == [] and
           theirs["ignored"] == [], f"bob sees alice's process: {theirs}")
@@ -193,7 +196,7 @@ def a_planted_file_is_listed_as_ignored_to_root_only():
     check("ignored files:" in res.stdout and path in res.stdout, f"text report:\n{res.stdout}")
     bob = users.client(users.BOB, S["client"], h.socket_path, "explain", "--pid", pid, "--json",
                        "0x52000008")
-    check(bob.returncode == 0 and json.loads(bob.stdout)["ignored"] == [],
+    check(bob.returncode == 4 and json.loads(bob.stdout)["ignored"] == [],
           f"bob's report: {bob.stdout} {bob.stderr}")
 
 

@@ -187,6 +187,12 @@ def a_non_owner_is_denied_per_address_and_does_not_see_the_process():
     check(len(docs) == 2 and all(d.get("error") == "permission denied" and not d.get("found")
                                  and "name" not in d for d in docs),
           f"nobody querying root's process: {res.stdout!r} {res.stderr!r}")
+    # Scripts tell a denial by the exit status (4), and the user is told what to do about it.
+    check(res.returncode == 4 and "trusted group" in res.stderr and "sudo" in res.stderr,
+          f"lookup denied: exit {res.returncode}, stderr {res.stderr!r}")
+    res = client_as_nobody("explain", "--pid", S["root_pid"], hexaddr(0x4000_0000))
+    check(res.returncode == 4 and "permission_denied" in res.stderr,
+          f"explain of a process nobody may not see: exit {res.returncode} {res.stderr!r}")
     # A live process of root's that the index does not know: denied too, not a silent miss.
     res = client_as_nobody("lookup", "--pid", 1, "--json", "0x1000")
     docs = json_lines(res.stdout)
