@@ -26,6 +26,7 @@
 #include "daemon/config/descriptor_budget.h"
 #include "daemon/index/index_view.h"
 #include "daemon/ingest/ingester.h"
+#include "daemon/native/split_units.h"
 #include "daemon/os/fs_workers.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/query_engine.h"
@@ -181,6 +182,14 @@ int main(int argc, char** argv) {
 #endif
   const config::DescriptorBudget descriptors = BudgetFor(RaiseDescriptorLimit(), settings);
   JITSYM_LOG(kInfo, "descriptor budget: ", config::FormatDescriptorBudget(descriptors));
+  // Copies of split units a killed daemon left behind (native/split_units.h).
+  if (const native::RemovedCopies removed = native::RemoveLeftoverSplitCopies();
+      removed.directories > 0) {
+    JITSYM_LOG(kInfo, "removed ", removed.directories,
+               removed.directories == 1 ? " directory" : " directories",
+               " of split-unit copies left by daemons that are gone (", removed.bytes >> 20,
+               " MiB)");
+  }
   for (const std::string& lowered :
        config::DescribeLoweredLimits(WishesOf(settings), descriptors)) {
     JITSYM_LOG(kWarning, lowered);

@@ -1,9 +1,11 @@
 // Split units from checked copies, for libdw to link (split_units.h).
 #include "daemon/native/split_units.h"
 
+#include <dirent.h>
 #include <dwarf.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -130,6 +132,91 @@ std::string DirectoryOfFd(int fd) {
   return path.substr(0, slash + 1);
 }
 
+namespace {
+
+constexpr std::string_view kSplitPrefix = "jitsymd-split-";
+
+std::string SplitCopiesParent() {
+  const char* tmp = ::getenv("TMPDIR");
+  return tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp";
+}
+
+// Removes the entry `name` of the directory open as `dir`, and everything under it, following
+// no symlink (a symlink is removed, not followed). `depth` bounds the recursion: the copies'
+// subdirectories are the components of a dwo name.
+void RemoveTree(int dir, const char* name, int depth, RemovedCopies* removed) {
+  struct stat st {};
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlinkat(dir, name, 0) == 0) removed->bytes += static_cast<uint64_t>(st.st_size);
+    return;
+  }
+  if (depth > 64) return;
+  const int fd = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> entries;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      entries.emplace_back(e->d_name);
+    }
+  }
+  for (const std::string& e : entries) RemoveTree(::dirfd(d), e.c_str(), depth + 1, removed);
+  ::closedir(d);
+  ::unlinkat(dir, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
+RemovedCopies RemoveLeftoverSplitCopies() {
+  RemovedCopies removed;
+  const std::string parent = SplitCopiesParent();
+  const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return removed;
+  DIR* d = ::fdopendir(dir);
+  if (d == nullptr) {
+    ::close(dir);
+    return removed;
+  }
+  std::vector<std::string> leftovers;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name.substr(0, kSplitPrefix.size()) != kSplitPrefix) continue;
+    // jitsymd-split-<pid>-XXXXXX: earlier names without a pid are not touched (whose they are
+    // cannot be told).
+    const std::string_view rest = name.substr(kSplitPrefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string_view::npos || dash > 10) continue;
+    uint64_t pid = 0;
+    bool digits = true;
+    for (char c : rest.substr(0, dash)) {
+      digits = digits && c >= '0' && c <= '9';
+      pid = pid * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (!digits || pid == 0 || pid > INT32_MAX) continue;
+    // A live process with that pid (maybe another daemon, maybe a pid reused since): kept.
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
+    struct stat st {};
+    // Ours alone: a directory another user made under that name is not ours to remove (and
+    // the sticky /tmp keeps others from replacing ours).
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::geteuid()) {
+      continue;
+    }
+    leftovers.emplace_back(name);
+  }
+  for (const std::string& name : leftovers) {
+    RemoveTree(::dirfd(d), name.c_str(), 0, &removed);
+    ++removed.directories;
+  }
+  ::closedir(d);
+  return removed;
+}
+
 bool HasSkeletonUnits(Dwarf* dwarf) {
   Dwarf_CU* cu = nullptr;
   uint8_t type = 0;
@@ -155,9 +242,8 @@ std::unique_ptr<SplitUnits> SplitUnits::Open(const std::string& binary, int bina
   s->skeleton_file_ = skeleton_file;
   s->binary_dir_ = DirectoryOfFd(binary_fd);
   s->skeleton_dir_ = DirectoryOfFd(skeleton_fd);
-  const char* tmp = ::getenv("TMPDIR");
-  std::string templ =
-      std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") + "/jitsymd-split-XXXXXX";
+  std::string templ = SplitCopiesParent() + "/" + std::string(kSplitPrefix) +
+                      std::to_string(::getpid()) + "-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) {  // 0700
     *error = templ + ": " + std::strerror(errno);
     return nullptr;

@@ -47,6 +47,17 @@ std::vector<std::string> DwoCandidates(std::string_view binary_dir, std::string_
 // trailing '/'; "" when unknown.
 std::string DirectoryOfFd(int fd);
 
+// The private directories of split-unit copies are $TMPDIR/jitsymd-split-<pid>-XXXXXX (or under
+// /tmp). A daemon that is killed leaves its copies behind (hundreds of MiB for a large split
+// binary, and a user can make it crash): at start-up, RemoveLeftoverSplitCopies removes those
+// of processes that are gone, owned by this effective uid, without following any symlink.
+// Returns how many directories and bytes it removed.
+struct RemovedCopies {
+  size_t directories = 0;
+  uint64_t bytes = 0;
+};
+RemovedCopies RemoveLeftoverSplitCopies();
+
 // Whether `dwarf` has a skeleton unit (a split DWARF build). Reads unit headers only (libdw
 // keeps them for the walk that follows); opens nothing.
 bool HasSkeletonUnits(Dwarf* dwarf);
