@@ -135,7 +135,10 @@ AltDwarf AltFile::Attach(Dwarf* dwarf) {
   if (!linked_) return {};
   std::lock_guard lock(mu_);
   Dwarf* alt = nullptr;
-  if (file_.elf != nullptr) alt = dwarf_begin_elf(file_.elf, DWARF_C_READ, nullptr);
+  // The dwz file is inflated by libdw as the main file is: the same bounds (elf_file.h).
+  if (file_.elf != nullptr && CompressedDebugRefusal(CompressedDebugSections(file_.elf)).empty()) {
+    alt = dwarf_begin_elf(file_.elf, DWARF_C_READ, nullptr);
+  }
   if (alt == nullptr) {
     if (stand_in_ == nullptr) {
       stand_in_image_ = AltStandInImage();

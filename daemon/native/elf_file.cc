@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "daemon/native/file_ops.h"
 #include "daemon/native/native_module.h"
@@ -185,8 +186,31 @@ std::string HexBuildId(std::string_view bytes) {
   return out;
 }
 
-size_t DebugSectionBytes(Elf* elf) {
-  size_t bytes = 0;
+namespace {
+
+// The inflated size a compressed debug section claims; nullopt when it is not compressed.
+std::optional<uint64_t> ClaimedSize(Elf_Scn* scn, const GElf_Shdr& shdr, std::string_view name) {
+  if ((shdr.sh_flags & SHF_COMPRESSED) != 0) {
+    GElf_Chdr chdr;
+    if (gelf_getchdr(scn, &chdr) == nullptr) return 0;  // libdw will not read it either
+    return chdr.ch_size;
+  }
+  if (name.starts_with(".zdebug")) {
+    // "ZLIB" and the inflated size, 8 bytes big-endian, before the stream.
+    Elf_Data* raw = elf_rawdata(scn, nullptr);
+    if (raw == nullptr || raw->d_buf == nullptr || raw->d_size < 12) return 0;
+    const auto* p = static_cast<const unsigned char*>(raw->d_buf);
+    if (std::memcmp(p, "ZLIB", 4) != 0) return 0;
+    uint64_t size = 0;
+    for (int i = 4; i < 12; ++i) size = (size << 8) | p[i];
+    return size;
+  }
+  return std::nullopt;
+}
+
+// Calls f(scn, shdr, name) for every .debug* / .zdebug* section with bytes in the file.
+template <class F>
+void ForEachDebugSection(Elf* elf, F&& f) {
   size_t shstrndx = 0;
   elf_getshdrstrndx(elf, &shstrndx);
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
@@ -195,10 +219,49 @@ size_t DebugSectionBytes(Elf* elf) {
     const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (name && (std::string_view(name).starts_with(".debug") ||
                  std::string_view(name).starts_with(".zdebug"))) {
-      bytes += shdr.sh_size;
+      f(scn, shdr, std::string_view(name));
     }
   }
+}
+
+}  // namespace
+
+size_t DebugSectionBytes(Elf* elf) {
+  size_t bytes = 0;
+  ForEachDebugSection(elf, [&](Elf_Scn* scn, const GElf_Shdr& shdr, std::string_view name) {
+    bytes += ClaimedSize(scn, shdr, name).value_or(shdr.sh_size);
+  });
   return bytes;
+}
+
+CompressedDebug CompressedDebugSections(Elf* elf) {
+  CompressedDebug c;
+  ForEachDebugSection(elf, [&](Elf_Scn* scn, const GElf_Shdr& shdr, std::string_view name) {
+    const std::optional<uint64_t> claim = ClaimedSize(scn, shdr, name);
+    if (!claim) return;
+    c.compressed += shdr.sh_size;
+    c.claimed += *claim;
+    if (*claim > c.largest_claim) {
+      c.largest_claim = *claim;
+      c.largest = std::string(name);
+    }
+  });
+  return c;
+}
+
+std::string CompressedDebugRefusal(const CompressedDebug& c) {
+  if (c.claimed == 0) return "";
+  const auto mib = [](uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
+  if (c.claimed > kMaxInflatedDebugBytes) {
+    return "compressed debug sections claim " + mib(c.claimed) + " inflated (" + c.largest + ": " +
+           mib(c.largest_claim) + "), more than " + mib(kMaxInflatedDebugBytes);
+  }
+  if (c.claimed / kMaxDebugInflation > c.compressed) {
+    return "compressed debug sections claim " + mib(c.claimed) + " inflated from " +
+           std::to_string(c.compressed) + " bytes (" + c.largest + "), more than " +
+           std::to_string(kMaxDebugInflation) + " times their size";
+  }
+  return "";
 }
 
 }  // namespace jitsym::native

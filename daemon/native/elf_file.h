@@ -53,8 +53,28 @@ std::string ReadBuildId(Elf* elf);
 // Raw build-id bytes -> lower-case hex.
 std::string HexBuildId(std::string_view bytes);
 // Bytes of the .debug* / .zdebug* sections: what libdw reads from this file (into memory, or
-// through a mapping that is resident once read).
+// through a mapping that is resident once read); a compressed section counts what it says it
+// inflates to.
 size_t DebugSectionBytes(Elf* elf);
+
+// What the compressed debug sections of a file (SHF_COMPRESSED, and .zdebug_*) say they inflate
+// to, read from their headers alone. libdw inflates every one of them when it opens the file,
+// into memory and with no bound: a 4 MB file claiming four 1 GiB sections takes 4 GiB.
+struct CompressedDebug {
+  uint64_t compressed = 0;  // their bytes in the file
+  uint64_t claimed = 0;     // the sum of their inflated sizes, as their headers say
+  std::string largest;      // the name of the section claiming the most
+  uint64_t largest_claim = 0;
+};
+CompressedDebug CompressedDebugSections(Elf* elf);
+
+// Real DWARF compresses 3 to 10 times with zlib; a file whose compressed debug sections claim
+// more than this many times their size, or more than kMaxInflatedDebugBytes in all, is not
+// given to libdw (its symbol tables still answer). "" when the claims are within the bounds,
+// else why not, naming the section and the bound.
+inline constexpr uint64_t kMaxDebugInflation = 64;
+inline constexpr uint64_t kMaxInflatedDebugBytes = uint64_t{1} << 30;
+std::string CompressedDebugRefusal(const CompressedDebug& c);
 
 }  // namespace jitsym::native
 

@@ -114,6 +114,14 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   }
   if (source == nullptr) return false;
   int fd = source == debug_.elf ? debug_.fd : main_.fd;
+  // libdw inflates every compressed debug section when it opens the file, without a bound.
+  if (const std::string refusal = CompressedDebugRefusal(CompressedDebugSections(source));
+      !refusal.empty()) {
+    dwarf_refusal_ = debug_file_ + ": DWARF not read: " + refusal;
+    JITSYM_LOG(kWarning, dwarf_refusal_, "; symbol tables only");
+    debug_file_.clear();
+    return false;
+  }
   dwarf_ = dwarf_begin_elf(source, DWARF_C_READ, nullptr);
   if (dwarf_ == nullptr) {
     JITSYM_LOG(kWarning, debug_file_, ": cannot read DWARF: ", dwarf_errmsg(-1),

@@ -90,6 +90,8 @@ class NativeModule {
   // Stripped: no full symbol table (.symtab, MiniDebugInfo's, a debug file's) and no DWARF;
   // at most its dynamic symbols name anything.
   bool stripped() const { return !full_symbols_ && dwarf_ == nullptr; }
+  // Why the module's DWARF was not read although it has some (a bound it exceeds); "" else.
+  const std::string& dwarf_refusal() const { return dwarf_refusal_; }
 
   // A file offset (as in /proc/<pid>/maps, perf's dso offsets) -> virtual address, through the
   // PT_LOAD segment that contains it.
@@ -123,6 +125,7 @@ class NativeModule {
   std::string path_;
   std::string build_id_;
   std::string debug_file_;
+  std::string dwarf_refusal_;
   bool full_symbols_ = false;  // a .symtab was read (stripped())
   std::vector<Segment> segments_;
   // What demangling may cost this module, symbols and debug info together (demangle.h);

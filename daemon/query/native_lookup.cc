@@ -62,6 +62,11 @@ proto::Reason MissReasonOf(const native::NativeModule& m) {
   return m.stripped() ? proto::Reason::kNoDebugInfo : proto::Reason::kNoSymbol;
 }
 
+// Where a miss was, for its detail: the file, and why its DWARF was not read if it was not.
+std::string WhereOf(const native::NativeModule& m, const std::string& path) {
+  return m.dwarf_refusal().empty() ? path : path + " (" + m.dwarf_refusal() + ")";
+}
+
 // A first batch over a large binary reads most of its CUs, and a big batch is symbolized in
 // halves: on extra threads when the process-wide budget has some left (each extra thread
 // costs a libdw handle while it runs), on the request's own thread otherwise.
@@ -181,7 +186,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   symbolize(0, mid, &misses);
   if (other.joinable()) other.join();
   for (const auto* list : {&misses, &more_misses}) {
-    for (size_t i : *list) batch.NoteMiss(i, MissReasonOf(*m), *image);
+    for (size_t i : *list) batch.NoteMiss(i, MissReasonOf(*m), WhereOf(*m, *image));
   }
   modules_.Trim();
   return std::nullopt;
@@ -266,7 +271,7 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
       if (answer.found) {
         batch.Answer(r.i, FromModule(*r.module, answer, r.map->path, batch.addr(r.i), r.vaddr));
       } else {
-        batch.NoteMiss(r.i, MissReasonOf(*r.module), r.map->path);
+        batch.NoteMiss(r.i, MissReasonOf(*r.module), WhereOf(*r.module, r.map->path));
       }
     }
     // Outside every executable mapping known: the process may have mapped more since.

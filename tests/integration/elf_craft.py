@@ -5,6 +5,7 @@ attacker can (symbol table entries that share or overlap one string). ELF64 litt
 import os
 import struct
 import subprocess
+import zlib
 
 
 def library(path, functions, long_names=(), size=16):
@@ -91,3 +92,43 @@ def doubling(levels, prefix="_Z", tag=""):
         ref = f"S{base36(i + 1)}_"
         name += f"S0_I{ref}{ref}E"
     return name
+
+
+def compression_bomb(path, sections, mib):
+    """A real program (gcc -g -gz=zlib: its debug sections SHF_COMPRESSED), then each section of
+    `sections` replaced by a compression header claiming `mib` MiB and a zlib stream that does
+    inflate to that many zero bytes (about 1 MiB each for 1024 MiB), appended to the file.
+    Returns the address of main."""
+    src = path + ".c"
+    with open(src, "w") as f:
+        f.write("int main(int argc, char** argv) { return argc > 1; }\n")
+    subprocess.run(["gcc", "-O1", "-g", "-gz=zlib", "-o", path, src], check=True, timeout=600)
+    os.unlink(src)
+    stream = zlib.compressobj(9)
+    chunk = bytes(1 << 20)
+    body = b"".join(stream.compress(chunk) for _ in range(mib)) + stream.flush()
+    bomb = struct.pack("<IIQQ", 1, 0, mib << 20, 1) + body  # ELFCOMPRESS_ZLIB, size, align
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    strtab_off, = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)
+    replaced = []
+    for i in range(shnum):
+        off = shoff + i * shentsize
+        name_off, = struct.unpack_from("<I", data, off)
+        end = data.index(b"\0", strtab_off + name_off)
+        name = data[strtab_off + name_off:end].decode()
+        if name not in sections:
+            continue
+        flags, = struct.unpack_from("<Q", data, off + 0x08)
+        struct.pack_into("<Q", data, off + 0x08, flags | 0x800)  # SHF_COMPRESSED
+        struct.pack_into("<QQ", data, off + 0x18, len(data), len(bomb))  # sh_offset, sh_size
+        data += bomb
+        replaced.append(name)
+    if sorted(replaced) != sorted(sections):
+        raise RuntimeError(f"sections {sections}: found {replaced}")
+    with open(path, "wb") as f:
+        f.write(data)
+    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    return next(int(l.split()[0], 16) for l in out.splitlines() if l.split()[-1] == "main")

@@ -156,5 +156,29 @@ def demangler_bombs_cost_their_owner_a_bounded_time():
     check(alice[-1] < limit, f"alice waited {alice[-1]:.1f} s")
 
 
+@h.case
+def compressed_debug_sections_claiming_gibibytes_are_not_inflated():
+    """Four 1 GiB debug sections in a 4 MB file: libdw would inflate them all when it opens the
+    DWARF. Their claims are read from their headers first, and the DWARF is left unread."""
+    path = os.path.join(S["bob_home"], "bomb")
+    main = elf_craft.compression_bomb(
+        path, [".debug_str", ".debug_line", ".debug_abbrev", ".debug_aranges"], 1024)
+    os.chown(path, S["bob"].pw_uid, S["bob"].pw_gid)
+    before = h.daemon_kb("VmRSS")
+    res = lookup_as(users.BOB, "--image", path, hexaddr(main), "0x10")
+    grew = (h.daemon_kb("VmHWM") - before) >> 10
+    check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
+    got = [json.loads(l) for l in res.stdout.splitlines()]
+    check(got[0].get("name") == "main", f"the symbol table no longer answers: {got[0]}")
+    detail = got[1].get("detail", "")
+    print(f"  {os.path.getsize(path) >> 20} MiB file claiming 4 x 1 GiB: daemon peak RSS "
+          f"+{grew} MiB; {detail}")
+    limit = 150 * (4 if asan_build(h.jitsymd) else 1)
+    check(grew < limit, f"the daemon grew by {grew} MiB (limit {limit})")
+    check("DWARF not read: compressed debug sections claim 4096 MiB" in detail,
+          f"the miss does not say why the DWARF was left: {got[1]}")
+    alice_lookup()
+
+
 if __name__ == "__main__":
     h.main()
