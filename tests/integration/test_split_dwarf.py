@@ -720,43 +720,57 @@ def copies_a_killed_daemon_left_are_removed_at_the_next_start():
     addr = function_address(binary, "main")
 
     def daemon():
-        proc = subprocess.Popen([h.jitsymd, "--socket", sock, "--watch", tmp, "--log-level",
-                                 "info"], env=env, stdin=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        wait_until(lambda: os.path.exists(sock), 20, "the daemon's socket")
-        return proc
+        # Its log to a file: a pipe nobody reads while it runs would fill and stop it.
+        log = os.path.join(h.root, f"killed-{len(started)}.log")
+        with open(log, "w") as f:
+            proc = subprocess.Popen([h.jitsymd, "--socket", sock, "--watch", tmp, "--log-level",
+                                     "info"], env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=f)
+        started.append(proc)
+        wait_until(lambda: proc.poll() is not None or
+                   h.client("--timeout", "2", "ping", socket_path=sock).returncode == 0, 20,
+                   "the daemon to answer")
+        check(proc.poll() is None, f"the daemon exited: {open(log).read()[-500:]}")
+        return proc, log
 
     def copies():
         return sorted(n for n in os.listdir(tmp) if n.startswith("jitsymd-split-"))
 
-    # Another user's directory named as a leftover, and a live process's: both kept.
-    foreign = os.path.join(tmp, "jitsymd-split-999999-bobdir")
-    os.makedirs(foreign)
-    os.chown(foreign, 65534, 65534)
-    live = os.path.join(tmp, f"jitsymd-split-{os.getpid()}-alive")
-    os.makedirs(live)
-    first = daemon()
-    res = h.client("lookup", "--image", binary, "--json", hexaddr(addr), socket_path=sock)
-    check(res.returncode == 0 and json.loads(res.stdout).get("found"), f"lookup: {res.stdout}")
-    left = [n for n in copies() if n.startswith(f"jitsymd-split-{first.pid}-")]
-    check(left, f"no copies made by the first daemon in {copies()}")
-    size = sum(os.path.getsize(os.path.join(dp, f)) for n in left
-               for dp, _, fs in os.walk(os.path.join(tmp, n)) for f in fs)
-    first.kill()
-    first.wait()
-    os.unlink(sock)
-    check(set(left) <= set(copies()), "the killed daemon's copies are gone before a restart")
-    second = daemon()
+    started = []
     try:
+        # Another user's directory named as a leftover, and a live process's: both kept.
+        foreign = os.path.join(tmp, "jitsymd-split-999999-bobdir")
+        os.makedirs(foreign)
+        os.chown(foreign, 65534, 65534)
+        live = os.path.join(tmp, f"jitsymd-split-{os.getpid()}-alive")
+        os.makedirs(live)
+        first, _ = daemon()
+        res = h.client("lookup", "--image", binary, "--json", hexaddr(addr), socket_path=sock)
+        check(res.returncode == 0 and json.loads(res.stdout).get("found"),
+              f"lookup: exit {res.returncode} {res.stdout!r} {res.stderr!r}")
+        left = [n for n in copies() if n.startswith(f"jitsymd-split-{first.pid}-")]
+        check(left, f"no copies made by the first daemon in {copies()}")
+        size = sum(os.path.getsize(os.path.join(dp, f)) for n in left
+                   for dp, _, fs in os.walk(os.path.join(tmp, n)) for f in fs)
+        first.kill()
+        first.wait()
+        os.unlink(sock)
+        check(set(left) <= set(copies()), "the killed daemon's copies are gone before a restart")
+        second, second_log = daemon()
         now = copies()
         check(not any(n in now for n in left), f"left by the killed daemon, still there: {now}")
         check(os.path.basename(foreign) in now and os.path.basename(live) in now,
               f"removed what was not the dead daemon's: {now}")
-    finally:
         second.terminate()
-        _, err = second.communicate(timeout=20)
-    check(re.search(r"removed 1 directory of split-unit copies", err),
-          f"no log line for the removal: {err[-500:]}")
+        second.wait(20)
+        err = open(second_log).read()
+        check(re.search(r"removed 1 directory of split-unit copies", err),
+              f"no log line for the removal: {err[-500:]}")
+    finally:
+        for proc in started:  # never left running: it would hold the test's output open
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     print(f"  {len(left)} directory ({size >> 10} KiB) left by a killed daemon, removed at start")
 
 h.main()
