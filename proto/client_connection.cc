@@ -13,7 +13,6 @@
 #include <utility>
 
 #include "proto/array_answer_reader.h"
-
 #include "proto/daemon_socket.h"
 
 namespace jitsym::proto {

@@ -72,8 +72,7 @@ std::shared_ptr<const std::vector<PlacedImage>> PerfinfoFiles::Read(
   const std::string path = options_.dir + "/perfinfo-" + std::to_string(pid) + ".map";
   // Never waited for on a FUSE server (a user may mount one over a file of his in /tmp): such a
   // file is not read at all (os/guarded_fs.h).
-  auto opened =
-      os::OpenForReading(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  auto opened = os::OpenForReading(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (!opened || opened->error != 0 || opened->mirror || !opened->fd.valid()) return nullptr;
   const struct stat st = opened->st;
   const int fd = opened->fd.release();

@@ -18,6 +18,7 @@
 #include "daemon/dwarf/unit.h"
 #include "daemon/dwarf/unit_symbols.h"
 #include "tests/unit/testing/dwarf_files.h"
+#include "tests/unit/testing/dwarf_oracle.h"
 
 namespace jitsym {
 namespace {
@@ -113,38 +114,6 @@ struct Libdw {
   }
 };
 
-bool NoCode(int tag) {
-  switch (tag) {
-    case DW_TAG_formal_parameter:
-    case DW_TAG_variable:
-    case DW_TAG_member:
-    case DW_TAG_enumeration_type:
-    case DW_TAG_array_type:
-    case DW_TAG_subroutine_type:
-    case DW_TAG_template_type_parameter:
-    case DW_TAG_template_value_parameter:
-    case DW_TAG_GNU_template_parameter_pack:
-    case DW_TAG_GNU_formal_parameter_pack:
-    case DW_TAG_GNU_call_site:
-    case DW_TAG_call_site:
-    case DW_TAG_base_type:
-    case DW_TAG_pointer_type:
-    case DW_TAG_reference_type:
-    case DW_TAG_rvalue_reference_type:
-    case DW_TAG_const_type:
-    case DW_TAG_volatile_type:
-    case DW_TAG_typedef:
-      return true;
-    default:
-      return false;
-  }
-}
-
-const char* Integrated(Dwarf_Die* die, unsigned name) {
-  Dwarf_Attribute attr;
-  return dwarf_attr_integrate(die, name, &attr) ? dwarf_formstring(&attr) : nullptr;
-}
-
 void BM_Libdw_UnitRanges(benchmark::State& state) {
   size_t ranges = 0;
   for (auto _ : state) {
@@ -203,9 +172,10 @@ void BM_Libdw_AllUnitSymbols(benchmark::State& state) {
           bool any = false;
           while ((off = dwarf_ranges(&item.die, off, &base, &lo, &hi)) > 0) any = true;
           if (any) with_ranges.push_back(item.die);
-        } else if (NoCode(tag) || (!item.in_function &&
-                                   (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
-                                    tag == DW_TAG_union_type))) {
+        } else if (testing::LibdwNoCode(tag) ||
+                   (!item.in_function &&
+                    (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+                     tag == DW_TAG_union_type))) {
           continue;
         }
         if (item.depth < 512 && dwarf_haschildren(&item.die) &&
@@ -214,9 +184,9 @@ void BM_Libdw_AllUnitSymbols(benchmark::State& state) {
         }
       }
       for (Dwarf_Die& die : with_ranges) {
-        const char* name = Integrated(&die, DW_AT_linkage_name);
-        if (name == nullptr) name = Integrated(&die, DW_AT_MIPS_linkage_name);
-        if (name == nullptr) name = Integrated(&die, DW_AT_name);
+        const char* name = testing::LibdwString(&die, DW_AT_linkage_name);
+        if (name == nullptr) name = testing::LibdwString(&die, DW_AT_MIPS_linkage_name);
+        if (name == nullptr) name = testing::LibdwString(&die, DW_AT_name);
         benchmark::DoNotOptimize(name);
       }
     });
