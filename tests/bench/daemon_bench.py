@@ -168,6 +168,40 @@ def wait_mapped(pid, path):
     wait_for(mapped, 10)
 
 
+def load_latencies(watch, sock, records):
+    """A new live process (a stand-in that maps its jitdump) appends `records` LOADs to its
+    jitdump in `watch` one at a time; after each write a client asks the daemon at `sock` for
+    the new function until it is answered. The write -> answerable times in ms, sorted. The
+    jitdump is removed and its writer killed afterwards."""
+    writer = stand_in(watch)
+    try:
+        w = jitdump.Writer(writer.pid)
+        path = os.path.join(watch, f"jit-{writer.pid}.dump")
+        conn = Conn(sock)
+        lat = []
+        with open(path, "wb", buffering=0) as f:
+            f.write(w.header(1))
+            wait_mapped(writer.pid, path)
+            for i in range(records):
+                addr = 0x7e0000000000 + i * 0x100
+                rec = w.load(10 + i, addr, 0x80, f"JS:*latency_{i}", i + 1)
+                t0 = time.monotonic()
+                f.write(rec)
+                while True:
+                    r = conn.call({"op": "lookup", "pid": writer.pid,
+                                   "addrs": [hex(addr + 0x10)]})
+                    if r["results"][0]["found"]:
+                        break
+                    if time.monotonic() - t0 > 60:
+                        raise SystemExit(f"LOAD {i} never answerable: {r['results'][0]}")
+                lat.append((time.monotonic() - t0) * 1e3)
+        os.unlink(path)
+        return sorted(lat)
+    finally:
+        writer.kill()
+        writer.wait()
+
+
 def jitdump_phases(args):
     jitsymd = os.path.join(args.build, "jitsymd")
     client = os.path.join(args.build, "jitsym")
@@ -225,33 +259,10 @@ def jitdump_phases(args):
                       f"(best of 3) = {lines / best / 1e6:.2f} M addresses/s, {unknown} unknown")
 
             # Latency: a second live process writes records one by one.
-            writer_proc = stand_in(watch)
-            w = jitdump.Writer(writer_proc.pid)
-            path = os.path.join(watch, f"jit-{writer_proc.pid}.dump")
-            conn = Conn(sock)
-            lat = []
-            with open(path, "wb", buffering=0) as f:
-                f.write(w.header(1))
-                wait_mapped(writer_proc.pid, path)
-                base = 0x7e0000000000
-                for i in range(args.latency_records):
-                    addr = base + i * 0x100
-                    rec = w.load(10 + i, addr, 0x80, f"JS:*latency_{i}", i + 1)
-                    t0 = time.monotonic()
-                    f.write(rec)
-                    while True:
-                        r = conn.call({"op": "lookup", "pid": writer_proc.pid,
-                                       "addrs": [hex(addr + 0x10)]})
-                        if r["results"][0]["found"]:
-                            break
-                        if time.monotonic() - t0 > 30:
-                            raise SystemExit(f"LOAD {i} never answerable: {r['results'][0]}")
-                    lat.append((time.monotonic() - t0) * 1e3)
-            lat.sort()
+            lat = load_latencies(watch, sock, args.latency_records)
             p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
             print(f"latency write->answerable over {len(lat)} LOADs: p50 {p(0.5):.2f} ms, "
                   f"p99 {p(0.99):.2f} ms, max {lat[-1]:.2f} ms")
-            writer_proc.kill()
         finally:
             daemon.terminate()
             daemon.wait()

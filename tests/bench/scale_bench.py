@@ -25,10 +25,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-import jitdump  # noqa: E402
-import harness  # noqa: E402
-from daemon_bench import Conn, stand_in, wait_for, wait_mapped  # noqa: E402
+from daemon_bench import Conn, load_latencies, wait_for  # noqa: E402
 from native_bench import process_cpu  # noqa: E402
 
 
@@ -69,35 +66,9 @@ def run_build(build, watch, n, ranges, idle_s, latency_records):
         c0 = process_cpu(daemon.pid)
         time.sleep(idle_s)
         out["idle"] = max(process_cpu(daemon.pid) - c0, 0) / idle_s * 100
-        writer = stand_in(watch)
-        try:
-            w = jitdump.Writer(writer.pid)
-            path = os.path.join(watch, f"jit-{writer.pid}.dump")
-            conn = Conn(sock)
-            lat = []
-            with open(path, "wb", buffering=0) as f:
-                f.write(w.header(1))
-                wait_mapped(writer.pid, path)
-                for i in range(latency_records):
-                    addr = 0x7e0000000000 + i * 0x100
-                    rec = w.load(10 + i, addr, 0x80, f"JS:*latency_{i}", i + 1)
-                    t1 = time.monotonic()
-                    f.write(rec)
-                    while True:
-                        r = conn.call({"op": "lookup", "pid": writer.pid,
-                                       "addrs": [hex(addr + 0x10)]})
-                        if r["results"][0]["found"]:
-                            break
-                        if time.monotonic() - t1 > 60:
-                            raise SystemExit(f"LOAD {i} never answerable: {r['results'][0]}")
-                    lat.append((time.monotonic() - t1) * 1e3)
-            lat.sort()
-            out["p50"] = statistics.median(lat)
-            out["p99"] = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
-            os.unlink(path)
-        finally:
-            writer.kill()
-            writer.wait()
+        lat = load_latencies(watch, sock, latency_records)
+        out["p50"] = statistics.median(lat)
+        out["p99"] = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
     finally:
         daemon.terminate()
         daemon.wait(30)
