@@ -21,7 +21,6 @@ import os
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
