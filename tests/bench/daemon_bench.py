@@ -168,6 +168,14 @@ def wait_mapped(pid, path):
     wait_for(mapped, 10)
 
 
+def daemon_stats(sock):
+    """The daemon's `stats`, or None while it does not answer yet."""
+    try:
+        return Conn(sock).call({"op": "stats"})["stats"]
+    except OSError:
+        return None
+
+
 def load_latencies(watch, sock, records):
     """A new live process (a stand-in that maps its jitdump) appends `records` LOADs to its
     jitdump in `watch` one at a time; after each write a client asks the daemon at `sock` for
@@ -228,18 +236,13 @@ def jitdump_phases(args):
         daemon = subprocess.Popen([jitsymd, "--watch", watch, "--socket", sock,
                                    "--log-level", "warning"])
         try:
-            def stats():
-                try:
-                    return Conn(sock).call({"op": "stats"})["stats"]
-                except OSError:
-                    return None
             s = wait_for(lambda: (lambda st: st if st and st["bytes_ingested"] >= size else None)(
-                stats()), 600)
+                daemon_stats(sock)), 600)
             t1 = time.monotonic()
             print(f"ingest: {size / 1e6:.1f} MB, {s['ranges']} ranges in {t1 - t0:.3f} s "
                   f"(daemon start included) = {size / 1e6 / (t1 - t0):.0f} MB/s")
             time.sleep(1.5)  # idle compaction
-            s = stats()
+            s = daemon_stats(sock)
             print(f"memory: {s['memory_bytes'] / 1e6:.1f} MB for {s['ranges']} ranges "
                   f"= {s['memory_bytes'] / s['ranges']:.1f} bytes/range (names, line tables included)")
 

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import time
 
-from daemon_bench import Conn, load_latencies, wait_for  # noqa: E402
+from daemon_bench import daemon_stats, load_latencies, wait_for  # noqa: E402
 from native_bench import process_cpu  # noqa: E402
 
 
@@ -49,15 +49,9 @@ def run_build(build, watch, n, ranges, idle_s, latency_records):
                               stdin=subprocess.DEVNULL, preexec_fn=raise_nofile)
     out = {}
     try:
-        def stats():
-            try:
-                return Conn(sock).call({"op": "stats"})["stats"]
-            except OSError:
-                return None
-
         want = n * ranges
         s = wait_for(lambda: (lambda st: st if st and st["records_ingested"] >= want else None)(
-            stats()), 1800, interval=0.05)
+            daemon_stats(sock)), 1800, interval=0.05)
         out["start"] = time.monotonic() - t0
         out["start_cpu"] = process_cpu(daemon.pid)
         out["followed"] = s["files_followed"]
