@@ -29,6 +29,7 @@ security::WriterFacts GatherWriterFacts(WriterProbe& probe, const DirContext& wh
                                         uint32_t file_uid, uint64_t ctime_ns,
                                         bool found_at_startup) {
   security::WriterFacts f;
+  bool host_maps_read = false;  // the host candidate's maps were read: it does not map the file
   f.name_pid = name_pid;
   f.jitdump = jitdump;
   f.file_uid = file_uid;
@@ -51,22 +52,29 @@ security::WriterFacts GatherWriterFacts(WriterProbe& probe, const DirContext& wh
     // scan of every process (one per file, at start-up: O(files x processes)). One maps file
     // is read instead. Only for jitdumps: their writers keep them mapped while they live,
     // where a perf map's writer may have closed it, and reading descriptors costs more.
-    if (jitdump && f.host && probe.Holds(f.host->host_pid, dev, ino, true)) {
-      f.host->holds = true;
-      return f;
+    if (jitdump && f.host) {
+      if (probe.Holds(f.host->host_pid, dev, ino, true)) {
+        f.host->holds = true;
+        return f;
+      }
+      host_maps_read = true;
     }
     for (const WriterProbe::Process& p : probe.Namesakes(name_pid)) {
       if (p.host_pid != name_pid) f.namesakes.push_back(Candidate(p));
     }
   }
-  // Mappings and descriptors decide only between several candidates, and for a jitdump found
-  // at start-up (whose live namesake must map it). Reading them costs a maps file and a
-  // descriptor table per candidate, so only then (a user creating files by the thousand must
-  // not make the daemon read a big process's tables for each).
+  // Otherwise mappings and descriptors decide only between several candidates, and for a
+  // jitdump found at start-up (whose live namesake must map it). Reading them costs a maps file
+  // and a descriptor table per candidate, so only then (beyond the one maps file above, a user
+  // creating files by the thousand must not make the daemon read a process's tables for each).
   const bool several = f.in_container.size() > 1 || !f.namesakes.empty();
   if (several || (jitdump && found_at_startup)) {
     for (auto& c : f.in_container) CheckHolders(probe, c, jitdump, dev, ino);
-    if (f.host) CheckHolders(probe, *f.host, jitdump, dev, ino);
+    if (f.host && host_maps_read) {
+      f.host->holds = probe.Holds(f.host->host_pid, dev, ino, false);  // its maps were read
+    } else if (f.host) {
+      CheckHolders(probe, *f.host, jitdump, dev, ino);
+    }
     for (auto& c : f.namesakes) CheckHolders(probe, c, jitdump, dev, ino);
   }
   return f;
