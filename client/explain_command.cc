@@ -31,7 +31,10 @@ constexpr char kUsage[] =
     "  --image IMAGE   an image instead: r2rmap image name or absolute ELF path; ADDR an RVA\n"
     "  --time T        when: CLOCK_MONOTONIC nanoseconds, or seconds with a decimal point as\n"
     "                  perf script prints them; without it, now / the newest definitions\n"
-    "  --json          the report as on the wire (one JSON object)\n";
+    "  --json          the report as on the wire (one JSON object)\n"
+    "\n"
+    "Exit status as lookup's: 0 explained, 1 daemon error, 2 usage, 3 process unknown to\n"
+    "jitsymd, 4 permission denied for the process (the report is printed in every case).\n";
 
 // "123456789 (+1.234 s)": raw nanoseconds and, when the base is known, relative to it.
 std::string Time(uint64_t ns, std::optional<uint64_t> base) {
