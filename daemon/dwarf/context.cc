@@ -65,6 +65,11 @@ Context::Context(const Sections& sections) : s_(sections) {
     package_ = true;
     ApplyIndex(SectionId::kCuIndex);
     ApplyIndex(SectionId::kTuIndex);
+    if (index_error_) {
+      // A package's units are read through its index only: without it, none is.
+      type_units_.clear();
+      split_units_.clear();
+    }
   }
 }
 
@@ -92,9 +97,31 @@ void Context::ApplyIndex(SectionId index_id) {
     index_error_ = std::move(index).error();
     return;
   }
+  // Every contribution of every row inside its section, or the index is not used at all: a row
+  // that lies about one would otherwise read its unit with pieces missing, and say nothing.
+  const bool in_types = tu && index->version == 2;
+  for (const DwpRow& row : index->rows) {
+    const PackageShare share = index->Share(row);
+    const std::pair<const Contribution*, SectionId> parts[] = {
+        {&index->UnitPart(row, in_types), in_types ? SectionId::kTypes : SectionId::kInfo},
+        {&share.abbrev, SectionId::kAbbrev},
+        {&share.line, SectionId::kLine},
+        {&share.str_offsets, SectionId::kStrOffsets},
+        {&share.rnglists, SectionId::kRngLists}};
+    for (const auto& [part, id] : parts) {
+      const uint64_t size = s_[id].size();
+      if (part->present && (part->offset > size || part->size > size - part->offset)) {
+        index_error_ = DwarfError(ErrorKind::kMalformed, tu ? "tu_index" : "cu_index", 0,
+                                  "the row of " + Hex(row.signature) + " puts its " +
+                                      std::string(SectionName(id)) + " contribution at [" +
+                                      Hex(part->offset) + ", +" + Hex(part->size) +
+                                      "), past the section's " + std::to_string(size) + " bytes");
+        return;
+      }
+    }
+  }
   for (const DwpRow& row : index->rows) {
     // Version 2 keeps type units in .debug_types.dwo; version 5 all units in .debug_info.dwo.
-    const bool in_types = tu && index->version == 2;
     const Contribution& part = index->UnitPart(row, in_types);
     if (!part.present) continue;
     const UnitHeader* h = UnitContaining(part.offset, in_types);

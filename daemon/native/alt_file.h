@@ -2,25 +2,24 @@
 // a second file holding the DIEs and strings several debug files share (DW_FORM_GNU_ref_alt,
 // DW_FORM_GNU_strp_alt, DW_TAG_imported_unit). Debian's -dbg packages are made so.
 //
-// libdw (elfutils 0.188) finds that file itself on first use, with a plain open() and a mapping:
-// a path a hostile binary names could be a FIFO (the open blocks a query thread forever) or a
-// file its owner truncates while it is mapped (SIGBUS). So it is found here instead, opened with
-// OpenElf's checks (regular file, read into memory: it is small, and a copy outlives the file)
-// and its build id checked, and handed to libdw with dwarf_setalt before libdw could look; when
-// it is missing, libdw gets a stand-in with no DIEs and no strings, so that it never looks on its
-// own and such references read as absent.
+// The file is found here, in libdw's order, opened with OpenElf's checks (regular file, read
+// into memory: it is small, and a copy outlives the file), its build id checked against the
+// link, and read as a DwarfFile that the module sets as its main file's supplementary file.
+// When it is missing, references into it read as absent (the reader's kNotFound), and the
+// module says so once in the log.
 #ifndef JITSYM_DAEMON_NATIVE_ALT_FILE_H_
 #define JITSYM_DAEMON_NATIVE_ALT_FILE_H_
 
-#include <elfutils/libdw.h>
 #include <libelf.h>
 
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "daemon/dwarf/budget.h"
+#include "daemon/native/dwarf_file.h"
 #include "daemon/native/elf_file.h"
 
 namespace jitsym::native {
@@ -39,24 +38,6 @@ std::optional<AltLink> ParseAltLink(std::string_view section);
 std::vector<std::string> AltCandidates(const AltLink& link, std::string_view debug_root,
                                        std::string_view debug_dir);
 
-// The stand-in's ELF image: sections libdw accepts, and no DIEs or strings.
-std::string AltStandInImage();
-
-// A Dwarf that some other Dwarf uses as its alt file, ended after it.
-class AltDwarf {
- public:
-  AltDwarf() = default;
-  explicit AltDwarf(Dwarf* dwarf) : dwarf_(dwarf) {}
-  AltDwarf(AltDwarf&& other) noexcept : dwarf_(other.dwarf_) { other.dwarf_ = nullptr; }
-  AltDwarf& operator=(AltDwarf&& other) noexcept;
-  AltDwarf(const AltDwarf&) = delete;
-  AltDwarf& operator=(const AltDwarf&) = delete;
-  ~AltDwarf();
-
- private:
-  Dwarf* dwarf_ = nullptr;
-};
-
 class AltFile {
  public:
   AltFile() = default;
@@ -64,25 +45,20 @@ class AltFile {
   AltFile& operator=(const AltFile&) = delete;
   ~AltFile();
 
-  // Reads `debug_elf`'s .gnu_debugaltlink (from the file `debug_file`) and opens the file it
-  // names. Without such a section, nothing is done and Attach() gives nothing. A missing or
+  // Reads `debug_elf`'s .gnu_debugaltlink (from the file `debug_file`) and opens and reads the
+  // file it names, within `budget`. Without such a section, nothing is done. A missing or
   // refused file is logged once, with what was tried.
-  void Open(Elf* debug_elf, const std::string& debug_file);
-  // Makes `dwarf` (over the file given to Open) read its alt references from the alt file, or
-  // from the stand-in; call before any DIE of `dwarf` is read. The result must outlive `dwarf`'s
-  // use and is ended after it. Thread-safe.
-  AltDwarf Attach(Dwarf* dwarf);
+  void Open(Elf* debug_elf, const std::string& debug_file, dwarf::Budget& budget);
 
+  // The alt file's DWARF, or null when there is none (or it was refused).
+  const dwarf::Context* context() const { return dwarf_ ? &dwarf_->context() : nullptr; }
   const std::string& path() const { return path_; }  // the alt file read ("" when none)
   size_t Bytes() const;                              // the alt file's bytes held in memory
 
  private:
-  bool linked_ = false;  // the debug file names an alt file
   std::string path_;
   OpenedElf file_;
-  Elf* stand_in_ = nullptr;  // over stand_in_image_, when the alt file is missing
-  std::string stand_in_image_;
-  std::mutex mu_;  // libdw reads an Elf's section data lazily
+  std::unique_ptr<DwarfFile> dwarf_;
 };
 
 }  // namespace jitsym::native

@@ -1,15 +1,14 @@
 // Which CU covers an address, and building CU tables lazily or in parallel (cu_index.h).
 #include "daemon/native/cu_index.h"
 
-#include <dwarf.h>
-#include <elfutils/libdw.h>
-#include <libelf.h>
-
 #include <algorithm>
+#include <optional>
 #include <system_error>
 #include <thread>
 
-#include "daemon/native/elf_file.h"
+#include "daemon/dwarf/constants.h"
+#include "daemon/dwarf/unit.h"
+#include "daemon/dwarf/unit_symbols.h"
 #include "daemon/native/split_units.h"
 #include "daemon/util/log.h"
 
@@ -19,40 +18,48 @@ CuIndex::~CuIndex() {
   for (size_t i = 0; i < count_; ++i) delete cus_[i].tables.load();
 }
 
-void CuIndex::Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split) {
+void CuIndex::Open(const dwarf::Context* context, dwarf::Budget* budget, std::string file) {
   file_ = std::move(file);
-  split_ = split;
-  fd_ = fd;
-  main_handle_.dwarf = dwarf;
-  std::vector<uint64_t> offsets;
-  Dwarf_CU* cu = nullptr;
-  Dwarf_CU* next = nullptr;
-  Dwarf_Half version;
-  uint8_t unit_type;
-  Dwarf_Die cudie;
-  // No sub-DIE asked for: with one, libdw opens the split unit of every skeleton itself (a .dwo
-  // named by the file, unchecked: a FIFO there blocks the thread forever, a file its owner
-  // truncates while mapped raises SIGBUS). A skeleton's split unit is looked for when its
-  // tables are built, from a checked copy (split_units.h).
-  while (dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cudie, nullptr) == 0) {
-    cu = next;
-    if (unit_type != DW_UT_compile && unit_type != DW_UT_partial && unit_type != DW_UT_skeleton) {
+  context_ = context;
+  budget_ = budget;
+  std::vector<uint32_t> headers;
+  size_t unreadable = 0;
+  std::string first_error;
+  const std::vector<dwarf::UnitHeader>& units = context->units();
+  for (size_t i = 0; i < units.size() && headers.size() < (1u << 24); ++i) {
+    const dwarf::UnitHeader& h = units[i];
+    if (h.unit_type != dwarf::DW_UT_compile && h.unit_type != dwarf::DW_UT_partial &&
+        h.unit_type != dwarf::DW_UT_skeleton) {
       continue;
     }
-    if (offsets.size() >= (1u << 24)) break;
-    const uint32_t index = static_cast<uint32_t>(offsets.size());
-    offsets.push_back(dwarf_dieoffset(&cudie));
-    Dwarf_Addr base, start, end;
-    ptrdiff_t off = 0;
-    int guard = 0;
-    while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0 && ++guard < (1 << 20)) {
-      if (end > start) ranges_.push_back({start, end, index});
+    // The unit DIE alone: its ranges say which addresses the unit covers. A skeleton's split
+    // unit is looked for when its tables are built.
+    Result<dwarf::Unit> unit = dwarf::Unit::Open(*context, h, *budget);
+    if (!unit) {
+      if (unreadable++ == 0) first_error = unit.error().message;
+      continue;
+    }
+    has_skeletons_ = has_skeletons_ || unit->unit_type() == dwarf::DW_UT_skeleton;
+    const uint32_t index = static_cast<uint32_t>(headers.size());
+    headers.push_back(static_cast<uint32_t>(i));
+    for (const dwarf::AddressRange& r : unit->unit_ranges()) {
+      if (r.hi > r.lo) ranges_.push_back({r.lo, r.hi, index});
     }
   }
-  count_ = offsets.size();
+  for (const Error& e : context->list_errors()) {
+    JITSYM_LOG(kWarning, file_, ": ", e.message, "; the units after it are not read");
+  }
+  if (const Error* e = context->index_error()) {
+    JITSYM_LOG(kWarning, file_, ": ", e->message, "; the package's units are not read");
+  }
+  if (unreadable != 0) {
+    JITSYM_LOG(kWarning, file_, ": ", unreadable,
+               " compilation unit(s) not read (the first: ", first_error, ")");
+  }
+  count_ = headers.size();
   unread_ = count_;
   cus_ = std::make_unique<Cu[]>(count_);
-  for (size_t i = 0; i < count_; ++i) cus_[i].die_offset = offsets[i];
+  for (size_t i = 0; i < count_; ++i) cus_[i].header = headers[i];
   std::sort(ranges_.begin(), ranges_.end(),
             [](const CuRange& a, const CuRange& b) { return a.lo < b.lo; });
   ranges_.shrink_to_fit();
@@ -62,7 +69,8 @@ const CuTables* CuIndex::TablesSlow(uint32_t cu) {
   Cu& c = cus_[cu];
   uint8_t expected = kUnread;
   if (c.state.compare_exchange_strong(expected, kBuilding, std::memory_order_acq_rel)) {
-    return Build(cu, main_handle_);
+    std::lock_guard lock(main_mu_);
+    return Build(cu, main_names_);
   }
   // Built meanwhile, or being built by another thread: wait for it.
   std::unique_lock lock(built_mu_);
@@ -70,7 +78,44 @@ const CuTables* CuIndex::TablesSlow(uint32_t cu) {
   return c.tables.load(std::memory_order_acquire);
 }
 
-const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
+std::unique_ptr<CuTables> CuIndex::Read(uint32_t cu, DemangledNames& names) {
+  const dwarf::UnitHeader& h = context_->units()[cus_[cu].header];
+  Result<dwarf::Unit> unit = dwarf::Unit::Open(*context_, h, *budget_);
+  if (!unit) {
+    JITSYM_LOG(kWarning, file_, ": CU at offset ", h.offset, ": ", unit.error().message);
+    return nullptr;
+  }
+  // A skeleton's DIEs are its split unit's; its line table (and, through the skeleton, its
+  // addresses) are the skeleton's. Without the split unit, the skeleton's line table still
+  // places addresses, and the symbol table names their functions.
+  std::optional<dwarf::Unit> split;
+  std::string missing;
+  if (unit->unit_type() == dwarf::DW_UT_skeleton) {
+    if (split_ != nullptr) {
+      SplitUnit s = split_->Find(*unit);
+      if (s.unit) {
+        split = std::move(*s.unit);
+      } else {
+        missing = std::move(s.missing);
+      }
+    } else {
+      missing = file_ + ": split units not read (see the log)";
+    }
+  }
+  Result<dwarf::UnitSymbols> symbols = dwarf::ReadUnitSymbols(split ? *split : *unit, *budget_);
+  if (!symbols) {
+    JITSYM_LOG(kWarning, file_, ": CU at offset ", h.offset, ": ", symbols.error().message);
+    return nullptr;
+  }
+  if (symbols->problems != 0 && !symbols->notes.empty() && !told_problem_.exchange(true)) {
+    JITSYM_LOG(kWarning, file_, ": CU at offset ", h.offset, ": ", symbols->problems,
+               " part(s) not read (the first: ", symbols->notes.front().message,
+               "); later ones in this module are not logged");
+  }
+  return BuildCuTables(*symbols, unit->comp_dir(), std::move(missing), &names, &strings_);
+}
+
+const CuTables* CuIndex::Build(uint32_t cu, DemangledNames& names) {
   unread_.fetch_sub(1, std::memory_order_relaxed);
   Cu& c = cus_[cu];
   const CuTables* t = nullptr;
@@ -83,15 +128,10 @@ const CuTables* CuIndex::Build(uint32_t cu, DwarfHandle& handle) {
     built_cv_.notify_all();
   };
   try {
-    std::unique_ptr<CuTables> built;
-    {
-      std::lock_guard lock(handle.mu);
-      built =
-          BuildCuTables(handle.dwarf, c.die_offset, file_, split_, &handle.demangled, &strings_);
-      if (demangle_budget_ && demangle_budget_->TakeExhaustedReport()) {
-        JITSYM_LOG(kWarning, "native: ", file_, ": ", demangle_budget_->Describe(),
-                   "; later names of this file stay mangled");
-      }
+    std::unique_ptr<CuTables> built = Read(cu, names);
+    if (demangle_budget_ && demangle_budget_->TakeExhaustedReport()) {
+      JITSYM_LOG(kWarning, "native: ", file_, ": ", demangle_budget_->Describe(),
+                 "; later names of this file stay mangled");
     }
     if (built && !built->missing.empty() && !told_missing_.exchange(true)) {
       JITSYM_LOG(kWarning, file_, ": split DWARF missing: ", built->missing,
@@ -123,47 +163,25 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
     }
   }
   if (todo.size() < 2) return;
-  // One handle per extra thread, over the same file (the pages are shared), gone afterwards.
-  struct ExtraHandle {
-    Elf* elf = nullptr;
-    MappingGuard guard;
-    DwarfHandle handle;
-    AltDwarf alt;  // ended after handle.dwarf
-    ~ExtraHandle() {
-      if (handle.dwarf != nullptr) dwarf_end(handle.dwarf);
-      guard.Release();
-      if (elf != nullptr) elf_end(elf);
-    }
-  };
   const size_t n = std::min<size_t>(extra_threads, todo.size() - 1);
-  std::vector<std::unique_ptr<ExtraHandle>> extra;
-  for (size_t i = 0; i < n; ++i) {
-    auto h = std::make_unique<ExtraHandle>();
-    h->elf = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
-    h->guard = GuardMapping(h->elf, file_);
-    if (h->guard.registered()) h->handle.dwarf = dwarf_begin_elf(h->elf, DWARF_C_READ, nullptr);
-    if (h->handle.dwarf == nullptr) break;
-    h->handle.demangled.budget = demangle_budget_;
-    if (alt_ != nullptr) h->alt = alt_->Attach(h->handle.dwarf);
-    extra.push_back(std::move(h));
-  }
-  if (extra.empty()) return;
   std::atomic<size_t> next{0};
-  auto work = [&](DwarfHandle& handle) {
+  auto work = [&](DemangledNames& names) {
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < todo.size();) {
       uint8_t expected = kUnread;
       if (cus_[todo[i]].state.compare_exchange_strong(expected, kBuilding,
                                                       std::memory_order_acq_rel)) {
-        Build(todo[i], handle);
+        Build(todo[i], names);
       }
     }
   };
   std::vector<std::thread> threads;
-  for (auto& h : extra) {
+  for (size_t i = 0; i < n; ++i) {
     try {
-      threads.emplace_back([&work, &h] {
+      threads.emplace_back([&work, this] {
         try {
-          work(h->handle);
+          DemangledNames names;
+          names.budget = demangle_budget_;
+          work(names);
         } catch (...) {
           // Out of memory: this thread stops; what it did not claim is read lazily.
         }
@@ -173,7 +191,9 @@ void CuIndex::Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_thread
     }
   }
   try {
-    work(main_handle_);
+    DemangledNames names;
+    names.budget = demangle_budget_;
+    work(names);
   } catch (...) {
     for (std::thread& t : threads) t.join();
     throw;

@@ -1,12 +1,11 @@
-// The compilation units of one module's DWARF, and when their tables are built. Open() reads only
-// the CU DIEs' address ranges; a CU's tables (cu_tables.h) are built the first time an address
-// falls in it, or ahead of time by Prefetch() on several threads at once, each with a libdw handle
-// of its own (a Dwarf is not thread-safe).
+// The compilation units of one module's DWARF, and when their tables are built. Open() reads
+// only the unit DIEs' address ranges; a unit's tables (cu_tables.h) are built the first time an
+// address falls in it, or ahead of time by Prefetch() on several threads at once (the reader's
+// Context is safe to share).
 //
 // Thread safety: after Open(), every member is safe to call from several threads. A CU is claimed
-// through an atomic state (unread -> building -> built), built under the mutex of the libdw handle
-// used, and published through an atomic pointer: lookups in CUs already built never wait, and one
-// CU is never built twice.
+// through an atomic state (unread -> building -> built) and published through an atomic pointer:
+// lookups in CUs already built never wait, and one CU is never built twice.
 #ifndef JITSYM_DAEMON_NATIVE_CU_INDEX_H_
 #define JITSYM_DAEMON_NATIVE_CU_INDEX_H_
 
@@ -19,11 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/native/alt_file.h"
+#include "daemon/dwarf/budget.h"
+#include "daemon/dwarf/context.h"
 #include "daemon/native/cu_tables.h"
 #include "daemon/native/string_pool.h"
-
-typedef struct Dwarf Dwarf;
 
 namespace jitsym::native {
 
@@ -36,19 +34,21 @@ class CuIndex {
   CuIndex(const CuIndex&) = delete;
   CuIndex& operator=(const CuIndex&) = delete;
 
-  // Indexes the CUs of `dwarf`, which reads the file `fd` (named `file` in messages); both must
-  // outlive this object. Called once, before any other member but UseAltFile.
-  // `split`: where the skeletons' split units come from (split_units.h), or null (then none is
-  // read); it too must outlive this object.
-  void Open(Dwarf* dwarf, int fd, std::string file, SplitUnits* split = nullptr);
-  // The dwz file the handles Prefetch makes read alt references from (alt_file.h); it must
-  // outlive this object.
-  void UseAltFile(AltFile* alt) { alt_ = alt; }
-  // The module's demangling budget (demangle.h), charged by every handle; it must outlive this
+  // Indexes the units of `context` (the file named `file` in messages), read within `budget`;
+  // both must outlive this object. Called once, before any other member but
+  // UseDemangleBudget and UseSplitUnits.
+  void Open(const dwarf::Context* context, dwarf::Budget* budget, std::string file);
+  // Whether a unit is a skeleton (split DWARF: a DWARF 5 skeleton unit, or a DWARF 4 compile
+  // unit naming a dwo id).
+  bool has_skeletons() const { return has_skeletons_; }
+  // Where the skeletons' split units come from (split_units.h); without it, none is read. Set
+  // after Open and before any lookup; it must outlive this object.
+  void UseSplitUnits(SplitUnits* split) { split_ = split; }
+  // The module's demangling budget (demangle.h), charged by every build; it must outlive this
   // object.
   void UseDemangleBudget(DemangleBudget* budget) {
     demangle_budget_ = budget;
-    main_handle_.demangled.budget = budget;
+    main_names_.budget = budget;
   }
 
   // The CU whose ranges cover addr, or -1. On the lookup path of every native frame: inline.
@@ -65,7 +65,7 @@ class CuIndex {
   }
 
   // The tables of a CU, built now if nobody has yet (waiting if another thread is building
-  // them); nullptr when libdw cannot read the CU.
+  // them); nullptr when the CU cannot be read.
   const CuTables* Tables(uint32_t cu) {
     const Cu& c = cus_[cu];
     if (c.state.load(std::memory_order_acquire) == kBuilt) {
@@ -75,8 +75,7 @@ class CuIndex {
   }
 
   // Builds the tables of the unread CUs that `addrs` fall in, on this thread and up to
-  // `extra_threads` more, each with a libdw handle over the file opened for the occasion and
-  // closed after (the tables own their strings). Returns when they are built.
+  // `extra_threads` more. Returns when they are built.
   void Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads);
 
   // CUs not read yet (nor being read).
@@ -94,34 +93,33 @@ class CuIndex {
   };
   enum CuState : uint8_t { kUnread, kBuilding, kBuilt };
   struct Cu {
-    uint64_t die_offset;  // of the CU DIE
+    uint32_t header;  // index into the context's units()
     std::atomic<uint8_t> state{kUnread};
     std::atomic<const CuTables*> tables{nullptr};  // null when built and unreadable
   };
-  // A libdw handle and what building tables with it caches. Only one thread uses it at a time.
-  struct DwarfHandle {
-    Dwarf* dwarf = nullptr;
-    std::mutex mu;
-    DemangledNames demangled;
-  };
 
   const CuTables* TablesSlow(uint32_t cu);
-  // Builds a CU this thread has claimed (kUnread -> kBuilding) and publishes it.
-  const CuTables* Build(uint32_t cu, DwarfHandle& handle);
+  // Builds a CU this thread has claimed (kUnread -> kBuilding) and publishes it; `names`: the
+  // demangled names this thread keeps.
+  const CuTables* Build(uint32_t cu, DemangledNames& names);
+  std::unique_ptr<CuTables> Read(uint32_t cu, DemangledNames& names);
 
   std::string file_;
+  const dwarf::Context* context_ = nullptr;
+  dwarf::Budget* budget_ = nullptr;
   SplitUnits* split_ = nullptr;
-  AltFile* alt_ = nullptr;
+  bool has_skeletons_ = false;
   DemangleBudget* demangle_budget_ = nullptr;
-  int fd_ = -1;  // the file main_handle_ reads, for Prefetch's handles
   std::unique_ptr<Cu[]> cus_;
   size_t count_ = 0;
   std::vector<CuRange> ranges_;  // sorted by lo
-  DwarfHandle main_handle_;
+  std::mutex main_mu_;           // lazy builds, one at a time, share main_names_
+  DemangledNames main_names_;
   std::mutex built_mu_;  // with built_cv_: waiting for a CU another thread builds
   std::condition_variable built_cv_;
   std::atomic<size_t> unread_{0};
   std::atomic<bool> told_missing_{false};  // a missing split part was logged (once per module)
+  std::atomic<bool> told_problem_{false};  // a unit read with gaps or not at all was logged
   std::atomic<size_t> tables_bytes_{0};
   StringPool strings_;  // every CU's names and paths, each text once
 };

@@ -1,8 +1,5 @@
-// Building one CU's tables from its DIEs and line program (cu_tables.h).
+// Building one CU's tables from what daemon/dwarf/ read of it (cu_tables.h).
 #include "daemon/native/cu_tables.h"
-
-#include <dwarf.h>
-#include <elfutils/libdw.h>
 
 #include <algorithm>
 #include <iterator>
@@ -12,15 +9,12 @@
 #include <utility>
 
 #include "daemon/native/demangle.h"
-#include "daemon/native/line_program.h"
-#include "daemon/native/split_units.h"
 #include "daemon/native/string_pool.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
 namespace {
 
-constexpr int kMaxDieDepth = 512;
 constexpr uint32_t kNone = CuTables::kNone;
 
 // libdw's file names are directory + name; a relative directory is taken, as llvm-symbolizer
@@ -90,128 +84,10 @@ class AddressDieMap {
   Map::iterator last_;
 };
 
-// libdw finds a DIE's abbreviation by its code in a hash table behind a read-write lock, for
-// each DIE it hands out (elfutils 0.188): the lock alone was a seventh of a cold lookup's CPU.
-// Within one unit a code always names the same abbreviation, so the walk keeps libdw's answer
-// for each one-byte code (98% of DIEs in a large C++ binary) and sets it in the DIEs it meets
-// (Dwarf_Die's public `abbrev` member); libdw then uses it instead of looking again.
-class UnitAbbrevs {
- public:
-  void Fill(Dwarf_Die* die) {
-    if (die->abbrev != nullptr) return;
-    // libdw hands out a DIE only when its first byte is inside the unit.
-    const uint8_t code = *static_cast<const uint8_t*>(die->addr);
-    if (code == 0 || code >= kCodes) return;
-    if (known_[code] != nullptr) {
-      die->abbrev = known_[code];
-      return;
-    }
-    dwarf_tag(die);  // looks it up, and leaves it in die->abbrev
-    known_[code] = die->abbrev;
-  }
-
- private:
-  static constexpr unsigned kCodes = 128;
-  Dwarf_Abbrev* known_[kCodes] = {};
-};
-
-const char* AttrString(Dwarf_Die* die, unsigned name) {
-  Dwarf_Attribute attr;
-  if (dwarf_attr_integrate(die, name, &attr) == nullptr) return nullptr;
-  return dwarf_formstring(&attr);
-}
-
-// What the walk reads of a subprogram or inlined-subroutine DIE, gathered in one pass over its
-// attributes (dwarf_attr scans them from the start for each name asked: six scans per inlined
-// DIE were a sixth of a cold lookup's CPU). The first attribute of each name counts, as for
-// dwarf_attr.
-struct NodeAttrs {
-  Dwarf_Attribute low_pc{}, high_pc{}, call_file{}, call_line{}, call_column{};
-  bool ranges = false;  // DW_AT_ranges is there
-
-  static int Collect(Dwarf_Attribute* attr, void* arg) {
-    auto* a = static_cast<NodeAttrs*>(arg);
-    Dwarf_Attribute* slot = nullptr;
-    switch (dwarf_whatattr(attr)) {
-      case DW_AT_low_pc:
-        slot = &a->low_pc;
-        break;
-      case DW_AT_high_pc:
-        slot = &a->high_pc;
-        break;
-      case DW_AT_call_file:
-        slot = &a->call_file;
-        break;
-      case DW_AT_call_line:
-        slot = &a->call_line;
-        break;
-      case DW_AT_call_column:
-        slot = &a->call_column;
-        break;
-      case DW_AT_ranges:
-        a->ranges = true;
-        break;
-      default:
-        break;
-    }
-    if (slot != nullptr && slot->code == 0) *slot = *attr;
-    return DWARF_CB_OK;
-  }
-  static bool Udata(Dwarf_Attribute& attr, Dwarf_Word* out) {
-    return attr.code != 0 && dwarf_formudata(&attr, out) == 0;
-  }
-  // dwarf_ranges' first answer for a DIE that is not a unit's: [low_pc, high_pc), high_pc an
-  // address or an offset from low_pc. False when dwarf_ranges would look at DW_AT_ranges.
-  bool Contiguous(Dwarf_Addr* lo, Dwarf_Addr* hi) {
-    if (low_pc.code == 0 || high_pc.code == 0 || dwarf_formaddr(&low_pc, lo) != 0) return false;
-    if (dwarf_formaddr(&high_pc, hi) == 0) return true;
-    Dwarf_Word offset;
-    if (dwarf_formudata(&high_pc, &offset) != 0) return false;
-    *hi = *lo + offset;
-    return true;
-  }
-};
-
-// Tags whose children never hold code (skipped while walking a CU). Classes may: GCC puts a
-// lambda's operator() inside its closure type.
-bool NoCodeInside(int tag) {
-  switch (tag) {
-    case DW_TAG_formal_parameter:
-    case DW_TAG_variable:
-    case DW_TAG_member:
-    case DW_TAG_enumeration_type:
-    case DW_TAG_array_type:
-    case DW_TAG_subroutine_type:
-    case DW_TAG_template_type_parameter:
-    case DW_TAG_template_value_parameter:
-    case DW_TAG_GNU_template_parameter_pack:
-    case DW_TAG_GNU_formal_parameter_pack:
-    case DW_TAG_GNU_call_site:
-    case DW_TAG_call_site:
-    case DW_TAG_base_type:
-    case DW_TAG_pointer_type:
-    case DW_TAG_reference_type:
-    case DW_TAG_rvalue_reference_type:
-    case DW_TAG_const_type:
-    case DW_TAG_volatile_type:
-    case DW_TAG_typedef:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// A unit's line program through line_program.h: false when it has none or leaves it to libdw.
-bool ReadOwnLines(Dwarf* dwarf, Dwarf_Die* cudie, unsigned address_size, const char* comp_dir,
-                  LineProgram* out) {
-  Dwarf_Attribute attr;
-  Dwarf_Word offset;
-  if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) == nullptr ||
-      dwarf_formudata(&attr, &offset) != 0) {
-    return false;
-  }
-  const LineSections sections = FindLineSections(dwarf_getelf(dwarf));
-  return sections.found() && ReadLineProgram(sections, offset, address_size, comp_dir, out);
+// libdw's order of line rows: by address, an end_sequence row before others at its address,
+// else as the program wrote them (dwarf::RowBefore, for our rows).
+bool RowBefore(const CuTables::Row& a, const CuTables::Row& b) {
+  return a.addr != b.addr ? a.addr < b.addr : a.end_sequence > b.end_sequence;
 }
 
 }  // namespace
@@ -223,187 +99,63 @@ size_t CuTables::Bytes() const {
   return n + strings.capacity() * sizeof(std::string_view) + missing.capacity();
 }
 
-std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        SplitUnits* split, DemangledNames* demangled,
-                                        StringPool* pool) {
-  Dwarf_Die cudie;
-  if (dwarf_offdie(dwarf, die_offset, &cudie) == nullptr) {
-    JITSYM_LOG(kWarning, file, ": CU at offset ", die_offset, ": ", dwarf_errmsg(-1));
-    return nullptr;
-  }
+std::unique_ptr<CuTables> BuildCuTables(const dwarf::UnitSymbols& symbols,
+                                        std::string_view comp_dir, std::string missing,
+                                        DemangledNames* demangled, StringPool* pool) {
   auto t = std::make_unique<CuTables>();
-  const char* comp_dir = AttrString(&cudie, DW_AT_comp_dir);
-  uint8_t unit_type = 0;
-  uint8_t address_size = 0;
-  bool walk_dies = true;
-  if (dwarf_cu_info(cudie.cu, nullptr, &unit_type, nullptr, nullptr, nullptr, &address_size,
-                    nullptr) == 0 &&
-      unit_type == DW_UT_skeleton) {
-    // The DIEs are the split unit's; libdw takes its line table (and, through the skeleton,
-    // its addresses) from the skeleton. Without it, the skeleton's line table still places
-    // addresses, and the symbol table names their functions.
-    SplitUnit unit;
-    if (split != nullptr) {
-      unit = split->Find(&cudie);
-    } else {
-      unit.missing = file + ": split units not read (see the log)";
-    }
-    if (unit.found) {
-      cudie = unit.die;
-    } else {
-      t->missing = std::move(unit.missing);
-      walk_dies = false;
-    }
-  }
-  std::vector<std::string> strings;                    // t->strings' texts, pooled at the end
-  std::unordered_map<const char*, uint32_t> file_ids;  // libdw's strings -> ours
-  const char* last_name = nullptr;                     // consecutive rows share their file
-  uint32_t last_id = kNone;
-  auto intern_path = [&](const char* name) -> uint32_t {
-    if (name == nullptr) return kNone;
-    if (name == last_name) return last_id;
-    auto [it, inserted] = file_ids.try_emplace(name, 0);
-    if (inserted) {
-      it->second = static_cast<uint32_t>(strings.size());
-      strings.push_back(AbsolutePath(name, comp_dir));
-    }
-    last_name = name;
-    last_id = it->second;
-    return last_id;
+  t->missing = std::move(missing);
+  const std::string comp(comp_dir);
+  std::vector<std::string> strings;  // t->strings' texts, pooled at the end
+  // A file table's entries -> our strings, made once each.
+  auto table_ids = [&](const std::vector<std::string>* files) {
+    std::vector<uint32_t> ids(files != nullptr ? files->size() : 0, kNone);
+    return ids;
   };
-
-  // Line table: read here when this unit's program is one line_program.h reads as libdw would,
-  // else through libdw (a split unit's table is its skeleton's: libdw's too).
-  LineProgram program;
-  std::vector<uint32_t> program_file_ids;  // the program's file register -> our string
-  const bool own_lines =
-      unit_type != DW_UT_skeleton && ReadOwnLines(dwarf, &cudie, address_size, comp_dir, &program);
-  auto program_file = [&](uint64_t file) -> uint32_t {
-    if (file >= program.files.size()) return kNone;
-    uint32_t& id = program_file_ids[file];
+  auto intern_file = [&](const std::vector<std::string>& files, std::vector<uint32_t>& ids,
+                         uint64_t file) -> uint32_t {
+    if (file >= files.size()) return kNone;
+    uint32_t& id = ids[file];
     if (id == kNone) {
       id = static_cast<uint32_t>(strings.size());
-      strings.push_back(AbsolutePath(program.files[file].c_str(), comp_dir));
+      strings.push_back(AbsolutePath(files[file].c_str(), comp.c_str()));
     }
     return id;
   };
-  Dwarf_Lines* lines = nullptr;
-  size_t nlines = 0;
-  if (own_lines) {
-    program_file_ids.assign(program.files.size(), kNone);
-    t->rows = std::move(program.rows);
-    for (CuTables::Row& row : t->rows) row.file = program_file(row.file);
-  } else if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
-    t->rows.reserve(nlines);
-    for (size_t i = 0; i < nlines; ++i) {
-      Dwarf_Line* line = dwarf_onesrcline(lines, i);
-      Dwarf_Addr addr;
-      int lineno = 0, col = 0;
-      bool end = false;
-      if (line == nullptr || dwarf_lineaddr(line, &addr) != 0) continue;
-      dwarf_lineno(line, &lineno);
-      dwarf_linecol(line, &col);
-      dwarf_lineendsequence(line, &end);
-      t->rows.push_back({addr, intern_path(dwarf_linesrc(line, nullptr, nullptr)),
-                         static_cast<uint32_t>(std::max(lineno, 0)),
-                         static_cast<uint32_t>(std::max(col, 0)), end});
-    }
-  }
-  // In libdw's order either way (line_program.h); checked, to be sure.
-  if (!std::is_sorted(t->rows.begin(), t->rows.end(), RowBefore)) {
-    std::stable_sort(t->rows.begin(), t->rows.end(), RowBefore);
-  }
-  Dwarf_Files* files = nullptr;
-  size_t nfiles = 0;
-  if (!own_lines && dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = nullptr;
 
-  // Subprogram and inlined-subroutine DIEs, walked in preorder; each one's ranges are laid over
-  // its parent's as llvm-symbolizer's address-to-DIE map does (a child splits its parent's
-  // range), so that an address maps to the deepest DIE covering it.
+  if (symbols.lines) {
+    const dwarf::LineTable& lines = *symbols.lines;
+    std::vector<uint32_t> ids = table_ids(&lines.files);
+    t->rows.reserve(lines.rows.size());
+    for (const dwarf::LineRow& r : lines.rows) {
+      t->rows.push_back(
+          {r.addr, intern_file(lines.files, ids, r.file), r.line, r.column, r.end_sequence});
+    }
+    // In libdw's order (line_table.h); checked, to be sure.
+    if (!std::is_sorted(t->rows.begin(), t->rows.end(), RowBefore)) {
+      std::stable_sort(t->rows.begin(), t->rows.end(), RowBefore);
+    }
+  }
+
+  // The subprogram and inlined-subroutine tree; each node's ranges are laid over its parent's
+  // as llvm-symbolizer's address-to-DIE map does (a child splits its parent's range), so that
+  // an address maps to the deepest node covering it.
+  const std::vector<std::string>* call_files = symbols.call_files();
+  std::vector<uint32_t> call_ids = table_ids(call_files);
+  t->nodes.reserve(symbols.nodes.size());
+  for (const dwarf::SymbolNode& s : symbols.nodes) {
+    CuTables::Node n{};
+    n.parent = s.parent == dwarf::SymbolNode::kNone ? kNone : s.parent;
+    n.name = kNone;
+    n.call_file = s.has_call_file && call_files != nullptr
+                      ? intern_file(*call_files, call_ids, s.call_file)
+                      : kNone;
+    n.call_line = static_cast<uint32_t>(s.call_line);
+    n.call_column = static_cast<uint32_t>(s.call_column);
+    n.low_pc = s.low_pc;
+    t->nodes.push_back(n);
+  }
   AddressDieMap addr_map;
-  std::vector<Dwarf_Die> node_die;  // the nodes' DIEs (names are resolved at the end)
-  struct Item {
-    Dwarf_Die die;
-    uint32_t node;  // the nearest enclosing subprogram/inlined node
-    int depth;
-  };
-  std::vector<Item> stack;
-  UnitAbbrevs abbrevs;
-  {
-    Dwarf_Die child;
-    if (walk_dies && dwarf_child(&cudie, &child) == 0) {
-      abbrevs.Fill(&child);
-      stack.push_back({child, kNone, 1});
-    }
-  }
-  // Each stack entry stands for a DIE and, through dwarf_siblingof, its following siblings.
-  while (!stack.empty()) {
-    Item item = stack.back();
-    stack.pop_back();
-    Dwarf_Die sibling;
-    if (dwarf_siblingof(&item.die, &sibling) == 0) {
-      abbrevs.Fill(&sibling);
-      stack.push_back({sibling, item.node, item.depth});
-    }
-    const int tag = dwarf_tag(&item.die);
-    uint32_t node = item.node;
-    if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
-      CuTables::Node n{};
-      n.parent = tag == DW_TAG_subprogram ? kNone : item.node;
-      n.name = kNone;
-      n.call_file = kNone;
-      n.low_pc = 0;
-      NodeAttrs attrs;
-      dwarf_getattrs(&item.die, NodeAttrs::Collect, &attrs, 0);
-      if (tag == DW_TAG_inlined_subroutine) {
-        Dwarf_Word v;
-        if (NodeAttrs::Udata(attrs.call_file, &v)) {
-          if (own_lines) {
-            n.call_file = program_file(v);
-          } else if (files != nullptr && v < nfiles) {
-            n.call_file = intern_path(dwarf_filesrc(files, v, nullptr, nullptr));
-          }
-        }
-        if (NodeAttrs::Udata(attrs.call_line, &v)) n.call_line = static_cast<uint32_t>(v);
-        if (NodeAttrs::Udata(attrs.call_column, &v)) n.call_column = static_cast<uint32_t>(v);
-      }
-      Dwarf_Addr base, lo, hi;
-      const uint32_t id = static_cast<uint32_t>(t->nodes.size());
-      if (attrs.Contiguous(&lo, &hi)) {
-        n.low_pc = lo;
-        if (hi > lo) addr_map.Add(lo, hi, id);
-      } else if (attrs.ranges || attrs.low_pc.code != 0 || attrs.high_pc.code != 0) {
-        ptrdiff_t off = 0;
-        bool first = true;
-        int guard = 0;
-        while ((off = dwarf_ranges(&item.die, off, &base, &lo, &hi)) > 0 && ++guard < 65536) {
-          if (first) n.low_pc = lo;
-          first = false;
-          if (hi > lo) addr_map.Add(lo, hi, id);
-        }
-      }
-      t->nodes.push_back(n);
-      node_die.push_back(item.die);
-      node = id;
-    } else if (NoCodeInside(tag)) {
-      continue;
-    } else if (item.node == kNone && (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
-                                      tag == DW_TAG_union_type)) {
-      // A class outside any function holds declarations only: GCC and clang put the code of
-      // its member functions (lambdas' included) in DIEs of their own at namespace level,
-      // which name the declaration (DW_AT_specification). Classes local to a function do
-      // hold code (a lambda's operator() under its closure type) and are walked. C++ headers
-      // make these subtrees most of a CU's DIEs: skipping them is a sixth of a cold batch.
-      continue;
-    }
-    Dwarf_Die child;
-    if (item.depth < kMaxDieDepth && dwarf_haschildren(&item.die) &&
-        dwarf_child(&item.die, &child) == 0) {
-      abbrevs.Fill(&child);
-      stack.push_back({child, node, item.depth + 1});
-    }
-    if (stack.size() > (1u << 20)) break;
-  }
+  for (const dwarf::SymbolRange& r : symbols.ranges) addr_map.Add(r.lo, r.hi, r.node);
   t->intervals.reserve(addr_map.size());
   std::vector<bool> used(t->nodes.size(), false);
   for (const auto& [lo, v] : addr_map.entries()) {
@@ -411,25 +163,21 @@ std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const
     for (uint32_t n = v.second; n != kNone && !used[n]; n = t->nodes[n].parent) used[n] = true;
   }
   // Names: the linkage name (through abstract origins and specifications) demangled, else the
-  // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach.
-  // .debug_str is shared by all CUs, so the same name is the same pointer: demangled once per
-  // module per handle (DemangledNames), interned once per CU.
+  // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach. A string
+  // of .debug_str is one pointer for all CUs: demangled once per module per thread
+  // (DemangledNames), interned once per CU.
   std::unordered_map<const char*, uint32_t> name_ids;
   for (size_t i = 0; i < t->nodes.size(); ++i) {
-    if (!used[i]) continue;
-    Dwarf_Die& die = node_die[i];
-    const char* linkage = AttrString(&die, DW_AT_linkage_name);
-    if (linkage == nullptr) linkage = AttrString(&die, DW_AT_MIPS_linkage_name);
-    const char* raw = linkage ? linkage : AttrString(&die, DW_AT_name);
-    if (raw == nullptr || raw[0] == '\0') continue;
-    auto [it, inserted] = name_ids.try_emplace(raw, 0);
+    const dwarf::SymbolNode& s = symbols.nodes[i];
+    if (!used[i] || s.name.empty()) continue;
+    auto [it, inserted] = name_ids.try_emplace(s.name.data(), 0);
     if (inserted) {
       it->second = static_cast<uint32_t>(strings.size());
-      if (!linkage) {
-        strings.emplace_back(raw);
+      if (!s.linkage) {
+        strings.emplace_back(s.name);
       } else {
-        auto [d, fresh] = demangled->names.try_emplace(raw);
-        if (fresh) d->second = Demangle(raw, demangled->budget);
+        auto [d, fresh] = demangled->names.try_emplace(s.name.data());
+        if (fresh) d->second = Demangle(s.name, demangled->budget);
         strings.push_back(d->second);
       }
     }

@@ -1,8 +1,8 @@
-// The tables of one DWARF compilation unit, read from libdw once and then searched without it:
+// The tables of one DWARF compilation unit, built once from what daemon/dwarf/ read of it
+// (dwarf::UnitSymbols: its subprogram/inline tree, pc ranges and line table) and then searched:
 // address intervals -> the deepest subprogram or inlined subroutine covering them (the inline
-// chain is followed through parents), and the line table. BuildCuTables is the only code that
-// walks DIEs; cu_index.h decides when it runs and on which libdw handle. A skeleton unit (split
-// DWARF) is read through its split unit (split_units.h); without one, only its line table is.
+// chain is followed through parents), and the line table. cu_index.h decides when a unit is
+// read, and which split unit stands for a skeleton (split_units.h).
 #ifndef JITSYM_DAEMON_NATIVE_CU_TABLES_H_
 #define JITSYM_DAEMON_NATIVE_CU_TABLES_H_
 
@@ -13,10 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/dwarf/unit_symbols.h"
 #include "daemon/native/demangle.h"
 #include "daemon/native/key_index.h"
-
-typedef struct Dwarf Dwarf;
 
 namespace jitsym::native {
 
@@ -51,24 +50,22 @@ struct CuTables {
   size_t Bytes() const;
 };
 
-// Demangled linkage names by their .debug_str pointer: .debug_str is shared by all CUs, so one
-// name is one pointer, demangled once per libdw handle.
-// Linkage names demangled once per module per libdw handle (.debug_str is shared by all CUs, so
-// the same name is the same pointer), charged to the module's demangling budget.
+// Linkage names demangled once per module per thread, by their pointer into the module's
+// sections (.debug_str is shared by all CUs, so the same name is the same pointer), charged to
+// the module's demangling budget.
 struct DemangledNames {
   std::unordered_map<const char*, std::string> names;
   DemangleBudget* budget = nullptr;  // the module's; null: unbounded (tests)
 };
 
-// Reads the CU whose DIE is at `die_offset`. nullptr (logged, naming `file`) when libdw cannot
-// read it. A skeleton unit's split unit comes from `split` (split_units.h); with none, only the
-// skeleton is read. The tables' strings are stored in `pool`, which must outlive them. Not
-// thread-safe for one `dwarf` (nor one `demangled`): the caller serializes.
-class SplitUnits;
+// The tables of a unit from what was read of it. `comp_dir`: the unit's (a skeleton's for a
+// split unit), which relative file names are taken under; `missing`: CuTables::missing. The
+// tables' strings are stored in `pool`, which must outlive them. Not thread-safe for one
+// `demangled`.
 class StringPool;
-std::unique_ptr<CuTables> BuildCuTables(Dwarf* dwarf, uint64_t die_offset, const std::string& file,
-                                        SplitUnits* split, DemangledNames* demangled,
-                                        StringPool* pool);
+std::unique_ptr<CuTables> BuildCuTables(const dwarf::UnitSymbols& symbols,
+                                        std::string_view comp_dir, std::string missing,
+                                        DemangledNames* demangled, StringPool* pool);
 
 }  // namespace jitsym::native
 

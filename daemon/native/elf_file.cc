@@ -192,7 +192,7 @@ namespace {
 std::optional<uint64_t> ClaimedSize(Elf_Scn* scn, const GElf_Shdr& shdr, std::string_view name) {
   if ((shdr.sh_flags & SHF_COMPRESSED) != 0) {
     GElf_Chdr chdr;
-    if (gelf_getchdr(scn, &chdr) == nullptr) return 0;  // libdw will not read it either
+    if (gelf_getchdr(scn, &chdr) == nullptr) return 0;  // the reader will not inflate it either
     return chdr.ch_size;
   }
   if (name.starts_with(".zdebug")) {

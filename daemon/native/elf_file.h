@@ -1,5 +1,6 @@
 // The ELF layer under NativeModule: opening a file as ELF with its header tables checked against
-// the file's size, finding sections by name, the build-id note, and what libdw will read. Thin
+// the file's size, finding sections by name, the build-id note, and what the DWARF reader will
+// read. Thin
 // wrappers over libelf; everything above them works on an `Elf*` these opened.
 #ifndef JITSYM_DAEMON_NATIVE_ELF_FILE_H_
 #define JITSYM_DAEMON_NATIVE_ELF_FILE_H_
@@ -52,14 +53,14 @@ bool HasDwarf(Elf* elf);
 std::string ReadBuildId(Elf* elf);
 // Raw build-id bytes -> lower-case hex.
 std::string HexBuildId(std::string_view bytes);
-// Bytes of the .debug* / .zdebug* sections: what libdw reads from this file (into memory, or
-// through a mapping that is resident once read); a compressed section counts what it says it
+// Bytes of the .debug* / .zdebug* sections: what the DWARF reader reads from this file (through
+// a mapping that is resident once read, or inflated into memory); a compressed section counts what it says it
 // inflates to.
 size_t DebugSectionBytes(Elf* elf);
 
 // What the compressed debug sections of a file (SHF_COMPRESSED, and .zdebug_*) say they inflate
-// to, read from their headers alone. libdw inflates every one of them when it opens the file,
-// into memory and with no bound: a 4 MB file claiming four 1 GiB sections takes 4 GiB.
+// to, read from their headers alone. The reader inflates them into memory when it reads the
+// file: a 4 MB file claiming four 1 GiB sections would take 4 GiB.
 struct CompressedDebug {
   uint64_t compressed = 0;  // their bytes in the file
   uint64_t claimed = 0;     // the sum of their inflated sizes, as their headers say
@@ -69,8 +70,8 @@ struct CompressedDebug {
 CompressedDebug CompressedDebugSections(Elf* elf);
 
 // Real DWARF compresses 3 to 10 times with zlib; a file whose compressed debug sections claim
-// more than this many times their size, or more than kMaxInflatedDebugBytes in all, is not
-// given to libdw (its symbol tables still answer). "" when the claims are within the bounds,
+// more than this many times their size, or more than kMaxInflatedDebugBytes in all, has its
+// DWARF not read (its symbol tables still answer). "" when the claims are within the bounds,
 // else why not, naming the section and the bound.
 inline constexpr uint64_t kMaxDebugInflation = 64;
 inline constexpr uint64_t kMaxInflatedDebugBytes = uint64_t{1} << 30;

@@ -4,7 +4,6 @@
 // cu_tables (DWARF), demangle.
 #include "daemon/native/native_module.h"
 
-#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <sys/stat.h>
@@ -25,9 +24,10 @@ constexpr uint32_t kNone = CuTables::kNone;
 }  // namespace
 
 NativeModule::~NativeModule() {
-  if (dwarf_) dwarf_end(dwarf_);
-  dwarf_alt_ = AltDwarf();  // after dwarf_, before the files
-  split_.reset();           // after the Dwarf that maps the copies it removes
+  // What reads the files' bytes before the files (cus_, which reads nothing once built, goes
+  // after this body).
+  split_.reset();
+  dwarf_.reset();
   debug_.Close();
   if (mini_elf_) elf_end(mini_elf_);
   main_.Close();
@@ -71,9 +71,10 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
   m->symbols_.Finish();
   size_t bytes =
       sizeof(NativeModule) + m->symbols_.Bytes() + m->minidebug_.capacity() + m->cus_.IndexBytes();
-  // The debug sections libdw read into memory.
-  if (m->dwarf_ != nullptr)
-    bytes += DebugSectionBytes(m->debug_.elf ? m->debug_.elf : m->main_.elf);
+  // The debug sections read (mapped, or inflated into memory).
+  if (m->dwarf_ != nullptr) {
+    bytes += DebugSectionBytes(m->debug_.elf ? m->debug_.elf : m->main_.elf) + sizeof(DwarfFile);
+  }
   bytes += m->alt_.Bytes();
   m->bytes_ = bytes;
   return m;
@@ -114,7 +115,8 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   }
   if (source == nullptr) return false;
   int fd = source == debug_.elf ? debug_.fd : main_.fd;
-  // libdw inflates every compressed debug section when it opens the file, without a bound.
+  // Compressed debug sections are inflated when the file is read: a file whose sections claim
+  // far more than real DWARF compresses to is refused before any is (elf_file.h).
   if (const std::string refusal = CompressedDebugRefusal(CompressedDebugSections(source));
       !refusal.empty()) {
     dwarf_refusal_ = debug_file_ + ": DWARF not read: " + refusal;
@@ -122,38 +124,22 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_.clear();
     return false;
   }
-  dwarf_ = dwarf_begin_elf(source, DWARF_C_READ, nullptr);
-  if (dwarf_ == nullptr) {
-    JITSYM_LOG(kWarning, debug_file_, ": cannot read DWARF: ", dwarf_errmsg(-1),
-               "; symbol tables only");
+  Result<std::unique_ptr<DwarfFile>> file = DwarfFile::FromElf(source, debug_file_, budget_);
+  if (!file) {
+    JITSYM_LOG(kWarning, "cannot read DWARF: ", file.error().message, "; symbol tables only");
     debug_file_.clear();
     return false;
   }
-  // Before anything reads a DIE: libdw would look for dwz's file itself.
-  alt_.Open(source, debug_file_);
-  dwarf_alt_ = alt_.Attach(dwarf_);
-  // Split DWARF: libdw reads a copy of the skeletons in a private directory, where each split
-  // unit is placed, checked, before libdw links it (split_units.h). A build without skeleton
-  // units costs nothing more: its unit headers are read once, here, and kept by libdw.
-  if (HasSkeletonUnits(dwarf_)) {
-    std::string error;
-    split_ = SplitUnits::Open(path_, main_.fd, debug_file_, fd, source, &error);
-    Dwarf* copy =
-        split_ != nullptr ? dwarf_begin_elf(split_->skeletons(), DWARF_C_READ, nullptr) : nullptr;
-    if (copy != nullptr) {
-      dwarf_end(dwarf_);
-      dwarf_ = copy;
-      dwarf_alt_ = alt_.Attach(dwarf_);  // the original's view ends here, after the original
-      fd = split_->skeletons_fd();
-    } else {
-      if (split_ != nullptr) error = split_->dir() + ": " + dwarf_errmsg(-1);
-      JITSYM_LOG(kWarning, debug_file_, ": split DWARF units not read: ", error,
-                 "; skeleton units and symbol tables only");
-      split_.reset();
-    }
+  dwarf_ = std::move(*file);
+  // dwz's shared file, before any unit is read.
+  alt_.Open(source, debug_file_, budget_);
+  if (alt_.context() != nullptr) dwarf_->context().set_supplementary(alt_.context());
+  // Split DWARF: skeleton units whose DIEs are in .dwo files or a .dwp package (split_units.h).
+  cus_.Open(&dwarf_->context(), &budget_, debug_file_);
+  if (cus_.has_skeletons()) {
+    split_ = SplitUnits::Open(path_, main_.fd, debug_file_, fd, &budget_);
+    cus_.UseSplitUnits(split_.get());
   }
-  cus_.UseAltFile(&alt_);
-  cus_.Open(dwarf_, fd, debug_file_, split_.get());
   return true;
 }
 

@@ -3,17 +3,17 @@
 // a separate debug file), read lazily one compilation unit at a time into compact sorted tables.
 //
 // Thread safety: a NativeModule is shared by query threads. Everything built at Open() is
-// immutable; a CU's tables are built once (claimed through an atomic state, built under the
-// mutex of the libdw handle used: a Dwarf is not thread-safe) and published through an atomic
-// pointer, so lookups in CUs already read never wait. Prefetch() builds several CUs at once,
-// each extra thread with a libdw handle of its own.
+// immutable; a CU's tables are built once (claimed through an atomic state) and published
+// through an atomic pointer, so lookups in CUs already read never wait. Prefetch() builds several
+// CUs at once.
 //
 // The parts, one file each: elf_file (opening, sections, build-id), debug_file_locator (separate
 // debug files, MiniDebugInfo), symbol_table (ELF symbols, PLT names), symbol_names (versions, clone
-// suffixes, the choice among aliases), cu_index (which CU holds an address; lazy and parallel
-// building), cu_tables (one CU's tables from its DIEs), split_units (a skeleton's split unit, from
-// checked copies of its .dwo libdw reads), dwp_package (.dwp packages), key_index (the search
-// under every table), demangle. This class decides which part supplies what, and answers.
+// suffixes, the choice among aliases), dwarf_file (one file's DWARF, read by daemon/dwarf/),
+// alt_file (dwz's shared file), split_units (a skeleton's split unit, from a .dwo or a .dwp),
+// cu_index (which CU holds an address; lazy and parallel building), cu_tables (one CU's tables),
+// key_index (the search under every table), demangle. This class decides which part supplies
+// what, and answers.
 #ifndef JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 #define JITSYM_DAEMON_NATIVE_NATIVE_MODULE_H_
 
@@ -24,17 +24,18 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/dwarf/budget.h"
 #include "daemon/native/alt_file.h"
 #include "daemon/native/cu_index.h"
 #include "daemon/native/cu_tables.h"
 #include "daemon/native/demangle.h"  // Demangle(), part of this interface
+#include "daemon/native/dwarf_file.h"
 #include "daemon/native/elf_file.h"  // HexBuildId(), part of this interface
 #include "daemon/native/key_index.h"
 #include "daemon/native/split_units.h"
 #include "daemon/native/symbol_table.h"
 
 typedef struct Elf Elf;
-typedef struct Dwarf Dwarf;
 
 namespace jitsym::native {
 
@@ -83,6 +84,8 @@ class NativeModule {
   // The DWARF package split units are read from ("" when none is used).
   const std::string& dwp_file() const { return split_ ? split_->dwp_file() : empty_; }
   bool has_dwarf() const { return dwarf_ != nullptr; }
+  // What reading this module's DWARF has cost so far (bytes inflated, DIEs decoded).
+  const dwarf::Budget& dwarf_budget() const { return budget_; }
   // A file it maps (the binary, its debug file) shrank under it: pages past the new end read as
   // zeros (mapping_guard.h), so the module cache opens the files again.
   bool damaged() const { return main_.guard.faults() != 0 || debug_.guard.faults() != 0; }
@@ -101,15 +104,14 @@ class NativeModule {
   void Symbolize(uint64_t addr, NativeAnswer* out);
 
   // Reads ahead the tables of the CUs that `addrs` (virtual addresses, in any order) fall in and
-  // that are not read yet, on this thread and up to `extra_threads` more, each with a libdw
-  // handle of its own, opened for the occasion and closed after (the tables own their strings).
-  // A first batch over a large binary touches most of its CUs, which Symbolize would read one
-  // after the other. Thread-safe; returns when they are built.
+  // that are not read yet, on this thread and up to `extra_threads` more. A first batch over a
+  // large binary touches most of its CUs, which Symbolize would read one after the other.
+  // Thread-safe; returns when they are built.
   void Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads);
   // CUs not read yet (nor being read): once it is below 2, Prefetch has nothing to do.
   size_t unread_cus() const { return cus_.unread(); }
 
-  // Bytes held (tables read so far, symbol tables, section data read by libelf/libdw).
+  // Bytes held (tables read so far, symbol tables, the debug sections read and inflated).
   size_t Bytes() const { return bytes_ + cus_.TablesBytes() + (split_ ? split_->Bytes() : 0); }
 
  private:
@@ -133,16 +135,17 @@ class NativeModule {
   DemangleBudget demangle_;
   SymbolTable symbols_;
 
-  // Owned libelf/libdw handles and their file descriptors.
-  OpenedElf main_;   // the binary
-  OpenedElf debug_;  // its separate debug file, when the DWARF is there
-  Dwarf* dwarf_ = nullptr;
+  // Owned libelf handles and their file descriptors.
+  OpenedElf main_;         // the binary
+  OpenedElf debug_;        // its separate debug file, when the DWARF is there
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
-  AltFile alt_;         // dwz's shared file, when the debug file names one
-  AltDwarf dwarf_alt_;  // dwarf_'s view of it (ended before alt_)
-  // Split DWARF: the private directory libdw reads the skeletons and split units from; null
-  // without skeleton units.
+  // What reading the DWARF of this module may cost (its files together): inflation is bounded
+  // as CompressedDebugRefusal bounds what a file may claim (elf_file.h).
+  dwarf::Budget budget_{dwarf::BudgetLimits{kMaxInflatedDebugBytes, uint64_t{1} << 32}};
+  std::unique_ptr<DwarfFile> dwarf_;  // the DWARF of the binary or of its debug file
+  AltFile alt_;                       // dwz's shared file, when the debug file names one
+  // Split DWARF: where skeletons' split units come from; null without skeleton units.
   std::unique_ptr<SplitUnits> split_;
   static inline const std::string empty_;
 

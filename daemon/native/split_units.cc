@@ -1,8 +1,7 @@
-// Split units from checked copies, for libdw to link (split_units.h).
+// Split units from the package or the .dwo files, read in memory (split_units.h).
 #include "daemon/native/split_units.h"
 
 #include <dirent.h>
-#include <dwarf.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,9 +15,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/native/dwp_package.h"
+#include "daemon/dwarf/constants.h"
+#include "daemon/dwarf/split_unit.h"
 #include "daemon/native/file_ops.h"
-#include "daemon/native/file_trust.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -29,63 +28,6 @@ std::string Join(std::string_view dir, std::string_view name) {
   if (!out.empty() && out.back() != '/') out.push_back('/');
   out.append(name);
   return out;
-}
-
-const char* AttrString(Dwarf_Die* die, unsigned name) {
-  Dwarf_Attribute attr;
-  if (dwarf_attr(die, name, &attr) == nullptr) return nullptr;
-  return dwarf_formstring(&attr);
-}
-
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// The dwo ids of the split compile units in the file `path` (written here), found as libdw
-// finds them when it links a skeleton (try_split_file in libdw_find_split_unit.c).
-std::vector<uint64_t> SplitIds(const std::string& path) {
-  std::vector<uint64_t> ids;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return ids;
-  if (Dwarf* d = dwarf_begin(fd, DWARF_C_READ); d != nullptr) {
-    Dwarf_CU* cu = nullptr;
-    uint8_t type = 0;
-    for (int guard = 0;
-         guard < 4096 && dwarf_get_units(d, cu, &cu, nullptr, &type, nullptr, nullptr) == 0;
-         ++guard) {
-      uint64_t id = 0;
-      if (type == DW_UT_split_compile &&
-          dwarf_cu_info(cu, nullptr, nullptr, nullptr, nullptr, &id, nullptr, nullptr) == 0) {
-        ids.push_back(id);
-      }
-    }
-    dwarf_end(d);
-  }
-  ::close(fd);
-  return ids;
-}
-
-bool WriteAll(const std::string& path, std::string_view bytes, std::string* error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = path + ": " + std::strerror(n < 0 ? errno : ENOSPC);
-      ::close(fd);
-      ::unlink(path.c_str());
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return true;
 }
 
 }  // namespace
@@ -217,93 +159,8 @@ RemovedCopies RemoveLeftoverSplitCopies() {
   return removed;
 }
 
-bool HasSkeletonUnits(Dwarf* dwarf) {
-  Dwarf_CU* cu = nullptr;
-  uint8_t type = 0;
-  while (dwarf_get_units(dwarf, cu, &cu, nullptr, &type, nullptr, nullptr) == 0) {
-    if (type == DW_UT_skeleton) return true;
-  }
-  return false;
-}
-
-SplitUnits::~SplitUnits() {
-  skeletons_.Close();
-  for (auto it = written_.rbegin(); it != written_.rend(); ++it) {
-    if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
-  }
-  if (!dir_.empty()) ::rmdir(dir_.c_str());
-}
-
-std::unique_ptr<SplitUnits> SplitUnits::Open(const std::string& binary, int binary_fd,
-                                             const std::string& skeleton_file, int skeleton_fd,
-                                             Elf* source, std::string* error) {
-  std::unique_ptr<SplitUnits> s(new SplitUnits());
-  s->binary_ = binary;
-  s->skeleton_file_ = skeleton_file;
-  s->binary_dir_ = DirectoryOfFd(binary_fd);
-  s->skeleton_dir_ = DirectoryOfFd(skeleton_fd);
-  std::string templ = SplitCopiesParent() + "/" + std::string(kSplitPrefix) +
-                      std::to_string(::getpid()) + "-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) {  // 0700
-    *error = templ + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  s->dir_ = templ + "/";
-  // The skeletons' copy, named as their file is (libdw reads a Dwarf's name nowhere; a dwo name
-  // that is the same cannot be placed, the file exists: that unit is reported missing).
-  const std::string copy = s->dir_ + BaseName(skeleton_file);
-  if (!WriteDebugSections(source, copy, error)) return nullptr;
-  s->written_.push_back(copy);
-  s->skeletons_ = OpenElf(copy, error);
-  if (s->skeletons_.elf == nullptr) return nullptr;
-  s->fixed_bytes_ = DebugSectionBytes(s->skeletons_.elf);
-  std::vector<std::string> packages = {binary + ".dwp"};
-  if (skeleton_file != binary) packages.push_back(skeleton_file + ".dwp");
-  for (const std::string& p : packages) {
-    struct stat st {};
-    bool served = false;
-    if (!Files().stat(p, true, &st, &served)) continue;
-    std::string why;
-    s->dwp_ = DwpPackage::Open(p, &why);
-    if (s->dwp_ != nullptr) {
-      s->fixed_bytes_ += s->dwp_->Bytes();
-      break;
-    }
-    JITSYM_LOG(kWarning, why, "; split units only from .dwo files");
-    if (s->dwp_note_.empty()) s->dwp_note_ = why;
-  }
-  return s;
-}
-
-const std::string& SplitUnits::dwp_file() const {
-  static const std::string kNone;
-  return dwp_ ? dwp_->path() : kNone;
-}
-
-size_t SplitUnits::Bytes() const {
-  return sizeof(*this) + fixed_bytes_ + copied_bytes_.load(std::memory_order_relaxed);
-}
-
-bool SplitUnits::MakeParents(std::string_view dwo_name, std::string* error) {
-  for (size_t slash = dwo_name.find('/'); slash != std::string_view::npos;
-       slash = dwo_name.find('/', slash + 1)) {
-    const std::string d = dir_ + std::string(dwo_name.substr(0, slash));
-    if (::mkdir(d.c_str(), 0700) == 0) {
-      written_.push_back(d);
-    } else if (errno != EEXIST) {
-      *error = d + ": " + std::strerror(errno);
-      return false;
-    }
-  }
-  return true;
-}
-
-void SplitUnits::Forget(const std::string& path) {
-  ::unlink(path.c_str());
-  written_.erase(std::remove(written_.begin(), written_.end(), path), written_.end());
-}
-
-bool SplitUnits::ReadDwo(const std::string& path, std::string* bytes, std::string* note) {
+bool ReadCompanion(const std::string& path, uint32_t owner, uint64_t max_bytes, std::string* bytes,
+                   std::string* note) {
   // Non-blocking: a FIFO does not block the open; never mapped: the bytes are read once.
   const int fd = Files().open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
@@ -312,15 +169,14 @@ bool SplitUnits::ReadDwo(const std::string& path, std::string* bytes, std::strin
   }
   struct stat st {};
   bool ok = false;
-  const size_t copied = copied_bytes_.load(std::memory_order_relaxed);
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     *note = path + " is not a regular file: not read";
-  } else if (st.st_size <= 0 || static_cast<uint64_t>(st.st_size) > kMaxDwoBytes) {
+  } else if (st.st_uid != 0 && st.st_uid != owner) {
+    *note = path + ": owned by uid " + std::to_string(st.st_uid) +
+            ", neither root nor the binary's owner (uid " + std::to_string(owner) + "): not read";
+  } else if (st.st_size <= 0 || static_cast<uint64_t>(st.st_size) > max_bytes) {
     *note = path + ": " + std::to_string(st.st_size) + " bytes: not read (at most " +
-            std::to_string(kMaxDwoBytes) + ")";
-  } else if (copied + static_cast<uint64_t>(st.st_size) > kMaxCopiedBytes) {
-    *note = path + ": not read: this module's copies of split units would pass " +
-            std::to_string(kMaxCopiedBytes) + " bytes";
+            std::to_string(max_bytes) + ")";
   } else {
     bytes->resize(static_cast<size_t>(st.st_size));
     size_t done = 0;
@@ -339,144 +195,156 @@ bool SplitUnits::ReadDwo(const std::string& path, std::string* bytes, std::strin
   return ok;
 }
 
-SplitUnits::Placed SplitUnits::Place(std::string_view dwo_name, uint64_t id,
-                                     const std::vector<std::string>& candidates) {
-  Placed p;
-  const std::string out = dir_ + std::string(dwo_name);
-  std::string error;
-  // The name's directories, made once a file is to be written (not for names never found).
-  bool parents = false;
-  auto make_parents = [&]() {
-    if (!parents && !MakeParents(dwo_name, &error)) {
-      p.notes += (p.notes.empty() ? "" : "; ") + error;
-      return false;
-    }
-    parents = true;
-    return true;
-  };
-  auto keep_if_linked = [&](size_t bytes, const std::string& from) {
-    written_.push_back(out);
-    p.ids = SplitIds(out);
-    const bool linked = std::find(p.ids.begin(), p.ids.end(), id) != p.ids.end();
-    const bool fits = copied_bytes_.load(std::memory_order_relaxed) + bytes <= kMaxCopiedBytes;
-    if (linked && fits) {
-      copied_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-      return true;
-    }
-    Forget(out);
-    p.ids.clear();
-    p.notes += (p.notes.empty() ? "" : "; ") + from +
-               (linked ? ": not read: this module's copies of split units would pass " +
-                             std::to_string(kMaxCopiedBytes) + " bytes"
-                       : std::string(": no split unit with the skeleton's dwo id"));
-    return false;
-  };
-  // A package's unit wins over a .dwo, as in llvm-symbolizer (a package is made from the
-  // build's .dwo files; those left behind may be older).
-  if (dwp_ != nullptr) {
-    size_t written = 0;
-    if (!make_parents()) return p;
-    if (dwp_->WriteUnit(id, out, &written, &error)) {
-      if (keep_if_linked(written, dwp_->path())) return p;
+std::unique_ptr<SplitUnits> SplitUnits::Open(const std::string& binary, int binary_fd,
+                                             const std::string& skeleton_file, int skeleton_fd,
+                                             dwarf::Budget* budget) {
+  std::unique_ptr<SplitUnits> s(new SplitUnits());
+  s->binary_ = binary;
+  s->skeleton_file_ = skeleton_file;
+  s->binary_dir_ = DirectoryOfFd(binary_fd);
+  s->skeleton_dir_ = DirectoryOfFd(skeleton_fd);
+  s->budget_ = budget;
+  struct stat st {};
+  // Unknown: root's alone count.
+  s->owner_ = ::fstat(binary_fd, &st) == 0 ? st.st_uid : 0;
+  std::vector<std::string> packages = {binary + ".dwp"};
+  if (skeleton_file != binary) packages.push_back(skeleton_file + ".dwp");
+  for (const std::string& p : packages) {
+    std::string bytes, why;
+    if (!ReadCompanion(p, s->owner_, kMaxSplitBytes, &bytes, &why)) {
+      if (why.empty()) continue;  // no package there
+    } else if (Result<std::unique_ptr<DwarfFile>> f =
+                   DwarfFile::FromBytes(std::move(bytes), p, *budget);
+               !f) {
+      why = f.error().message;
+    } else if (const Error* e = (*f)->context().index_error()) {
+      why = p + ": " + e->message;
     } else {
-      p.notes += (p.notes.empty() ? "" : "; ") + dwp_->path() + ": " + error;
+      s->read_bytes_ += (*f)->Bytes();
+      s->dwp_ = std::move(*f);
+      break;
     }
+    JITSYM_LOG(kWarning, why, "; split units only from .dwo files");
+    if (s->dwp_note_.empty()) s->dwp_note_ = why;
   }
+  return s;
+}
+
+const std::string& SplitUnits::dwp_file() const {
+  static const std::string kNone;
+  return dwp_ ? dwp_->name() : kNone;
+}
+
+size_t SplitUnits::Bytes() const {
+  return sizeof(*this) + read_bytes_.load(std::memory_order_relaxed);
+}
+
+SplitUnits::Dwo SplitUnits::Read(const dwarf::Unit& skeleton,
+                                 const std::vector<std::string>& candidates) {
+  Dwo d;
+  auto note = [&d](const std::string& n) { d.notes += (d.notes.empty() ? "" : "; ") + n; };
   std::string absent;
   for (const std::string& c : candidates) {
-    std::string bytes, note;
-    if (!ReadDwo(c, &bytes, &note)) {
-      if (note.empty()) {
+    const size_t used = read_bytes_.load(std::memory_order_relaxed);
+    const uint64_t room = used >= kMaxSplitBytes ? 0 : kMaxSplitBytes - used;
+    std::string bytes, why;
+    if (!ReadCompanion(c, owner_, std::min(kMaxDwoBytes, room), &bytes, &why)) {
+      if (why.empty()) {
         absent += (absent.empty() ? "no " : " nor ") + c;
       } else {
-        p.notes += (p.notes.empty() ? "" : "; ") + note;
+        note(room < kMaxDwoBytes && why.find(" bytes: not read") != std::string::npos
+                 ? c + ": not read: this module's split DWARF files would pass " +
+                       std::to_string(kMaxSplitBytes) + " bytes"
+                 : why);
       }
       continue;
     }
-    if (!make_parents()) return p;
-    if (!WriteAll(out, bytes, &error)) {
-      p.notes += (p.notes.empty() ? "" : "; ") + error;
+    Result<std::unique_ptr<DwarfFile>> f = DwarfFile::FromBytes(std::move(bytes), c, *budget_);
+    if (!f) {
+      note(f.error().message);
       continue;
     }
-    if (keep_if_linked(bytes.size(), c)) return p;
+    Result<std::optional<dwarf::Unit>> unit =
+        dwarf::OpenSplitUnit(skeleton, (*f)->context(), *budget_);
+    if (!unit) {
+      note(c + ": " + unit.error().message);
+      continue;
+    }
+    if (!*unit) {
+      note(c + ": no split unit with the skeleton's dwo id");
+      continue;
+    }
+    read_bytes_.fetch_add((*f)->Bytes(), std::memory_order_relaxed);
+    d.file = std::move(*f);
+    d.notes.clear();
+    return d;
   }
   if (dwp_ == nullptr) {
     absent += (absent.empty() ? "no " : " nor ") + binary_ + ".dwp";
     if (!dwp_note_.empty()) absent += " (unreadable: see the log)";
   }
-  p.notes = absent + (absent.empty() || p.notes.empty() ? "" : "; ") + p.notes;
-  return p;
+  d.notes = absent + (absent.empty() || d.notes.empty() ? "" : "; ") + d.notes;
+  return d;
 }
 
-SplitUnit SplitUnits::Find(Dwarf_Die* skeleton) {
+SplitUnit SplitUnits::Find(const dwarf::Unit& skeleton) {
   SplitUnit out;
-  const char* dwo_name = AttrString(skeleton, DW_AT_dwo_name);
-  if (dwo_name == nullptr) dwo_name = AttrString(skeleton, DW_AT_GNU_dwo_name);
-  const char* comp_dir = AttrString(skeleton, DW_AT_comp_dir);
-  const char* source = AttrString(skeleton, DW_AT_name);
-  uint64_t dwo_id = 0;
-  dwarf_cu_info(skeleton->cu, nullptr, nullptr, nullptr, nullptr, &dwo_id, nullptr, nullptr);
+  const std::string_view dwo_name = skeleton.dwo_name();
+  const uint64_t dwo_id = skeleton.dwo_id().value_or(0);
   char id_text[32];
   std::snprintf(id_text, sizeof(id_text), "0x%016" PRIx64, dwo_id);
-  const std::string what = source != nullptr && source[0] != '\0'
-                               ? std::string("the split DWARF of ") + source + ", dwo id " + id_text
-                               : std::string("dwo id ") + id_text;
-  if (dwo_name == nullptr || dwo_name[0] == '\0') {
-    out.missing = skeleton_file_ + ": a skeleton unit without DW_AT_dwo_name (" + what + ")";
+  const std::string what =
+      !skeleton.name().empty()
+          ? "the split DWARF of " + std::string(skeleton.name()) + ", dwo id " + id_text
+          : std::string("dwo id ") + id_text;
+  std::string notes;
+  // A package's unit wins over a .dwo (a package is made from the build's .dwo files; those
+  // left behind may be older).
+  if (dwp_ != nullptr) {
+    Result<std::optional<dwarf::Unit>> unit =
+        dwarf::OpenSplitUnit(skeleton, dwp_->context(), *budget_);
+    if (unit && *unit) {
+      out.unit = std::move(**unit);
+      return out;
+    }
+    notes = dwp_->name() + ": " +
+            (unit ? std::string("no split unit with the skeleton's dwo id") : unit.error().message);
+  }
+  if (dwo_name.empty()) {
+    out.missing = (notes.empty() ? "" : notes + "; ") + skeleton_file_ +
+                  ": a skeleton unit without DW_AT_dwo_name (" + what + ")";
     return out;
   }
-  const std::string_view name(dwo_name);
-  if (name.front() == '/') {
-    // libdw opens an absolute name as it is: only a file root alone can change.
-    std::string why;
-    struct stat st {};
-    if (!PathOwnerCannotChange(dwo_name, &why)) {
-      out.missing = std::string(dwo_name) + " not read: " + why +
-                    " (an absolute dwo name is read only where no user can change it; " + what +
+  const DwarfFile* file = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = dwos_.find(std::string(dwo_name));
+    if (it == dwos_.end()) {
+      it = dwos_
+               .emplace(std::string(dwo_name),
+                        Read(skeleton, DwoCandidates(binary_dir_, skeleton_dir_,
+                                                     skeleton.comp_dir(), dwo_name)))
+               .first;
+    }
+    file = it->second.file.get();
+    if (file == nullptr) {
+      const std::string& n = it->second.notes;
+      out.missing = (notes.empty() ? "" : notes + "; ") +
+                    (n.empty() ? "no split unit for " + std::string(dwo_name) : n) + " (" + what +
                     ")";
       return out;
     }
-    bool served = false;
-    if (!Files().stat(dwo_name, true, &st, &served) || !S_ISREG(st.st_mode)) {
-      out.missing = std::string(dwo_name) + " is not a regular file: not read (" + what + ")";
-      return out;
-    }
-  } else if (!SafeRelativeName(name)) {
-    out.missing = "the dwo name '" + std::string(name) +
-                  "' is not read: it leaves its directory ('..', an empty part) (" + what + ")";
-    return out;
-  } else {
-    bool linkable = false;
-    {
-      std::lock_guard lock(mu_);
-      auto it = placed_.find(std::string(name));
-      if (it == placed_.end()) {
-        it = placed_
-                 .emplace(std::string(name),
-                          Place(name, dwo_id,
-                                DwoCandidates(binary_dir_, skeleton_dir_,
-                                              comp_dir != nullptr ? comp_dir : "", name)))
-                 .first;
-      }
-      const Placed& p = it->second;
-      linkable = std::find(p.ids.begin(), p.ids.end(), dwo_id) != p.ids.end();
-      if (!linkable) {
-        out.missing = (p.notes.empty() ? std::string("no split unit for ") + dwo_name : p.notes) +
-                      " (" + what + ")";
-        return out;
-      }
-    }
   }
-  // libdw now finds <its debugdir>/<dwo_name>, the copy placed there (or the absolute name).
-  Dwarf_Die split;
-  if (dwarf_cu_info(skeleton->cu, nullptr, nullptr, nullptr, &split, nullptr, nullptr, nullptr) ==
-          0 &&
-      split.addr != nullptr && dwarf_tag(&split) == DW_TAG_compile_unit) {
-    out.found = true;
-    out.die = split;
+  Result<std::optional<dwarf::Unit>> unit =
+      dwarf::OpenSplitUnit(skeleton, file->context(), *budget_);
+  if (unit && *unit) {
+    out.unit = std::move(**unit);
     return out;
   }
-  out.missing = std::string(dwo_name) + ": libdw did not link the split unit (" + what + ")";
+  out.missing =
+      file->name() + ": " +
+      (unit ? std::string("no split unit with the skeleton's dwo id") : unit.error().message) +
+      " (" + what + ")";
   return out;
 }
 

@@ -29,7 +29,7 @@ int Unanswered(std::string why) {
 
 int Open(const std::string& path, int flags) {
   if (path.empty() || path.front() != '/') {
-    // Relative names (libdw's, of files next to others) resolve as the system does.
+    // Relative names resolve as the system does.
     return ::open(path.c_str(), flags | O_CLOEXEC);
   }
   auto opened = os::OpenForReading(path, flags);

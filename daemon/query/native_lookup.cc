@@ -69,7 +69,7 @@ std::string WhereOf(const native::NativeModule& m, const std::string& path) {
 
 // A first batch over a large binary reads most of its CUs, and a big batch is symbolized in
 // halves: on extra threads when the process-wide budget has some left (each extra thread
-// costs a libdw handle while it runs), on the request's own thread otherwise.
+// reads units of its own while it runs), on the request's own thread otherwise.
 ThreadBudget::Grant ExtraThreads(size_t wanted) { return ThreadBudget::Process().Take(wanted); }
 
 // Below this many addresses a batch is symbolized on one thread: starting another costs more

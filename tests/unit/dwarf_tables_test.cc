@@ -257,6 +257,42 @@ TEST(DwarfDwpIndex, VersionFiveAndMalformedOnes) {
             ErrorKind::kMalformed);
 }
 
+// A package whose index puts a contribution past its section is not used at all: its units
+// would otherwise be read with a piece missing, and nothing would say so.
+TEST(DwarfDwpIndex, AContributionPastItsSectionRefusesThePackage) {
+  ByteWriter info;  // one DWARF 5 split compile unit of dwo id 0xabcdef, its DIE a null entry
+  info.Fixed(17, 4).Fixed(5, 2).U8(DW_UT_split_compile).U8(8).Fixed(0, 4).Fixed(0xabcdef, 8).U8(0);
+  auto package = [&](uint32_t abbrev_size) {
+    ByteWriter w;
+    w.Fixed(5, 2).Fixed(0, 2).Fixed(2, 4).Fixed(1, 4).Fixed(2, 4);
+    w.Fixed(0, 8).Fixed(0xabcdef, 8).Fixed(0, 4).Fixed(1, 4);
+    w.Fixed(DW_SECT_INFO, 4).Fixed(DW_SECT_ABBREV, 4);
+    w.Fixed(0, 4).Fixed(0, 4).Fixed(info.size(), 4).Fixed(abbrev_size, 4);
+    return w.s;
+  };
+  const std::string abbrev(1, '\0');
+  for (uint32_t abbrev_size : {1u, 0x40u}) {
+    const std::string index = package(abbrev_size);
+    Sections s;
+    s.dwo = true;
+    s[SectionId::kInfo] = info.s;
+    s[SectionId::kAbbrev] = abbrev;
+    s[SectionId::kCuIndex] = index;
+    Context ctx(s);
+    ASSERT_EQ(ctx.units().size(), 1u);
+    if (abbrev_size == 1) {
+      EXPECT_EQ(ctx.index_error(), nullptr) << ctx.index_error()->message;
+      EXPECT_NE(ctx.SplitUnitById(0xabcdef), nullptr);
+    } else {
+      ASSERT_NE(ctx.index_error(), nullptr);
+      EXPECT_EQ(ctx.index_error()->message,
+                "debug_cu_index offset 0x0: the row of 0xabcdef puts its abbrev contribution at "
+                "[0x0, +0x40), past the section's 1 bytes");
+      EXPECT_EQ(ctx.SplitUnitById(0xabcdef), nullptr);
+    }
+  }
+}
+
 TEST(DwarfSplit, GnuSplitDwarf4ThroughTheSkeletonsBases) {
   // The skeleton: its dwo id, address base (.debug_addr has no header in DWARF 4) and ranges
   // base. The .dwo: its unit names the same id; its addresses are indexes into the skeleton's

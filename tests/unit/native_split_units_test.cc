@@ -1,6 +1,7 @@
-// The pure parts of split DWARF: where a skeleton unit's .dwo is looked for (DwoCandidates: beside
-// the binary, beside the skeletons' file, under comp_dir), the .dwp index and string tables, the
-// names a copy may be placed at, and the trust rule for files libdw opens itself (file_trust.h).
+// Split DWARF's file side: where a skeleton unit's .dwo is looked for (DwoCandidates: beside the
+// binary, beside the skeletons' file, under comp_dir), and how a companion file is read
+// (ReadCompanion: no FIFO, a bound, root's or the binary owner's files only).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon/native/dwp_package.h"
-#include "daemon/native/file_trust.h"
 #include "daemon/native/split_units.h"
 
 namespace jitsym::native {
@@ -62,38 +61,6 @@ TEST(DwoCandidates, BesideTheBinaryBeforeBesideItsDebugFile) {
             (Paths{"/opt/app/bin/a.dwo"}));
 }
 
-TEST(OwnerCannotChange, RootsAloneOffFuse) {
-  constexpr int64_t kExt4 = 0xEF53, kFuse = 0x65735546;
-  EXPECT_TRUE(OwnerCannotChange({0, S_IFREG | 0644, kExt4}));
-  EXPECT_TRUE(OwnerCannotChange({0, S_IFDIR | 0755, kExt4}));
-  std::string why;
-  EXPECT_FALSE(OwnerCannotChange({1000, S_IFREG | 0644, kExt4}, &why));
-  EXPECT_EQ(why, "owned by uid 1000");
-  EXPECT_FALSE(OwnerCannotChange({0, S_IFREG | 0664, kExt4}, &why));
-  EXPECT_EQ(why, "writable by group or others");
-  EXPECT_FALSE(OwnerCannotChange({0, S_IFDIR | 01777, kExt4}, &why));  // /tmp: anyone's files
-  EXPECT_TRUE(OwnerCannotChange({0, S_IFLNK | 0777, kExt4}));          // /lib -> usr/lib
-  EXPECT_FALSE(OwnerCannotChange({1000, S_IFLNK | 0777, kExt4}));
-  EXPECT_FALSE(OwnerCannotChange({0, S_IFREG | 0644, kFuse}, &why));
-  EXPECT_EQ(why, "on a FUSE file system");
-}
-
-TEST(PathOwnerCannotChange, EveryDirectoryOnTheWay) {
-  std::string why;
-  // /usr/bin/env and its directories are root's on any system these tests run on.
-  EXPECT_TRUE(PathOwnerCannotChange("/usr/bin/env", &why)) << why;
-  EXPECT_TRUE(PathOwnerCannotChange("/bin/sh", &why)) << why;  // through root's links
-  char dir[] = "/tmp/jitsym-trust-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  // It leads to root's file, through a directory its owner can replace with a link.
-  EXPECT_FALSE(PathOwnerCannotChange(std::string(dir) + "/../../usr/bin/env", &why));
-  EXPECT_FALSE(PathOwnerCannotChange(dir, &why));  // /tmp is writable by others
-  EXPECT_NE(why.find("/tmp"), std::string::npos) << why;
-  EXPECT_FALSE(PathOwnerCannotChange(std::string(dir) + "/absent.dwo", &why));
-  EXPECT_NE(why.find("absent.dwo"), std::string::npos) << why;
-  rmdir(dir);
-}
-
 TEST(DirectoryOfFd, TheResolvedDirectoryWithATrailingSlash) {
   char dir[] = "/tmp/jitsym-split-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -109,162 +76,76 @@ TEST(DirectoryOfFd, TheResolvedDirectoryWithATrailingSlash) {
   EXPECT_EQ(DirectoryOfFd(-1), "");
 }
 
-// A .debug_cu_index, little-endian: header, hash table, row numbers, column ids, offsets, sizes.
-struct IndexBuilder {
-  std::string bytes;
-  void U32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+class Companion : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(mkdtemp(dir_), nullptr);
+    path_ = std::string(dir_) + "/a.dwo";
   }
-  void U64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+  void TearDown() override {
+    unlink(path_.c_str());
+    rmdir(dir_);
   }
+  void Write(const std::string& bytes) {
+    FILE* f = std::fopen(path_.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  char dir_[32] = "/tmp/jitsym-companion-XXXXXX";
+  std::string path_;
 };
 
-// Version 5, columns .debug_info.dwo (1) and .debug_abbrev.dwo (3), units 0xaa (row 2) and
-// 0xbb (row 1) in 4 slots.
-std::string TwoUnits(uint32_t version_word = 5, uint32_t second_row = 1) {
-  IndexBuilder b;
-  b.U32(version_word);
-  b.U32(2);
-  b.U32(2);
-  b.U32(4);
-  b.U64(0);
-  b.U64(0xaa);
-  b.U64(0xbb);
-  b.U64(0);
-  b.U32(0);
-  b.U32(2);
-  b.U32(second_row);
-  b.U32(0);
-  b.U32(1);  // column ids
-  b.U32(3);
-  b.U32(100);  // offsets: row 1
-  b.U32(10);
-  b.U32(0);  // row 2
-  b.U32(0);
-  b.U32(50);  // sizes: row 1
-  b.U32(5);
-  b.U32(100);  // row 2
-  b.U32(10);
-  return b.bytes;
+TEST_F(Companion, ReadsTheBytesOfItsOwnersFile) {
+  Write(
+      "\x7f"
+      "ELF and the rest");
+  std::string bytes, note;
+  ASSERT_TRUE(ReadCompanion(path_, geteuid(), 1024, &bytes, &note)) << note;
+  EXPECT_EQ(bytes,
+            "\x7f"
+            "ELF and the rest");
+  EXPECT_EQ(note, "");
 }
 
-TEST(DwpIndex, UnitsAndTheirContributions) {
-  std::string error;
-  auto index = ParseDwpIndex(TwoUnits(), false, &error);
-  ASSERT_TRUE(index) << error;
-  EXPECT_EQ(index->version, 5u);
-  ASSERT_EQ(index->units.size(), 2u);
-  EXPECT_EQ(index->units[0].id, 0xaau);
-  ASSERT_EQ(index->units[0].parts.size(), 2u);
-  EXPECT_EQ(index->units[0].parts[0].section, 1u);
-  EXPECT_EQ(index->units[0].parts[0].offset, 0u);
-  EXPECT_EQ(index->units[0].parts[0].size, 100u);
-  EXPECT_EQ(index->units[1].id, 0xbbu);
-  EXPECT_EQ(index->units[1].parts[1].section, 3u);
-  EXPECT_EQ(index->units[1].parts[1].offset, 10u);
-  EXPECT_EQ(index->units[1].parts[1].size, 5u);
-  EXPECT_EQ(DwpSectionName(5, 8), ".debug_rnglists.dwo");
-  EXPECT_EQ(DwpSectionName(2, 6), ".debug_str_offsets.dwo");
-  EXPECT_EQ(DwpSectionName(2, 2), "");  // .debug_types: not read
+TEST_F(Companion, AnAbsentFileIsNoNote) {
+  std::string bytes, note;
+  EXPECT_FALSE(ReadCompanion(path_, geteuid(), 1024, &bytes, &note));
+  EXPECT_EQ(note, "");
 }
 
-TEST(DwpIndex, Version2) {
-  std::string error;
-  auto index = ParseDwpIndex(TwoUnits(2), false, &error);
-  ASSERT_TRUE(index) << error;
-  EXPECT_EQ(index->version, 2u);
+TEST_F(Companion, AFifoIsRefusedWithoutBlocking) {
+  ASSERT_EQ(mkfifo(path_.c_str(), 0600), 0);
+  std::string bytes, note;
+  EXPECT_FALSE(ReadCompanion(path_, geteuid(), 1024, &bytes, &note));
+  EXPECT_EQ(note, path_ + " is not a regular file: not read");
 }
 
-TEST(DwpIndex, MalformedIsAnErrorWithItsOffset) {
-  std::string error;
-  EXPECT_FALSE(ParseDwpIndex(TwoUnits(7), false, &error));
-  EXPECT_NE(error.find("offset 0"), std::string::npos) << error;
-  EXPECT_FALSE(ParseDwpIndex(TwoUnits(5, 2), false, &error));  // row 2 twice
-  EXPECT_NE(error.find("row 2"), std::string::npos) << error;
-  EXPECT_FALSE(ParseDwpIndex(TwoUnits(5, 3), false, &error));  // row past the units
-  std::string all = TwoUnits();
-  for (size_t n = 0; n < all.size(); ++n) {
-    EXPECT_FALSE(ParseDwpIndex(all.substr(0, n), false, &error)) << n;  // every truncation
+TEST_F(Companion, PastTheBoundIsRefused) {
+  Write(std::string(2000, 'x'));
+  std::string bytes, note;
+  EXPECT_FALSE(ReadCompanion(path_, geteuid(), 1024, &bytes, &note));
+  EXPECT_EQ(note, path_ + ": 2000 bytes: not read (at most 1024)");
+  EXPECT_EQ(bytes, "");
+}
+
+TEST_F(Companion, AnotherUsersFileIsNotReadForTheBinarysOwner) {
+  Write("secret");
+  std::string bytes, note;
+  // The binary's owner is uid 4242; the file is this process's (root's files alone are read
+  // for anyone, so as root the file is given away first).
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(path_.c_str(), 4343, 4343), 0);
+    EXPECT_FALSE(ReadCompanion(path_, 4242, 1024, &bytes, &note));
+    EXPECT_EQ(note, path_ +
+                        ": owned by uid 4343, neither root nor the binary's owner (uid 4242)"
+                        ": not read");
+    EXPECT_EQ(bytes, "");
+    EXPECT_TRUE(ReadCompanion(path_, 4343, 1024, &bytes, &note)) << note;
+  } else {
+    EXPECT_FALSE(ReadCompanion(path_, geteuid() + 1, 1024, &bytes, &note));
+    EXPECT_NE(note.find("neither root nor the binary's owner"), std::string::npos) << note;
   }
-  EXPECT_FALSE(ParseDwpIndex("", false, &error));
-}
-
-TEST(DwpIndex, BigEndian) {
-  std::string le = TwoUnits();
-  std::string be;
-  // Swap each field: the layout is 4 u32, 4 u64, then u32s.
-  size_t pos = 0;
-  auto swap = [&](size_t n) {
-    be.append(std::string(le.rbegin() + static_cast<ptrdiff_t>(le.size() - pos - n),
-                          le.rbegin() + static_cast<ptrdiff_t>(le.size() - pos)));
-    pos += n;
-  };
-  for (int i = 0; i < 4; ++i) swap(4);
-  for (int i = 0; i < 4; ++i) swap(8);
-  while (pos < le.size()) swap(4);
-  std::string error;
-  // Version 5 big-endian is the u16 5 then u16 0: 0x00050000 as a u32.
-  be[0] = 0, be[1] = 5, be[2] = 0, be[3] = 0;
-  auto index = ParseDwpIndex(be, true, &error);
-  ASSERT_TRUE(index) << error;
-  ASSERT_EQ(index->units.size(), 2u);
-  EXPECT_EQ(index->units[1].id, 0xbbu);
-  EXPECT_EQ(index->units[1].parts[0].offset, 100u);
-}
-
-TEST(CompactStrings, OnlyTheUnitsStringsRenumbered) {
-  const std::string strings("zero\0one\0two\0three\0", 19);
-  IndexBuilder
-      b;  // a DWARF 5 header (length, version 5, padding), then offsets of three, one, three
-  b.U32(16);
-  b.U32(5);
-  b.U32(13);
-  b.U32(5);
-  b.U32(13);
-  std::string offsets, out;
-  ASSERT_TRUE(CompactStrings(b.bytes, strings, false, true, &offsets, &out));
-  EXPECT_EQ(out, std::string("three\0one\0", 10));
-  IndexBuilder want;
-  want.U32(16);
-  want.U32(5);
-  want.U32(0);
-  want.U32(6);
-  want.U32(0);
-  EXPECT_EQ(offsets, want.bytes);
-  // GNU DWARF 4: no header.
-  ASSERT_TRUE(CompactStrings(b.bytes.substr(8), strings, false, false, &offsets, &out));
-  EXPECT_EQ(offsets, want.bytes.substr(8));
-}
-
-TEST(CompactStrings, MalformedIsRefused) {
-  const std::string strings("zero\0one", 8);  // "one" not terminated
-  std::string offsets, out;
-  IndexBuilder past;
-  past.U32(100);
-  EXPECT_FALSE(CompactStrings(past.bytes, strings, false, false, &offsets, &out));
-  IndexBuilder unterminated;
-  unterminated.U32(5);
-  EXPECT_FALSE(CompactStrings(unterminated.bytes, strings, false, false, &offsets, &out));
-  EXPECT_FALSE(CompactStrings("abc", strings, false, false, &offsets, &out));  // not 4-byte entries
-  IndexBuilder dwarf64;
-  dwarf64.U32(0xffffffffu);
-  dwarf64.U32(0);
-  EXPECT_FALSE(CompactStrings(dwarf64.bytes, strings, false, true, &offsets, &out));
-}
-
-TEST(SafeRelativeName, OnlyNamesThatStayUnderTheDirectory) {
-  EXPECT_TRUE(SafeRelativeName("a.dwo"));
-  EXPECT_TRUE(SafeRelativeName("obj/x.dir/a.dwo"));
-  EXPECT_FALSE(SafeRelativeName(""));
-  EXPECT_FALSE(SafeRelativeName("/abs/a.dwo"));
-  EXPECT_FALSE(SafeRelativeName("../a.dwo"));
-  EXPECT_FALSE(SafeRelativeName("obj/../../a.dwo"));
-  EXPECT_FALSE(SafeRelativeName("obj//a.dwo"));
-  EXPECT_FALSE(SafeRelativeName("./a.dwo"));
-  EXPECT_FALSE(SafeRelativeName("obj/"));
-  EXPECT_FALSE(SafeRelativeName(std::string_view("a\0b", 3)));
-  EXPECT_FALSE(SafeRelativeName(std::string(2000, 'a')));
 }
 
 }  // namespace
