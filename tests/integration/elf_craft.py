@@ -132,3 +132,65 @@ def compression_bomb(path, sections, mib):
         f.write(data)
     out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
     return next(int(l.split()[0], 16) for l in out.splitlines() if l.split()[-1] == "main")
+
+
+def _dwarf_asm(kind, depth):
+    """The .debug_abbrev, .debug_info (one DWARF 4 unit over the function `f`) and .debug_str of
+    a DWARF attack, as assembly."""
+    a = [".section .debug_abbrev,\"\",@progbits",
+         # 1: the unit: name (string), low_pc (addr), high_pc (data8)
+         ".uleb128 1", ".uleb128 0x11", ".byte 1",
+         ".uleb128 0x03", ".uleb128 0x08", ".uleb128 0x11", ".uleb128 0x01",
+         ".uleb128 0x12", ".uleb128 0x07", ".byte 0", ".byte 0",
+         # 2: a subprogram with children: sibling (ref4), name (string), low_pc, high_pc (data4)
+         ".uleb128 2", ".uleb128 0x2e", ".byte 1",
+         ".uleb128 0x01", ".uleb128 0x13", ".uleb128 0x03", ".uleb128 0x08",
+         ".uleb128 0x11", ".uleb128 0x01", ".uleb128 0x12", ".uleb128 0x06", ".byte 0", ".byte 0",
+         # 3: a leaf subprogram: name (strp), low_pc, high_pc (data4)
+         ".uleb128 3", ".uleb128 0x2e", ".byte 0",
+         ".uleb128 0x03", ".uleb128 0x0e", ".uleb128 0x11", ".uleb128 0x01",
+         ".uleb128 0x12", ".uleb128 0x06", ".byte 0", ".byte 0",
+         ".byte 0",
+         ".section .debug_info,\"\",@progbits",
+         ".Lunit:", ".long .Lunit_end - .Lunit_body", ".Lunit_body:",
+         ".short 4", ".long 0", ".byte 8",
+         ".uleb128 1", ".string \"bomb.c\"", ".quad f", ".quad 4096"]
+    if kind == "sibling":
+        # Each subprogram's DW_AT_sibling is its own first child: a walk that believes it visits
+        # level k 2^k times.
+        for i in range(depth):
+            a += [".uleb128 2", f".long .Ld{i + 1} - .Lunit", f".string \"f{i}\"",
+                  f".quad f + {i}", f".long {4096 - 2 * i}", f".Ld{i + 1}:"]
+        a += [".byte 0"] * (depth + 1)
+    elif kind == "strings":
+        # Names in .debug_str that do not end inside it (the section has no last NUL), and one
+        # past its end.
+        for i, off in enumerate((0, 3, 1 << 20)):
+            a += [".uleb128 3", f".long {off}", f".quad f + {16 * i}", ".long 16"]
+        a += [".byte 0"]
+        a += [".Lunit_end:", ".section .debug_str,\"\",@progbits", ".ascii \"ok\"", ".byte 0",
+              ".ascii \"" + "unterminated" * 20 + "\""]
+        return "\n".join(a) + "\n"
+    else:
+        raise ValueError(kind)
+    a += [".Lunit_end:"]
+    return "\n".join(a) + "\n"
+
+
+def dwarf_attack(path, kind, depth=40):
+    """A shared library with one 4 KiB function `f` and hand-written DWARF over it: "sibling"
+    (`depth` nested subprograms whose DW_AT_sibling is their own first child) or "strings"
+    (names whose strings do not end in .debug_str). Returns f's address."""
+    asm = path + ".s"
+    with open(asm, "w") as f:
+        f.write(".text\n.globl f\n.type f, @function\nf:\n" + "  nop\n" * 4095 +
+                "  ret\n.size f, 4096\n")
+        f.write(_dwarf_asm(kind, depth))
+    res = subprocess.run(["gcc", "-shared", "-nostdlib", "-o", path, asm], capture_output=True,
+                         text=True, timeout=600)
+    os.unlink(asm)
+    if res.returncode != 0:
+        raise RuntimeError("gcc: " + res.stderr[:500])
+    out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    return next(int(l.split()[0], 16) for l in out.splitlines() if l.split()[-1] == "f")

@@ -8,7 +8,11 @@ symbolization, while another (`jsalice`) looks up her own native process:
 - demangler bombs only the C++ runtime's demangler reads (GCC's "_ZGTt" transaction clones,
   about 8 ms a symbol to print): two files of 6,000 held both query threads for about a minute;
   a module's demangling is now bounded by what it prints, and bob's first lookup of each file
-  returns in a bounded time while alice is answered.
+  returns in a bounded time while alice is answered;
+- DWARF whose subprograms' DW_AT_sibling is their own first child, 40 deep (libdw's walk visits
+  level k 2^k times: OOM-killed in 12 s): read once, in linear time;
+- DWARF names whose strings do not end inside .debug_str (libdw read past the section): left
+  out, logged, the symbol table still names the function.
 
 Each case fails against the daemon before the defence."""
 
@@ -177,6 +181,49 @@ def compressed_debug_sections_claiming_gibibytes_are_not_inflated():
     check(grew < limit, f"the daemon grew by {grew} MiB (limit {limit})")
     check("DWARF not read: compressed debug sections claim 4096 MiB" in detail,
           f"the miss does not say why the DWARF was left: {got[1]}")
+    alice_lookup()
+
+
+@h.case
+def sibling_loops_forty_deep_are_walked_once():
+    """40 nested subprograms, each DW_AT_sibling pointing at its own first child: the walk
+    follows no sibling into a subtree it is about to enter, so each DIE is read once."""
+    path = os.path.join(S["bob_home"], "siblings.so")
+    f = elf_craft.dwarf_attack(path, "sibling", 40)
+    os.chown(path, S["bob"].pw_uid, S["bob"].pw_gid)
+    before = h.daemon_kb("VmRSS")
+    t0 = time.monotonic()
+    res = lookup_as(users.BOB, "--image", path, hexaddr(f + 39), timeout=60)
+    took = time.monotonic() - t0
+    grew = (h.daemon_kb("VmHWM") - before) >> 10
+    check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
+    got = json.loads(res.stdout.splitlines()[0])
+    frames = [fr.get("name") for fr in got.get("frames", [])]
+    print(f"  {os.path.getsize(path) >> 10} KiB file: answered in {took:.2f} s, daemon peak RSS "
+          f"+{grew} MiB: {got.get('name')} {frames}")
+    check(got.get("found") and got.get("name") == "f", f"answer {got}")
+    check(took < 10, f"bob's lookup took {took:.1f} s")
+    check(grew < 100 * (4 if asan_build(h.jitsymd) else 1), f"the daemon grew by {grew} MiB")
+    alice_lookup()
+
+
+@h.case
+def strings_that_do_not_end_in_their_section_are_left_out():
+    """Names in .debug_str with no NUL before the section's end, and one past its end: never read
+    past the section; the names are left out (the log says where), the rest answers."""
+    path = os.path.join(S["bob_home"], "strings.so")
+    f = elf_craft.dwarf_attack(path, "strings")
+    os.chown(path, S["bob"].pw_uid, S["bob"].pw_gid)
+    res = lookup_as(users.BOB, "--image", path, hexaddr(f), hexaddr(f + 0x10), hexaddr(f + 0x20),
+                    timeout=60)
+    check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
+    got = [json.loads(l) for l in res.stdout.splitlines()]
+    inner = [a.get("frames", [{}])[0].get("name") for a in got]
+    print(f"  names: {[a.get('name') for a in got]}, DWARF's: {inner}")
+    check(all(a.get("found") and a.get("name") == "f" for a in got), f"answers {got}")
+    logged = [l for l in h.daemon.log_lines()
+              if path in l and "string runs past its section's end" in l]
+    check(len(logged) == 1, f"the unreadable names are not logged once: {logged}")
     alice_lookup()
 
 
