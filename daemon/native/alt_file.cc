@@ -2,9 +2,11 @@
 #include "daemon/native/alt_file.h"
 
 #include <gelf.h>
+#include <sys/stat.h>
 
 #include <utility>
 
+#include "daemon/native/debug_file_locator.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -42,7 +44,8 @@ AltFile::~AltFile() {
   file_.Close();
 }
 
-void AltFile::Open(Elf* debug_elf, const std::string& debug_file, dwarf::Budget& budget) {
+void AltFile::Open(Elf* debug_elf, const std::string& debug_file, uint32_t owner,
+                   dwarf::Budget& budget) {
   Elf_Scn* scn = FindSection(debug_elf, ".gnu_debugaltlink");
   if (scn == nullptr) return;
   Elf_Data* data = SectionData(scn);
@@ -62,6 +65,11 @@ void AltFile::Open(Elf* debug_elf, const std::string& debug_file, dwarf::Budget&
       if (const std::string id = f.elf ? HexBuildId(ReadBuildId(f.elf)) : "";
           f.elf != nullptr && id != link->build_id) {
         error = c + ": build id " + (id.empty() ? "none" : id) + ", not " + link->build_id;
+        f.Close();
+      }
+      if (struct stat st {}; f.elf != nullptr && ::fstat(f.fd, &st) == 0 &&
+                             !CompanionOwnerAllowed(st.st_uid, owner, &error)) {
+        error = c + ": " + error;
         f.Close();
       }
       // Inflated as the main file is: within the same bounds (elf_file.h) and budget.

@@ -95,7 +95,17 @@ std::vector<DebugCandidate> DebugFileCandidates(const std::string& binary_path,
   return candidates;
 }
 
-OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, const std::string& build_id,
+bool CompanionOwnerAllowed(uint32_t file_owner, uint32_t owner, std::string* why) {
+  if (file_owner == 0 || file_owner == owner) return true;
+  if (why != nullptr) {
+    *why = "owned by uid " + std::to_string(file_owner) + ", neither root nor the binary's owner (uid " +
+           std::to_string(owner) + ")";
+  }
+  return false;
+}
+
+OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, uint32_t owner,
+                        const std::string& build_id,
                         const DebugSearch& search, std::string* found) {
   const std::optional<DebugLink> link = ReadDebugLink(binary);
   for (const DebugCandidate& c :
@@ -103,6 +113,14 @@ OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, const std::
     if (!Exists(c.path) || SameFile(c.path, binary_path)) continue;
     OpenedElf d = OpenElf(c.path, nullptr, ElfRead::kMap);
     if (d.elf == nullptr) continue;
+    // The file opened (through any link), not the path: another user's is not read for this one.
+    struct stat st {};
+    std::string why;
+    if (::fstat(d.fd, &st) != 0 || !CompanionOwnerAllowed(st.st_uid, owner, &why)) {
+      JITSYM_LOG(kInfo, c.path, ": debug file of ", binary_path, " not read: ", why);
+      d.Close();
+      continue;
+    }
     // A debug file must belong to this binary: same build-id, or (debuglink without build-id)
     // the CRC the binary recorded.
     const std::string id = HexBuildId(ReadBuildId(d.elf));

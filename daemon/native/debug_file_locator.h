@@ -36,9 +36,17 @@ std::vector<DebugCandidate> DebugFileCandidates(const std::string& binary_path,
                                                 const std::string& build_id, const DebugLink* link,
                                                 const DebugSearch& search);
 
-// Opens the first candidate that is readable, is not the binary itself, belongs to it and holds
-// DWARF. elf is null if none does; otherwise *found is its path.
-OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, const std::string& build_id,
+// Whether a companion file of a binary (its debug file, dwz file, .dwo, .dwp) may be read for
+// it: owned by root or by the binary's owner `owner`. The daemon reads as root; another user's
+// file named by a binary (a debug link beside a symlink into her home) is not read for him.
+// *why says which uid owns it otherwise. Pure over the file's owner.
+bool CompanionOwnerAllowed(uint32_t file_owner, uint32_t owner, std::string* why);
+
+// Opens the first candidate that is readable, is not the binary itself, is owned by root or by
+// `owner` (the binary's), belongs to it and holds DWARF. elf is null if none does; otherwise
+// *found is its path.
+OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, uint32_t owner,
+                        const std::string& build_id,
                         const DebugSearch& search, std::string* found);
 
 // The decompressed .gnu_debugdata section (at most 256 MiB); nullopt when there is none or it

@@ -122,13 +122,13 @@ bool ModuleCache::Load(const std::string& path, Slot* slot) {
              (MonotonicNowNs() - t0) / 1000000, " ms");
   if (!m.build_id().empty()) {
     std::lock_guard map_lock(mu_);
-    build_id_paths_[m.build_id()] = path;
+    build_id_paths_[{m.build_id(), m.owner()}] = path;
   }
   return true;
 }
 
 std::shared_ptr<NativeModule> ModuleCache::GetByBuildId(
-    const std::string& build_id, std::string* error,
+    const std::string& build_id, uint32_t asker, std::string* error,
     const std::function<bool(const std::string&)>& may_read) {
   if (!IsHex(build_id) || build_id.size() < 4 || build_id.size() > 128) {
     *error = "build id '" + build_id + "' is not lower-case hex";
@@ -137,8 +137,12 @@ std::shared_ptr<NativeModule> ModuleCache::GetByBuildId(
   std::vector<std::string> candidates;
   {
     std::lock_guard lock(mu_);
-    if (auto it = build_id_paths_.find(build_id); it != build_id_paths_.end()) {
-      candidates.push_back(it->second);
+    // Root's file first, then the asker's own.
+    for (const uint32_t owner : {uint32_t{0}, asker}) {
+      if (auto it = build_id_paths_.find({build_id, owner}); it != build_id_paths_.end()) {
+        candidates.push_back(it->second);
+      }
+      if (asker == 0) break;
     }
   }
   for (const std::string& dir : options_.debug_dirs) {
@@ -150,7 +154,7 @@ std::shared_ptr<NativeModule> ModuleCache::GetByBuildId(
     if (!may_read(c)) continue;
     std::string e;
     std::shared_ptr<NativeModule> m = GetByPath(c, &e);
-    if (m && m->build_id() == build_id) return m;
+    if (m && m->build_id() == build_id && (m->owner() == 0 || m->owner() == asker)) return m;
   }
   *error = "no ELF file with build id " + build_id + " is known";
   return nullptr;

@@ -39,11 +39,13 @@ class ModuleCache {
   // names `path`: callers check that the client may read it first.
   std::shared_ptr<NativeModule> GetByPath(const std::string& path, std::string* error,
                                           std::optional<FileId> expect = std::nullopt);
-  // A module by build-id (hex): one already known, else `<debug-dir>/.build-id/xx/yyyy` (the
-  // binary) or `.debug` (its debug file); only files `may_read` allows are considered (before
-  // anything is opened), and the error names no path.
+  // A module by build-id (hex) for the user `asker`: one already known, else
+  // `<debug-dir>/.build-id/xx/yyyy` (the binary) or `.debug` (its debug file); only files
+  // `may_read` allows are considered (before anything is opened), only modules owned by root or
+  // by `asker` are answered (anyone can write a file claiming another's build id: its answers
+  // are its owner's alone), and the error names no path.
   std::shared_ptr<NativeModule> GetByBuildId(
-      const std::string& build_id, std::string* error,
+      const std::string& build_id, uint32_t asker, std::string* error,
       const std::function<bool(const std::string&)>& may_read);
 
   // Drops least recently used modules while the total is over budget.
@@ -68,7 +70,8 @@ class ModuleCache {
   std::atomic<uint64_t> clock_{0};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_;           // file identity -> slot
-  std::unordered_map<std::string, std::string> build_id_paths_;  // build-id -> a path of it
+  // (build-id, owner uid) -> a path of a file with that id, owned by that user.
+  std::map<std::pair<std::string, uint32_t>, std::string> build_id_paths_;
 };
 
 }  // namespace jitsym::native

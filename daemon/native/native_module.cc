@@ -41,6 +41,7 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
   std::shared_ptr<NativeModule> m(new NativeModule());
   m->path_ = path;
   m->main_ = std::move(main);
+  if (struct stat st {}; ::fstat(m->main_.fd, &st) == 0) m->owner_ = st.st_uid;
   GElf_Ehdr ehdr;
   gelf_getehdr(m->main_.elf, &ehdr);
   if (ehdr.e_type == ET_REL) {
@@ -99,7 +100,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   if (HasDwarf(main)) {
     source = main;
     debug_file_ = path_;
-  } else if (OpenedElf d = OpenDebugFile(path_, main, build_id_, search, &debug_file_);
+  } else if (OpenedElf d = OpenDebugFile(path_, main, owner_, build_id_, search, &debug_file_);
              d.elf != nullptr) {
     debug_ = std::move(d);
     source = d.elf;
@@ -132,7 +133,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   }
   dwarf_ = std::move(*file);
   // dwz's shared file, before any unit is read.
-  alt_.Open(source, debug_file_, budget_);
+  alt_.Open(source, debug_file_, owner_, budget_);
   if (alt_.context() != nullptr) dwarf_->context().set_supplementary(alt_.context());
   // Split DWARF: skeleton units whose DIEs are in .dwo files or a .dwp package (split_units.h).
   cus_.Open(&dwarf_->context(), &budget_, debug_file_);

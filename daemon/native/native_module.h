@@ -79,6 +79,9 @@ class NativeModule {
 
   const std::string& path() const { return path_; }
   const std::string& build_id() const { return build_id_; }  // hex; empty if none
+  // The binary's owner: its companion files count only when they are his or root's, and a
+  // lookup by build id is answered from it only for him or when it is root's.
+  uint32_t owner() const { return owner_; }
   // Where the DWARF came from ("" when there is none): the file itself or a debug file.
   const std::string& debug_file() const { return debug_file_; }
   // The DWARF package split units are read from ("" when none is used).
@@ -126,6 +129,7 @@ class NativeModule {
 
   std::string path_;
   std::string build_id_;
+  uint32_t owner_ = 0;
   std::string debug_file_;
   std::string dwarf_refusal_;
   bool full_symbols_ = false;  // a .symtab was read (stripped())

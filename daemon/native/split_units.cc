@@ -17,6 +17,7 @@
 
 #include "daemon/dwarf/constants.h"
 #include "daemon/dwarf/split_unit.h"
+#include "daemon/native/debug_file_locator.h"
 #include "daemon/native/file_ops.h"
 #include "daemon/util/log.h"
 
@@ -171,9 +172,8 @@ bool ReadCompanion(const std::string& path, uint32_t owner, uint64_t max_bytes, 
   bool ok = false;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     *note = path + " is not a regular file: not read";
-  } else if (st.st_uid != 0 && st.st_uid != owner) {
-    *note = path + ": owned by uid " + std::to_string(st.st_uid) +
-            ", neither root nor the binary's owner (uid " + std::to_string(owner) + "): not read";
+  } else if (std::string why; !CompanionOwnerAllowed(st.st_uid, owner, &why)) {
+    *note = path + ": " + why + ": not read";
   } else if (st.st_size <= 0 || static_cast<uint64_t>(st.st_size) > max_bytes) {
     *note = path + ": " + std::to_string(st.st_size) + " bytes: not read (at most " +
             std::to_string(max_bytes) + ")";

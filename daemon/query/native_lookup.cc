@@ -130,8 +130,9 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   } else {
     // Only files the peer could read itself are candidates; one it may not read is answered
     // exactly as a build id no file has, and no path is named.
-    m = modules_.GetByBuildId(
-        id, &error, [&](const std::string& path) { return batch.access().MayRead(path); });
+    m = modules_.GetByBuildId(id, batch.access().uid(), &error, [&](const std::string& path) {
+      return batch.access().MayRead(path);
+    });
   }
   if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
   batch.Keep(m);
