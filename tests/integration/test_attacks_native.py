@@ -12,7 +12,12 @@ symbolization, while another (`jsalice`) looks up her own native process:
 - DWARF whose subprograms' DW_AT_sibling is their own first child, 40 deep (libdw's walk visits
   level k 2^k times: OOM-killed in 12 s): read once, in linear time;
 - DWARF names whose strings do not end inside .debug_str (libdw read past the section): left
-  out, logged, the symbol table still names the function.
+  out, logged, the symbol table still names the function;
+- bob's library whose .gnu_debuglink (no build id, no CRC) names a symlink into alice's 0700
+  home: her binary's DWARF was read for him; now a debug file counts only when root's or the
+  binary owner's;
+- bob's file claiming libc's build id: alice's and root's `lookup --build-id` answered from it;
+  now a module answers a build id only for its owner, or for anyone when it is root's.
 
 Each case fails against the daemon before the defence."""
 
@@ -225,6 +230,102 @@ def strings_that_do_not_end_in_their_section_are_left_out():
               if path in l and "string runs past its section's end" in l]
     check(len(logged) == 1, f"the unreadable names are not logged once: {logged}")
     alice_lookup()
+
+
+@h.case
+def a_debug_link_into_another_users_home_is_not_followed():
+    """bob's library names, in .gnu_debuglink (no CRC: any file matches), `secret.debug` beside
+    it: a symlink to alice's program with DWARF, in her 0700 home. The daemon reads as root; her
+    file is not read for him."""
+    alice_dir = os.path.join(S["alice"].pw_dir, "private")
+    os.makedirs(alice_dir, exist_ok=True)
+    src = os.path.join(alice_dir, "secret.c")
+    with open(src, "w") as f:
+        f.write("int alice_secret_function(int x) { return x * 3 + 1; }\n")
+    secret = os.path.join(alice_dir, "secret.so")
+    subprocess.run(["gcc", "-g", "-O0", "-shared", "-fPIC", "-o", secret, src], check=True)
+    for p in (alice_dir, src, secret):
+        os.chown(p, S["alice"].pw_uid, S["alice"].pw_gid)
+    os.chmod(alice_dir, 0o700)
+    nm = subprocess.run(["nm", secret], capture_output=True, text=True, check=True).stdout
+    addr = next(int(l.split()[0], 16) for l in nm.splitlines()
+                if l.split()[-1] == "alice_secret_function")
+    # bob's library: no DWARF, no build id, a debug link without a CRC, text where hers is.
+    lib = os.path.join(S["bob_home"], "linked.so")
+    asm = lib + ".s"
+    with open(asm, "w") as f:
+        f.write(".text\n.globl bob_function\n.type bob_function, @function\nbob_function:\n" +
+                "  nop\n" * 255 + "  ret\n.size bob_function, 256\n")
+    subprocess.run(["gcc", "-shared", "-nostdlib", "-Wl,--build-id=none",
+                    f"-Wl,--section-start=.text={addr:#x}", "-o", lib, asm], check=True)
+    os.unlink(asm)
+    link = lib + ".link"
+    with open(link, "wb") as f:
+        f.write(b"secret.debug\0\0\0\0")  # the name, NUL, padding: no room for a CRC
+    subprocess.run(["objcopy", "--add-section", f".gnu_debuglink={link}", lib], check=True)
+    os.unlink(link)
+    target = os.path.join(S["bob_home"], "secret.debug")
+    if os.path.lexists(target):
+        os.unlink(target)
+    os.symlink(secret, target)
+    for p in (lib,):
+        os.chown(p, S["bob"].pw_uid, S["bob"].pw_gid)
+    os.lchown(os.path.join(S["bob_home"], "secret.debug"), S["bob"].pw_uid, S["bob"].pw_gid)
+    res = lookup_as(users.BOB, "--image", lib, hexaddr(addr + 4), timeout=60)
+    check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
+    text = res.stdout
+    got = json.loads(text.splitlines()[0])
+    print(f"  bob's answer: {got.get('name')} {got.get('file', '')}")
+    check("alice_secret" not in text and "secret.c" not in text,
+          f"alice's DWARF answered bob: {text[:300]}")
+    check(got.get("name") == "bob_function", f"bob's own symbol does not answer: {got}")
+    logged = [l for l in h.daemon.log_lines() if "secret.debug" in l and "not read" in l]
+    check(logged, "the refused debug file is not logged")
+    alice_lookup()
+
+
+@h.case
+def a_file_claiming_libcs_build_id_answers_only_its_owner():
+    """bob writes, world-readable, a library with libc's build id whose one function sits at
+    malloc's address, and looks it up (the daemon now knows a file with that id). alice's and
+    root's `lookup --build-id` of libc still answer malloc; bob's own answers him."""
+    out = subprocess.run(["readelf", "-n", LIBC], capture_output=True, text=True,
+                         check=True).stdout
+    build_id = next(l.split()[-1] for l in out.splitlines() if "Build ID" in l)
+    nm = subprocess.run(["nm", "-D", "--defined-only", LIBC], capture_output=True, text=True,
+                        check=True).stdout
+    malloc = next(int(l.split()[0], 16) for l in nm.splitlines()
+                  if l.split()[-1].split("@")[0] == "malloc")
+    d = os.path.join(h.root, "bob-public")
+    os.makedirs(d)
+    fake = os.path.join(d, "libfake.so")
+    asm = fake + ".s"
+    with open(asm, "w") as f:
+        f.write(".text\n.globl FAKE_bob_malloc\n.type FAKE_bob_malloc, @function\n"
+                "FAKE_bob_malloc:\n" + "  nop\n" * 63 + "  ret\n.size FAKE_bob_malloc, 64\n")
+    subprocess.run(["gcc", "-shared", "-nostdlib", f"-Wl,--build-id=0x{build_id}",
+                    f"-Wl,--section-start=.text={malloc:#x}", "-o", fake, asm], check=True)
+    os.unlink(asm)
+    for p in (d, fake):
+        os.chown(p, S["bob"].pw_uid, S["bob"].pw_gid)
+        os.chmod(p, 0o755)
+    res = lookup_as(users.BOB, "--image", fake, hexaddr(malloc), timeout=60)
+    check("FAKE_bob_malloc" in res.stdout, f"bob's file does not answer him: {res.stdout[:300]}")
+    # libc's module known from a path too (alice's process maps it).
+    alice_lookup()
+    for who in (users.ALICE, None):
+        args = ["--build-id", build_id, hexaddr(malloc)]
+        if who is None:
+            res = h.client("lookup", "--json", *args)
+        else:
+            res = lookup_as(who, *args, timeout=60)
+        got = json.loads(res.stdout.splitlines()[0]) if res.returncode == 0 else {}
+        print(f"  {who or 'root'}: lookup --build-id {build_id[:8]}… {hexaddr(malloc)}: "
+              f"{got.get('name')} ({got.get('image')})")
+        check("FAKE" not in res.stdout and "malloc" in got.get("name", ""),
+              f"{who or 'root'}: {res.returncode} {res.stdout[:300]} {res.stderr[:300]}")
+    res = lookup_as(users.BOB, "--build-id", build_id, hexaddr(malloc), timeout=60)
+    print(f"  bob: {res.stdout.strip()[:120]}")
 
 
 if __name__ == "__main__":
