@@ -67,8 +67,8 @@ void AltFile::Open(Elf* debug_elf, const std::string& debug_file, uint32_t owner
         error = c + ": build id " + (id.empty() ? "none" : id) + ", not " + link->build_id;
         f.Close();
       }
-      if (struct stat st {}; f.elf != nullptr && ::fstat(f.fd, &st) == 0 &&
-                             !CompanionOwnerAllowed(st.st_uid, owner, &error)) {
+      if (struct stat st{}; f.elf != nullptr && ::fstat(f.fd, &st) == 0 &&
+                            !CompanionOwnerAllowed(st.st_uid, owner, &error)) {
         error = c + ": " + error;
         f.Close();
       }

@@ -46,8 +46,8 @@ class AltFile {
   ~AltFile();
 
   // Reads `debug_elf`'s .gnu_debugaltlink (from the file `debug_file`) and opens and reads the
-  // file it names, within `budget`, when it is owned by root or by `owner` (the binary's). Without such a section, nothing is done. A missing or
-  // refused file is logged once, with what was tried.
+  // file it names, within `budget`, when it is owned by root or by `owner` (the binary's). Without
+  // such a section, nothing is done. A missing or refused file is logged once, with what was tried.
   void Open(Elf* debug_elf, const std::string& debug_file, uint32_t owner, dwarf::Budget& budget);
 
   // The alt file's DWARF, or null when there is none (or it was refused).

@@ -98,15 +98,15 @@ std::vector<DebugCandidate> DebugFileCandidates(const std::string& binary_path,
 bool CompanionOwnerAllowed(uint32_t file_owner, uint32_t owner, std::string* why) {
   if (file_owner == 0 || file_owner == owner) return true;
   if (why != nullptr) {
-    *why = "owned by uid " + std::to_string(file_owner) + ", neither root nor the binary's owner (uid " +
-           std::to_string(owner) + ")";
+    *why = "owned by uid " + std::to_string(file_owner) +
+           ", neither root nor the binary's owner (uid " + std::to_string(owner) + ")";
   }
   return false;
 }
 
 OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, uint32_t owner,
-                        const std::string& build_id,
-                        const DebugSearch& search, std::string* found) {
+                        const std::string& build_id, const DebugSearch& search,
+                        std::string* found) {
   const std::optional<DebugLink> link = ReadDebugLink(binary);
   for (const DebugCandidate& c :
        DebugFileCandidates(binary_path, build_id, link ? &*link : nullptr, search)) {

@@ -46,8 +46,7 @@ bool CompanionOwnerAllowed(uint32_t file_owner, uint32_t owner, std::string* why
 // `owner` (the binary's), belongs to it and holds DWARF. elf is null if none does; otherwise
 // *found is its path.
 OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, uint32_t owner,
-                        const std::string& build_id,
-                        const DebugSearch& search, std::string* found);
+                        const std::string& build_id, const DebugSearch& search, std::string* found);
 
 // The decompressed .gnu_debugdata section (at most 256 MiB); nullopt when there is none or it
 // cannot be decompressed (logged, naming `path`).

@@ -54,8 +54,8 @@ std::string ReadBuildId(Elf* elf);
 // Raw build-id bytes -> lower-case hex.
 std::string HexBuildId(std::string_view bytes);
 // Bytes of the .debug* / .zdebug* sections: what the DWARF reader reads from this file (through
-// a mapping that is resident once read, or inflated into memory); a compressed section counts what it says it
-// inflates to.
+// a mapping that is resident once read, or inflated into memory); a compressed section counts what
+// it says it inflates to.
 size_t DebugSectionBytes(Elf* elf);
 
 // What the compressed debug sections of a file (SHF_COMPRESSED, and .zdebug_*) say they inflate

@@ -3,8 +3,8 @@
 // A MappingGuard registers one mapping; the daemon's SIGBUS handler replaces a faulting page of
 // a registered mapping with a page of zeros and lets the read go on. Readers of mapped files
 // already treat their bytes as hostile (daemon/dwarf/ checks every bound; zeros are one more
-// malformed input), so the worst case is one module's answers read from zeros until the file is opened
-// again (the module cache keys a file by size and mtime: a shrunken file is a new module).
+// malformed input), so the worst case is one module's answers read from zeros until the file is
+// opened again (the module cache keys a file by size and mtime: a shrunken file is a new module).
 // The first fault of each mapping logs one line with the file and the offset.
 //
 // A fault outside every registered mapping goes to the handler that was there before, or ends

@@ -69,7 +69,7 @@ class ModuleCache {
   std::unique_ptr<DebuginfodFetcher> debuginfod_;  // when DEBUGINFOD_URLS is set
   std::atomic<uint64_t> clock_{0};
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Slot>> slots_;           // file identity -> slot
+  std::map<std::string, std::shared_ptr<Slot>> slots_;  // file identity -> slot
   // (build-id, owner uid) -> a path of a file with that id, owned by that user.
   std::map<std::pair<std::string, uint32_t>, std::string> build_id_paths_;
 };

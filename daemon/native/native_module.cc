@@ -41,7 +41,7 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
   std::shared_ptr<NativeModule> m(new NativeModule());
   m->path_ = path;
   m->main_ = std::move(main);
-  if (struct stat st {}; ::fstat(m->main_.fd, &st) == 0) m->owner_ = st.st_uid;
+  if (struct stat st{}; ::fstat(m->main_.fd, &st) == 0) m->owner_ = st.st_uid;
   GElf_Ehdr ehdr;
   gelf_getehdr(m->main_.elf, &ehdr);
   if (ehdr.e_type == ET_REL) {

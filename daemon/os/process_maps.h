@@ -34,13 +34,17 @@ struct MappedFile {
 std::vector<Mapping> ParseProcessMaps(std::string_view text);
 // nullopt when the process is gone or its maps are not readable.
 std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid);
-// Where the daemon can open the file a process maps at [start, end) (path and inode from its
-// maps): the path itself if it still names that inode; else the process's own view of it
-// (/proc/<pid>/root/<path>, for another mount namespace); else the mapping itself
-// (/proc/<pid>/map_files/<start>-<end>, for a file replaced or deleted since); else the path, the
-// best there is once the process is gone.
-std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t inode, uint64_t start,
-                           uint64_t end);
+// Where the daemon can open the file a process maps at [start, end) (path, device and inode from
+// its maps): the path itself if it still names that very file; else the process's own view of
+// it (/proc/<pid>/root/<path>, for another mount namespace); else the mapping itself
+// (/proc/<pid>/map_files/<start>-<end>, for a file replaced or deleted since, while the process
+// lives). A path names the mapped file when its device and inode are the mapping's, or (file
+// systems whose stat device is not the one maps shows: btrfs subvolumes, overlays) when its
+// inode is and the live process's map_files entry is that same file. An inode number alone is
+// never enough: another user can map a file of his with the inode number of hers, delete it and
+// point the path at hers. "" when no path is the mapped file (then nothing is opened).
+std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t dev, uint64_t inode,
+                           uint64_t start, uint64_t end);
 // Files mapped at offset 0 (pseudo-paths like "[heap]" excluded), sorted by base.
 std::vector<MappedFile> MappedFiles(const std::vector<Mapping>& mappings);
 

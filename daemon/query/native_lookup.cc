@@ -194,8 +194,17 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
 }
 
 std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, const ExecMapping& m,
-                                                              std::string* error) {
-  return modules_.GetByPath(os::MappedFilePath(pid, m.path, m.inode, m.start, m.end), error);
+                                                              std::string* error, bool* gone) {
+  *gone = false;
+  const std::string path = os::MappedFilePath(pid, m.path, m.dev, m.inode, m.start, m.end);
+  if (path.empty()) {
+    *gone = true;
+    *error = m.path +
+             " no longer names the file the process mapped there (replaced or deleted "
+             "since): not read";
+    return nullptr;
+  }
+  return modules_.GetByPath(path, error);
 }
 
 std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
@@ -240,9 +249,12 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
       if (inserted) {
         std::string error;
         TakeUnanswered();
-        it->second = ModuleFor(pid, map, &error);
+        bool gone = false;
+        it->second = ModuleFor(pid, map, &error, &gone);
         if (it->second) {
           batch.Keep(it->second);
+        } else if (gone) {
+          unreadable[&map] = error;
         } else if (std::string why = TakeUnanswered(); !why.empty()) {
           unreadable[&map] = map.path + ": not read: " + why;
         } else if (std::shared_ptr<const os::Mount> fs = os::MountOfDevice(map.dev, pid);

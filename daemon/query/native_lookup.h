@@ -51,8 +51,10 @@ class NativeLookup : public Resolver {
 
  private:
   using ExecMapping = ProcessSnapshot::ExecMapping;
+  // The module of the file a process maps, or null and *error; *gone when no path is the file
+  // it mapped any more (os::MappedFilePath): then nothing was opened, and *error says so.
   std::shared_ptr<native::NativeModule> ModuleFor(uint32_t pid, const ExecMapping& m,
-                                                  std::string* error);
+                                                  std::string* error, bool* gone);
 
   native::ModuleCache modules_;
   ProcessSnapshots& processes_;

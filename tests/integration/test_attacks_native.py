@@ -16,6 +16,9 @@ symbolization, while another (`jsalice`) looks up her own native process:
 - bob's library whose .gnu_debuglink (no build id, no CRC) names a symlink into alice's 0700
   home: her binary's DWARF was read for him; now a debug file counts only when root's or the
   binary owner's;
+- bob maps a file of his with the inode number of alice's unreadable program, deletes it and
+  points its path at hers: pid lookups trusted the inode number and answered him from her
+  DWARF; now the device must match too (or map_files show the very file);
 - bob's file claiming libc's build id: alice's and root's `lookup --build-id` answered from it;
   now a module answers a build id only for its owner, or for anyone when it is root's.
 
@@ -282,6 +285,72 @@ def a_debug_link_into_another_users_home_is_not_followed():
     logged = [l for l in h.daemon.log_lines() if "secret.debug" in l and "not read" in l]
     check(logged, "the refused debug file is not logged")
     alice_lookup()
+
+
+@h.case
+def a_mapped_file_with_the_inode_number_of_anothers_is_not_hers():
+    """alice's program with DWARF on a tmpfs of hers (0700); on a tmpfs of bob's, bob makes
+    files until one has her file's inode number, maps it executable in a process of his, deletes
+    it and puts a symlink to her program at its path. Its maps then name a path that resolves to
+    a file with the mapped inode number: hers, on another device."""
+    base = os.path.join(h.root, "inodes")
+    a_dir, b_dir = os.path.join(base, "alice"), os.path.join(base, "bob")
+    for d, who in ((a_dir, S["alice"]), (b_dir, S["bob"])):
+        os.makedirs(d)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=64m,mode=0700,uid={who.pw_uid}",
+                        "tmpfs", d], check=True)
+    os.chmod(base, 0o755)
+    try:
+        src = os.path.join(a_dir, "secret.c")
+        with open(src, "w") as f:
+            f.write("int alice_inode_secret(int x) { return x * 5 + 2; }\n")
+        secret = os.path.join(a_dir, "secret.so")
+        subprocess.run(["gcc", "-g", "-O0", "-shared", "-fPIC", "-o", secret, src], check=True)
+        for p in (src, secret):
+            os.chown(p, S["alice"].pw_uid, S["alice"].pw_gid)
+        ino = os.stat(secret).st_ino
+        nm = subprocess.run(["nm", secret], capture_output=True, text=True, check=True).stdout
+        fn = next(int(l.split()[0], 16) for l in nm.splitlines()
+                  if l.split()[-1] == "alice_inode_secret")
+        # bob's side, as bob: files until one has her inode number, mapped r-x at offset 0.
+        script = (
+            "import mmap, os, sys, time\n"
+            f"d, want = {b_dir!r}, {ino}\n"
+            "for i in range(100000):\n"
+            "    p = os.path.join(d, f'f{i}')\n"
+            "    with open(p, 'wb') as f: f.write(b'\\0' * 65536)\n"
+            "    st = os.stat(p)\n"
+            "    if st.st_ino == want: break\n"
+            "    os.unlink(p)\n"
+            "    if st.st_ino > want: sys.exit(3)\n"
+            "fd = os.open(p, os.O_RDONLY)\n"
+            "m = mmap.mmap(fd, 65536, prot=mmap.PROT_READ | mmap.PROT_EXEC)\n"
+            "os.unlink(p)\n"
+            f"os.symlink({secret!r}, p)\n"
+            "print(p, flush=True)\n"
+            "time.sleep(600)\n")
+        proc = h.spawn(users.argv(users.BOB, ["python3", "-c", script]), env=users.env(users.BOB),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        path = proc.stdout.readline().strip()
+        check(path, f"bob found no file with inode {ino} (exit {proc.poll()})")
+        start = None
+        for line in open(f"/proc/{proc.pid}/maps"):
+            if path in line:
+                start = int(line.split("-")[0], 16)
+        check(start is not None, f"{path} is not in bob's maps")
+        res = lookup_as(users.BOB, "--pid", proc.pid, hexaddr(start + fn + 4), timeout=60)
+        text = res.stdout
+        print(f"  inode {ino}: bob's answer: {text.strip()[:160]}")
+        check("alice_inode_secret" not in text and "secret.c" not in text,
+              f"bob was answered from alice's file: {text[:300]}")
+        # What bob mapped is read (through map_files: his deleted file of zeros), not hers.
+        got = json.loads(text.splitlines()[0]) if text else {}
+        check(res.returncode in (0, 3) and not got.get("found"), f"answer {got} {res.stderr[:200]}")
+        proc.kill()
+        proc.wait()
+    finally:
+        for d in (a_dir, b_dir):
+            subprocess.run(["umount", "-l", d])
 
 
 @h.case

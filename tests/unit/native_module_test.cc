@@ -2,12 +2,11 @@
 
 #include <elf.h>
 #include <gtest/gtest.h>
-
-#include <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>

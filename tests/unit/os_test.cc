@@ -82,16 +82,26 @@ TEST(ProcessMaps, MappedFilePathFindsTheMappedInode) {
     }
   }
   ASSERT_NE(exe, nullptr);
-  EXPECT_EQ(MappedFilePath(pid, exe->path, exe->inode, exe->start, exe->end), exe->path);
-  // A path that names another file now: the mapping itself, through map_files (readable by the
-  // process's owner), else the path.
+  EXPECT_EQ(MappedFilePath(pid, exe->path, exe->dev, exe->inode, exe->start, exe->end), exe->path);
+  // A path that names no file now: the mapping itself, through map_files (when this process
+  // may read it), else none.
   struct stat st {};
   const std::string found =
-      MappedFilePath(pid, "/proc/self/exe/../nowhere", exe->inode, exe->start, exe->end);
-  if (found != "/proc/self/exe/../nowhere") {
+      MappedFilePath(pid, "/proc/self/exe/../nowhere", exe->dev, exe->inode, exe->start, exe->end);
+  if (!found.empty()) {
     ASSERT_EQ(::stat(found.c_str(), &st), 0);
     EXPECT_EQ(st.st_ino, exe->inode);
   }
+  // A device that is not the path's (as on btrfs subvolumes, or another user's file with the
+  // same inode number): the path is taken only when map_files shows it is the very file mapped.
+  const std::string other =
+      MappedFilePath(pid, exe->path, exe->dev + 1, exe->inode, exe->start, exe->end);
+  char files[96];
+  std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
+                static_cast<unsigned long long>(exe->start),
+                static_cast<unsigned long long>(exe->end));
+  struct stat mapped {};
+  EXPECT_EQ(other, ::stat(files, &mapped) == 0 ? exe->path : "");
 }
 
 TEST(ProcessIdentity, OwnProcess) {
