@@ -81,25 +81,32 @@ std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid) {
 std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t dev, uint64_t inode,
                            uint64_t start, uint64_t end) {
   // Looked at through guarded_fs.h: a file of a FUSE mount is asked of a worker, with a timeout.
-  auto stat_of = [](const std::string& p) -> std::optional<std::pair<uint64_t, uint64_t>> {
+  using Id = std::pair<uint64_t, uint64_t>;  // (device, inode)
+  bool unanswered = false;
+  auto stat_of = [&unanswered](const std::string& p) -> std::optional<Id> {
     auto e = StatPath(p, /*no_follow_last=*/false);
+    if (!e) unanswered = true;
     if (!e || e->error != 0) return std::nullopt;
-    return std::make_pair(static_cast<uint64_t>(e->st.st_dev), static_cast<uint64_t>(e->st.st_ino));
+    return Id(static_cast<uint64_t>(e->st.st_dev), static_cast<uint64_t>(e->st.st_ino));
   };
   char files[96];
   std::snprintf(files, sizeof(files), "/proc/%u/map_files/%llx-%llx", pid,
                 static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
-  std::optional<std::optional<std::pair<uint64_t, uint64_t>>> mapped;  // map_files', looked once
+  std::optional<std::optional<Id>> mapped;  // map_files', looked at once
   auto is_it = [&](const std::string& p) {
-    const auto id = stat_of(p);
+    const std::optional<Id> id = stat_of(p);
     if (!id || id->second != inode) return false;
     if (id->first == dev) return true;
     if (!mapped) mapped = stat_of(files);
     return *mapped && **mapped == *id;
   };
   if (is_it(path)) return path;
+  // A filesystem that was not asked or did not answer (a guarded mount, in backoff or hung):
+  // its path is opened the same guarded way, which fails the same, and says why.
+  if (unanswered) return path;
   std::string root = "/proc/" + std::to_string(pid) + "/root" + path;
   if (is_it(root)) return root;
+  if (unanswered) return path;
   if (auto id = stat_of(files); id && id->second == inode) return files;
   return {};
 }

@@ -42,7 +42,8 @@ std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid);
 // systems whose stat device is not the one maps shows: btrfs subvolumes, overlays) when its
 // inode is and the live process's map_files entry is that same file. An inode number alone is
 // never enough: another user can map a file of his with the inode number of hers, delete it and
-// point the path at hers. "" when no path is the mapped file (then nothing is opened).
+// point the path at hers. "" when no path is the mapped file (then nothing is opened); the path
+// when its filesystem was not asked or did not answer (opening it fails the same way).
 std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t dev, uint64_t inode,
                            uint64_t start, uint64_t end);
 // Files mapped at offset 0 (pseudo-paths like "[heap]" excluded), sorted by base.

@@ -253,14 +253,17 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
         it->second = ModuleFor(pid, map, &error, &gone);
         if (it->second) {
           batch.Keep(it->second);
-        } else if (gone) {
-          unreadable[&map] = error;
         } else if (std::string why = TakeUnanswered(); !why.empty()) {
           unreadable[&map] = map.path + ": not read: " + why;
         } else if (std::shared_ptr<const os::Mount> fs = os::MountOfDevice(map.dev, pid);
                    !fs || fs->guarded()) {
+          // A guarded mount is not asked what it holds: whether the path still names the
+          // mapped file is not known either.
           const os::Mount& m = fs ? *fs : os::UnlistedMount();
-          unreadable[&map] = error + " (on " + m.Describe() + ", " + m.guard_reason + ")";
+          unreadable[&map] = (gone ? map.path + ": not read" : error) + " (on " + m.Describe() +
+                             ", " + m.guard_reason + ")";
+        } else if (gone) {
+          unreadable[&map] = error;
         }
       }
       if (!it->second) {
