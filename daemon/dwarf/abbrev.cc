@@ -10,7 +10,8 @@
 namespace jitsym::dwarf {
 
 Result<AbbrevTable> AbbrevTable::Read(std::string_view section, uint64_t offset,
-                                      const FormParams& p, ByteOrder order) {
+                                      const FormParams& p, ByteOrder order,
+                                      std::optional<uint64_t> until_code) {
   constexpr std::string_view kSection = "abbrev";
   if (offset >= section.size()) return Malformed(kSection, offset, "table past the section's end");
   ByteReader r(section.substr(offset), order);
@@ -68,6 +69,10 @@ Result<AbbrevTable> AbbrevTable::Read(std::string_view section, uint64_t offset,
     if (t.abbrevs_.empty()) t.first_code_ = code;
     if (code != t.first_code_ + t.abbrevs_.size()) t.consecutive_ = false;
     t.abbrevs_.push_back(a);
+    if (until_code && code == *until_code) {
+      t.end_ = offset + r.pos();
+      break;
+    }
   }
   if (!t.consecutive_) {
     std::stable_sort(t.abbrevs_.begin(), t.abbrevs_.end(),

@@ -12,6 +12,7 @@
 #define JITSYM_DAEMON_DWARF_ABBREV_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -46,9 +47,11 @@ class AbbrevTable {
  public:
   // The table at `offset` of `section` (.debug_abbrev, or the unit's contribution to it), for a
   // unit of these form parameters. kMalformed with the offset when an entry is cut short, a
-  // code appears twice or a name or tag does not fit 16 bits.
+  // code appears twice or a name or tag does not fit 16 bits. With `until_code`, reading stops
+  // after that code's entry (what a unit DIE alone needs: compilers give it the first code);
+  // end_offset() is then where it stopped.
   static Result<AbbrevTable> Read(std::string_view section, uint64_t offset, const FormParams& p,
-                                  ByteOrder order);
+                                  ByteOrder order, std::optional<uint64_t> until_code = {});
 
   // The abbreviation of `code`, or null.
   const Abbrev* Find(uint64_t code) const {

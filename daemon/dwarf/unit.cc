@@ -7,11 +7,12 @@
 #include "daemon/dwarf/constants.h"
 #include "daemon/dwarf/die_cursor.h"
 #include "daemon/dwarf/errors.h"
+#include "daemon/util/byte_reader.h"
 
 namespace jitsym::dwarf {
 
 Result<Unit> Unit::Open(const Context& context, const UnitHeader& header, Budget& budget,
-                        const Unit* skeleton) {
+                        const Unit* skeleton, bool unit_die_only) {
   Unit u;
   u.ctx_ = &context;
   u.h_ = header;
@@ -25,9 +26,45 @@ Result<Unit> Unit::Open(const Context& context, const UnitHeader& header, Budget
     }
     abbrev_offset += header.share.abbrev.offset;
   }
-  Result<std::shared_ptr<const AbbrevTable>> abbrevs = context.Abbrevs(abbrev_offset, u.params());
-  if (!abbrevs) return std::move(abbrevs).error();
-  u.abbrevs_ = std::move(*abbrevs);
+  if (unit_die_only) {
+    // The unit DIE's code, then the table up to it.
+    ByteReader r(u.info_.substr(std::min<uint64_t>(header.first_die, u.info_.size())),
+                 context.order());
+    const uint64_t code = r.Uleb();
+    if (!r.ok()) return Malformed(u.info_name(), header.first_die, "unit DIE cut short");
+    // The entry of that code found by skipping the others (GCC puts the unit's last), in at
+    // most the table's first 64 KiB per unit (however many units name one table), and read
+    // alone; a code further in, or a table that does not parse, is read through the shared
+    // table below.
+    const std::string_view section = context.section(SectionId::kAbbrev);
+    if (abbrev_offset < section.size()) {
+      ByteReader a(section.substr(abbrev_offset, 64 << 10), context.order());
+      for (;;) {
+        const size_t at = a.pos();
+        const uint64_t c = a.Uleb();
+        if (!a.ok() || c == 0) break;
+        if (c == code) {
+          Result<AbbrevTable> t =
+              AbbrevTable::Read(section, abbrev_offset + at, u.params(), context.order(), code);
+          if (t) u.abbrevs_ = std::make_shared<const AbbrevTable>(std::move(*t));
+          break;
+        }
+        a.Uleb();  // tag
+        a.U8();    // children
+        for (uint64_t name = 1, form = 1; a.ok() && (name != 0 || form != 0);) {
+          name = a.Uleb();
+          form = a.Uleb();
+          if (form == DW_FORM_implicit_const) a.Sleb();
+        }
+        if (!a.ok()) break;
+      }
+    }
+  }
+  if (u.abbrevs_ == nullptr) {
+    Result<std::shared_ptr<const AbbrevTable>> abbrevs = context.Abbrevs(abbrev_offset, u.params());
+    if (!abbrevs) return std::move(abbrevs).error();
+    u.abbrevs_ = std::move(*abbrevs);
+  }
   if (Status s = u.ReadUnitDie(budget); !s.ok()) return std::move(s).error();
   return u;
 }

@@ -41,9 +41,11 @@ class Unit {
  public:
   // Opens the unit `header` of `context` (a header of context.units()): reads its abbreviation
   // table and its unit DIE. A split unit needs its skeleton (else its indexed addresses and
-  // ranges cannot be read). The skeleton must outlive the unit.
+  // ranges cannot be read). The skeleton must outlive the unit. With `unit_die_only`, only the
+  // abbreviations up to the unit DIE's are read (not shared through the context): enough for
+  // the unit's name, type, ranges and bases, not for walking its DIEs.
   static Result<Unit> Open(const Context& context, const UnitHeader& header, Budget& budget,
-                           const Unit* skeleton = nullptr);
+                           const Unit* skeleton = nullptr, bool unit_die_only = false);
 
   const Context& context() const { return *ctx_; }
   const UnitHeader& header() const { return h_; }

@@ -34,7 +34,7 @@ void CuIndex::Open(const dwarf::Context* context, dwarf::Budget* budget, std::st
     }
     // The unit DIE alone: its ranges say which addresses the unit covers. A skeleton's split
     // unit is looked for when its tables are built.
-    Result<dwarf::Unit> unit = dwarf::Unit::Open(*context, h, *budget);
+    Result<dwarf::Unit> unit = dwarf::Unit::Open(*context, h, *budget, nullptr, true);
     if (!unit) {
       if (unreadable++ == 0) first_error = unit.error().message;
       continue;
