@@ -32,6 +32,15 @@ std::string Join(const Stack& stack) {
   return out;
 }
 
+// The device of /proc (0 when it cannot be looked at: then no directory matches it).
+dev_t ProcDevice() {
+  static const dev_t dev = [] {
+    struct stat st {};
+    return ::stat("/proc/self", &st) == 0 ? st.st_dev : dev_t{0};
+  }();
+  return dev;
+}
+
 }  // namespace
 
 bool WalkPath(const std::string& path, WalkedPath* out) {
@@ -82,6 +91,10 @@ bool WalkPath(const std::string& path, WalkedPath* out) {
     if (e.error != 0) return true;  // does not exist (for them)
     const struct stat& st = e.st;
     if (S_ISLNK(st.st_mode)) {
+      // /proc's links (a process's exe, cwd, root, fds, /proc/self) are not followed: reading
+      // one takes the daemon's rights over another user's process, and what it names is that
+      // process's view. As absent.
+      if (stack.back().st.st_dev == ProcDevice()) return true;
       if (++symlinks > kMaxSymlinks) return false;
       if (e.link.empty()) return true;
       const std::string link = e.link;

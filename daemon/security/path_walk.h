@@ -27,8 +27,10 @@ struct WalkedPath {
 };
 
 // False for a path that is not absolute, too long, or loops through symlinks (an error, not an
-// access decision). A component that does not exist ends the walk with facts.file unset, and so
-// does one on a filesystem that did not answer (then `unanswered` says so).
+// access decision). A symlink of /proc (/proc/self, a process's exe, cwd, root, fds) is not
+// followed: it ends the walk as a component that does not exist. A component that does not exist
+// ends the walk with facts.file unset, and so does one on a filesystem that did not answer (then
+// `unanswered` says so).
 bool WalkPath(const std::string& path, WalkedPath* out);
 
 }  // namespace jitsym::security

@@ -3,7 +3,8 @@
 (jsalice owns a private directory, jsbob asks): no such file, not readable, a directory, a text file (not an
 ELF file), a bare name with no ReadyToRun map, a relative path naming nothing (a usage error);
 and it tells bob nothing about alice's private paths: a file that exists behind a directory bob
-cannot search answers exactly as one that does not exist there."""
+cannot search answers exactly as one that does not exist there, and /proc's links (alice's
+process's exe and cwd, /proc/self) are not followed for him."""
 
 import os
 
@@ -100,6 +101,24 @@ def a_path_bob_cannot_search_tells_him_nothing():
     res = users.client(users.ALICE, FIX["client"], h.socket_path, "lookup", "--image",
                        os.path.join(FIX["private"], "absent.so"), "0x10")
     check(res.returncode == 1 and "no such file" in res.stderr, f"alice: {res.stderr!r}")
+
+
+@h.case
+def proc_links_are_not_followed_for_a_client():
+    """/proc/PID/exe, /proc/PID/cwd/... and /proc/self/... are links the daemon would read with
+    its own rights, into another user's process and its view: answered as a path that does not
+    exist, whoever's process it is."""
+    pid = h.sleep_as(users.ALICE)
+    missing = bob("--image", os.path.join(FIX["pub"], "missing.so"), "0x10")
+    for path in (f"/proc/{pid}/exe", f"/proc/{pid}/cwd/sleep", "/proc/self/exe",
+                 f"/proc/{pid}/root/usr/bin/sleep"):
+        res = bob("--image", path, "0x10")
+        print(f"  {path}: exit {res.returncode}: {res.stderr.strip()[:100]}")
+        check(res.returncode == missing.returncode and "no such file" in res.stderr,
+              f"{path}: {res.returncode} {res.stdout!r} {res.stderr!r}")
+    # The file itself, named, is answered as always.
+    res = bob("--image", "/usr/bin/sleep", "0x10")
+    check("no such file" not in res.stderr, f"/usr/bin/sleep: {res.returncode} {res.stderr!r}")
 
 
 if __name__ == "__main__":
