@@ -165,15 +165,20 @@ bool ReadCompanion(const std::string& path, uint32_t owner, uint64_t max_bytes, 
   // Non-blocking: a FIFO does not block the open; never mapped: the bytes are read once.
   const int fd = Files().open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    if (errno != ENOENT && errno != ENOTDIR) *note = path + ": " + std::strerror(errno);
-    return false;
+    if (errno != ENOENT && errno != ENOTDIR) {
+      JITSYM_LOG(kInfo, path, ": not read: ", std::strerror(errno));
+    }
+    return false;  // as absent: what the daemon alone could see is not told
   }
   struct stat st {};
   bool ok = false;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  std::string why;
+  if (::fstat(fd, &st) != 0 || !CompanionOwnerAllowed(st.st_uid, owner, &why)) {
+    // Another user's file is no companion of this binary, and whoever asks about the binary
+    // is not told it is there: as absent (the log says why, for the operator).
+    JITSYM_LOG(kInfo, path, ": not read: ", why.empty() ? std::string("fstat failed") : why);
+  } else if (!S_ISREG(st.st_mode)) {
     *note = path + " is not a regular file: not read";
-  } else if (std::string why; !CompanionOwnerAllowed(st.st_uid, owner, &why)) {
-    *note = path + ": " + why + ": not read";
   } else if (st.st_size <= 0 || static_cast<uint64_t>(st.st_size) > max_bytes) {
     *note = path + ": " + std::to_string(st.st_size) + " bytes: not read (at most " +
             std::to_string(max_bytes) + ")";

@@ -53,9 +53,10 @@ struct RemovedCopies {
 RemovedCopies RemoveLeftoverSplitCopies();
 
 // Reads a companion file of a module (a .dwo, a .dwp) into *bytes: opened without blocking (a
-// FIFO), a regular file, owned by root or by `owner` (the binary's owner: another user's file
-// is not read for him), at most `max_bytes`. False and *note (for a person; empty when the
-// file is simply absent) otherwise.
+// FIFO), owned by root or by `owner` (the binary's owner: another user's file is not read for
+// him), a regular file, at most `max_bytes`. False and *note (for a person) otherwise; *note is
+// empty when the file is absent, cannot be opened or is another user's (logged): a miss never
+// tells whether a path the asker may not see exists.
 bool ReadCompanion(const std::string& path, uint32_t owner, uint64_t max_bytes, std::string* bytes,
                    std::string* note);
 

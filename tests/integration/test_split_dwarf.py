@@ -687,7 +687,8 @@ def dwo_files_changing_under_the_daemon():
 @h.case
 def an_absolute_dwo_name_is_read_only_when_its_file_is_the_binarys_owners():
     """An absolute DW_AT_dwo_name is read like any other place of a .dwo: a file that neither
-    root nor the binary's owner owns is not read for him (the answer says so), one of his is."""
+    root nor the binary's owner owns is not read for him, and the answer tells nothing of it
+    (as absent; the log says why), one of his is."""
     d = os.path.join(h.root, "absolute")
     os.makedirs(d)
     os.chmod(d, 0o755)
@@ -714,8 +715,11 @@ def an_absolute_dwo_name_is_read_only_when_its_file_is_the_binarys_owners():
             if owner == "root":
                 check(a.get("found") and a.get("name") == "f" and
                       a.get("reason") == "no_debug_info", f"{cc}: {a}")
-                check(f"owned by uid {nobody}, neither root nor the binary's owner" in
-                      a.get("detail", ""), f"{cc}: detail {a.get('detail')!r}")
+                check(f"no {dwo}" in a.get("detail", "") and "owned" not in a.get("detail", ""),
+                      f"{cc}: detail {a.get('detail')!r}")
+                logged = [l for l in h.daemon.log_lines() if dwo in l and
+                          f"owned by uid {nobody}, neither root nor the binary's owner" in l]
+                check(logged, f"{cc}: the refusal is not logged")
             else:
                 check(a.get("found") and names == ["sq", "f"] and "reason" not in a,
                       f"{cc}: nobody's .dwo not read for nobody's binary: {a}")
