@@ -93,7 +93,9 @@ def lookup_cost_grows_linearly_with_perfinfo_lines():
                 os.unlink(path)
     ratio = times[10**6][0] / times[10**5][0]
     print(f"  first lookup, 10^6 / 10^5 lines: {ratio:.1f}x (linear: 10x, quadratic: 100x)")
-    check(ratio <= 20, f"10x the lines cost {ratio:.1f}x the first lookup")
+    # Sorting makes it n log n (12x), and 76 MiB of fresh pages and a loaded machine add to
+    # that (20.2x seen in CI with other tests running); quadratic would be 100x.
+    check(ratio <= 35, f"10x the lines cost {ratio:.1f}x the first lookup")
     # Once read, a lookup does not read the file again: later lookups cost what a small
     # file's do.
     check(times[10**6][1] <= max(4 * times[10**5][1], 0.25),
