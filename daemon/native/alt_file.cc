@@ -81,7 +81,7 @@ void AltFile::Open(Elf* debug_elf, const std::string& debug_file, uint32_t owner
         }
       }
       if (f.elf != nullptr) {
-        Result<std::unique_ptr<DwarfFile>> d = DwarfFile::FromElf(f.elf, c, budget);
+        Result<std::unique_ptr<DwarfFile>> d = DwarfFile::FromElf(f, c, budget);
         if (d) {
           file_ = std::move(f);
           dwarf_ = std::move(*d);

@@ -1,6 +1,10 @@
 // One file's DWARF over daemon/dwarf/ (dwarf_file.h).
 #include "daemon/native/dwarf_file.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <utility>
 
 namespace jitsym::native {
@@ -25,10 +29,29 @@ Result<std::unique_ptr<DwarfFile>> DwarfFile::Load(std::unique_ptr<DwarfFile> f,
   return f;
 }
 
-Result<std::unique_ptr<DwarfFile>> DwarfFile::FromElf(Elf* elf, const std::string& name,
+Result<std::unique_ptr<DwarfFile>> DwarfFile::FromElf(const OpenedElf& file,
+                                                      const std::string& name,
                                                       dwarf::Budget& budget) {
+  if (!file.guard.registered()) {
+    // Not mapped: the bytes from the descriptor, once.
+    struct stat st {};
+    if (file.fd < 0 || ::fstat(file.fd, &st) != 0 || st.st_size < 0) {
+      return MakeError(ErrorKind::kIo, name + ": cannot read the file's size");
+    }
+    std::string bytes(static_cast<size_t>(st.st_size), '\0');
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n =
+          ::pread(file.fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    bytes.resize(done);
+    return FromBytes(std::move(bytes), name, budget);
+  }
   size_t size = 0;
-  const char* raw = elf != nullptr ? elf_rawfile(elf, &size) : nullptr;
+  const char* raw = file.elf != nullptr ? elf_rawfile(file.elf, &size) : nullptr;
   if (raw == nullptr) {
     return MakeError(ErrorKind::kIo, name + ": the file's bytes cannot be read: " + elf_errmsg(-1));
   }

@@ -17,6 +17,7 @@
 #include "daemon/dwarf/context.h"
 #include "daemon/dwarf/elf_image.h"
 #include "daemon/dwarf/sections.h"
+#include "daemon/native/elf_file.h"
 #include "daemon/util/result.h"
 
 namespace jitsym::native {
@@ -26,9 +27,10 @@ class DwarfFile {
   DwarfFile(const DwarfFile&) = delete;
   DwarfFile& operator=(const DwarfFile&) = delete;
 
-  // Over the image libelf holds of `elf` (its mapping, or the copy it reads); `elf` must
-  // outlive the result. Errors name `name`.
-  static Result<std::unique_ptr<DwarfFile>> FromElf(Elf* elf, const std::string& name,
+  // Over the file `file` (named `name` in errors): the mapping libelf made of it when it was
+  // mapped (it must then outlive the result), else its bytes read from its descriptor (libelf's
+  // elf_rawfile on a file it did not map would read it whole and lose the sections it had read).
+  static Result<std::unique_ptr<DwarfFile>> FromElf(const OpenedElf& file, const std::string& name,
                                                     dwarf::Budget& budget);
   // Over bytes read into memory, which the result keeps.
   static Result<std::unique_ptr<DwarfFile>> FromBytes(std::string bytes, const std::string& name,

@@ -125,7 +125,8 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     debug_file_.clear();
     return false;
   }
-  Result<std::unique_ptr<DwarfFile>> file = DwarfFile::FromElf(source, debug_file_, budget_);
+  Result<std::unique_ptr<DwarfFile>> file =
+      DwarfFile::FromElf(source == debug_.elf ? debug_ : main_, debug_file_, budget_);
   if (!file) {
     JITSYM_LOG(kWarning, "cannot read DWARF: ", file.error().message, "; symbol tables only");
     debug_file_.clear();

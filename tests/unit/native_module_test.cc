@@ -213,7 +213,11 @@ TEST(NativeModule, PrefetchOnSeveralThreadsReadsWhatLazyReadingReads) {
   }
   for (auto& t : threads) t.join();
   for (const std::string& r : results) EXPECT_EQ(r, expected);
-  EXPECT_EQ(shared->Bytes(), bytes);
+  // Each CU read once: the same tables. The string pool's last blocks may be filled in another
+  // order by racing threads (a block of slack more or less, 256 KiB); a CU read twice would add
+  // its tables.
+  EXPECT_LE(shared->Bytes(), bytes + (size_t{256} << 10));
+  EXPECT_GE(shared->Bytes() + (size_t{256} << 10), bytes);
 }
 
 // A header's function or path met in many CUs is one text in memory: answers crossing CUs
