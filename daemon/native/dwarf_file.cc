@@ -39,15 +39,7 @@ Result<std::unique_ptr<DwarfFile>> DwarfFile::FromElf(const OpenedElf& file,
       return MakeError(ErrorKind::kIo, name + ": cannot read the file's size");
     }
     std::string bytes(static_cast<size_t>(st.st_size), '\0');
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n =
-          ::pread(file.fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    bytes.resize(done);
+    bytes.resize(PreadFromStart(file.fd, &bytes));
     return FromBytes(std::move(bytes), name, budget);
   }
   size_t size = 0;

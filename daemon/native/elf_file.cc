@@ -52,6 +52,18 @@ void OpenedElf::Close() {
   fd = -1;
 }
 
+size_t PreadFromStart(int fd, std::string* bytes) {
+  size_t done = 0;
+  while (done < bytes->size()) {
+    const ssize_t n =
+        ::pread(fd, bytes->data() + done, bytes->size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 OpenedElf OpenElf(const std::string& path, std::string* error, ElfRead how) {
   OpenedElf o;
   o.fd = Files().open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);

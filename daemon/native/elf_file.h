@@ -34,6 +34,10 @@ enum class ElfRead {
           // its end, instead of faulting); copied when no guard slot is free
 };
 
+// Reads up to bytes->size() bytes of the file open as `fd` from offset 0 into *bytes with
+// pread (EINTR retried); returns how many were read (fewer when the file is shorter now).
+size_t PreadFromStart(int fd, std::string* bytes);
+
 // Opens a regular file as ELF. A mapped file costs no copy, no heap and no page faults on fresh
 // memory (a fifth of the CPU of a first lookup in a 128 MB binary). On failure elf is null and
 // *error (when not null) says why: "PATH: not an ELF file", "PATH: section headers ... truncated".

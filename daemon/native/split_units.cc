@@ -184,14 +184,7 @@ bool ReadCompanion(const std::string& path, uint32_t owner, uint64_t max_bytes, 
             std::to_string(max_bytes) + ")";
   } else {
     bytes->resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < bytes->size()) {
-      const ssize_t n =
-          ::pread(fd, bytes->data() + done, bytes->size() - done, static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
+    const size_t done = PreadFromStart(fd, bytes);
     ok = done == bytes->size();
     if (!ok) *note = path + ": shorter than its size (" + std::to_string(done) + " bytes read)";
   }
