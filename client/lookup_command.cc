@@ -65,7 +65,8 @@ constexpr char kUsage[] =
     "ADDR is hex with or without 0x. Unknown addresses are normal (exit status 0); a malformed\n"
     "line prints `LINE<TAB>?\?<TAB>error: ...` and the rest goes on. REASON is one of\n"
     "unknown_process, permission_denied, no_code, before_code, before_start, after_exit,\n"
-    "wrong_clock, file_ignored, no_symbol, no_debug_info, image_unknown, image_unreadable.\n"
+    "wrong_clock, file_ignored, no_symbol, no_debug_info, image_unknown, image_unreadable,\n"
+    "native_failed.\n"
     "Exit status: 0 answered, 1 daemon error, 2 usage (or no valid address in the input),\n"
     "3 process unknown to jitsymd, 4 permission denied for the process.\n";
 

@@ -28,6 +28,7 @@
 #include "daemon/ingest/ingester.h"
 #include "daemon/native/split_units.h"
 #include "daemon/os/fs_workers.h"
+#include "daemon/parse_worker/worker_main.h"
 #include "daemon/query/image_lookup.h"
 #include "daemon/query/query_engine.h"
 #include "daemon/security/accounts.h"
@@ -137,6 +138,10 @@ void ApplyReloadable(const Settings& next, Settings* running, jitsym::ingest::In
 
 int main(int argc, char** argv) {
   using namespace jitsym;
+  // A process that reads native files for the daemon (parse_worker/worker_main.h).
+  if (argc >= 2 && std::string(argv[1]) == parse_worker::kWorkerFlag) {
+    return parse_worker::RunParseWorker(std::vector<std::string>(argv + 1, argv + argc));
+  }
   config::CommandLine command_line;
   if (auto st = config::ParseCommandLine(argc, argv, &command_line); !st.ok()) {
     UsageError(st.error().message);
@@ -231,6 +236,15 @@ int main(int argc, char** argv) {
   query_options.processes.perfinfo.ledger = ledger;
   if (!settings.debug_dirs.empty()) query_options.native.debug_dirs = settings.debug_dirs;
   query_options.native.cache_bytes = static_cast<size_t>(settings.debug_cache_mb) << 20;
+  // Native files are read in sandboxed processes of each file's owner, never in this one.
+  query_options.native.workers = true;
+  query_options.native.pool.address_space_bytes = settings.parse_worker_memory_bytes;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // A sanitizer reserves terabytes of address space for its shadow: no RLIMIT_AS there.
+  query_options.native.pool.address_space_bytes = 0;
+#endif
+  query_options.native.pool.timeout_ms = std::max<uint64_t>(settings.parse_worker_timeout_ms, 100);
+  query_options.native.pool.log_level = settings.log_level;
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;

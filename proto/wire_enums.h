@@ -41,6 +41,7 @@ enum class Reason : uint8_t {
   kNoDebugInfo,       // in a mapped image that has neither symbols nor debug info
   kImageUnknown,      // an image lookup: nothing known for that image
   kImageUnreadable,   // in a mapped file that could not be read (its filesystem did not answer)
+  kNativeFailed,      // in a native file whose reader failed (killed, out of time or memory)
 };
 
 inline constexpr std::pair<Reason, std::string_view> kReasonNames[] = {
@@ -56,6 +57,7 @@ inline constexpr std::pair<Reason, std::string_view> kReasonNames[] = {
     {Reason::kNoDebugInfo, "no_debug_info"},
     {Reason::kImageUnknown, "image_unknown"},
     {Reason::kImageUnreadable, "image_unreadable"},
+    {Reason::kNativeFailed, "native_failed"},
 };
 
 // The wire name; "unknown" for kUnknown (and kNone).

@@ -39,6 +39,14 @@ const std::vector<SettingDef>& Table() {
        "MiB for native modules' ELF/DWARF tables, least recently used\n"
        "dropped first (default: 1024)",
        Apply::kRestart, Int(&Settings::debug_cache_mb, 1, 1 << 20)},
+      {"parse-worker-memory", "SIZE",
+       "address space of each process that reads native files (ELF, DWARF);\n"
+       "a file that needs more answers native_failed (default: 4G)",
+       Apply::kRestart, Size(&Settings::parse_worker_memory_bytes)},
+      {"parse-worker-timeout", "DURATION",
+       "time (and CPU time) a native file's reader has for one lookup before\n"
+       "it is killed and the lookup answers native_failed (default: 30s)",
+       Apply::kRestart, DurationMs(&Settings::parse_worker_timeout_ms)},
       {"socket", "PATH",
        "listening socket (default: /run/jitsymd/jitsymd.sock for root,\n"
        "$XDG_RUNTIME_DIR/jitsymd.sock otherwise); unused when systemd\n"

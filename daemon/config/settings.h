@@ -26,6 +26,8 @@ struct Settings {
   std::vector<std::string> r2rmap_dirs;  // searched for <image>.ni.r2rmap
   std::vector<std::string> debug_dirs;   // roots of .build-id trees; empty: /usr/lib/debug
   int debug_cache_mb = 1024;             // ELF/DWARF tables of native modules
+  uint64_t parse_worker_memory_bytes = 4ull << 30;  // RLIMIT_AS of each parse worker
+  uint64_t parse_worker_timeout_ms = 30000;         // one parse worker request
   std::string socket;                    // empty: proto::DefaultSocketPath()
   int threads = 0;                       // 0: number of CPUs, at least 2
   std::string log_level = "info";

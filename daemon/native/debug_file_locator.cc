@@ -83,7 +83,7 @@ std::vector<DebugCandidate> DebugFileCandidates(const std::string& binary_path,
           {dir + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug"});
     }
   }
-  for (const std::string& f : search.extra_files) candidates.push_back({f});
+  for (const std::string& f : search.extra_files) candidates.push_back({f, false, true});
   if (link != nullptr && !link->name.empty()) {
     const std::string dir = DirName(binary_path);
     candidates.push_back({dir + "/" + link->name, true});
@@ -116,7 +116,8 @@ OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, uint32_t ow
     // The file opened (through any link), not the path: another user's is not read for this one.
     struct stat st {};
     std::string why;
-    if (::fstat(d.fd, &st) != 0 || !CompanionOwnerAllowed(st.st_uid, owner, &why)) {
+    if (::fstat(d.fd, &st) != 0 ||
+        (!c.fetched && !CompanionOwnerAllowed(st.st_uid, owner, &why))) {
       JITSYM_LOG(kInfo, c.path, ": debug file of ", binary_path, " not read: ", why);
       d.Close();
       continue;

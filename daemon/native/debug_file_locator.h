@@ -27,6 +27,9 @@ std::optional<DebugLink> ReadDebugLink(Elf* elf);
 struct DebugCandidate {
   std::string path;
   bool from_debuglink = false;  // only these may match by CRC when the binary has no build-id
+  // Fetched by the daemon from debuginfod for this build id (search.extra_files): its owner is
+  // the daemon, not the binary's, and it must match the build id anyway.
+  bool fetched = false;
 };
 // The paths tried, in order, for the binary at `binary_path` with hex build-id `build_id` (may
 // be empty) and debuglink `link` (may be null): DIR/.build-id/xx/rest.debug for each debug dir,

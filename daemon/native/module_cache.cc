@@ -27,7 +27,15 @@ bool IsHex(const std::string& s) {
 }  // namespace
 
 ModuleCache::ModuleCache(Options options) : options_(std::move(options)) {
-  if (DebuginfodFetcher::Configured()) debuginfod_ = std::make_unique<DebuginfodFetcher>();
+  debuginfod_ = options_.debuginfod;
+  if (!debuginfod_ && DebuginfodFetcher::Configured()) {
+    fetcher_ = std::make_unique<DebuginfodFetcher>();
+    debuginfod_ = [f = fetcher_.get()](const std::string& id) {
+      std::optional<std::string> path = f->Fetched(id);
+      if (!path) f->Request(id);
+      return path;
+    };
+  }
 }
 
 std::shared_ptr<ModuleCache::Slot> ModuleCache::SlotFor(const std::string& key) {
@@ -72,7 +80,7 @@ std::shared_ptr<NativeModule> ModuleCache::GetByPath(const std::string& path, st
     // A debug file debuginfod fetched since the module was opened without DWARF: reopen.
     const NativeModule& m = *slot->module;
     if (debuginfod_ && !m.has_dwarf() && !m.build_id().empty()) {
-      std::optional<std::string> fetched = debuginfod_->Fetched(m.build_id());
+      std::optional<std::string> fetched = debuginfod_(m.build_id());
       if (fetched && *fetched != slot->fetched) {
         auto old = slot->module;
         if (!Load(path, slot.get())) slot->module = old;
@@ -105,12 +113,10 @@ bool ModuleCache::Load(const std::string& path, Slot* slot) {
   }
   if (debuginfod_ && !slot->module->has_dwarf() && !slot->module->build_id().empty()) {
     const std::string& id = slot->module->build_id();
-    if (std::optional<std::string> fetched = debuginfod_->Fetched(id)) {
+    if (std::optional<std::string> fetched = debuginfod_(id)) {
       slot->fetched = *fetched;
       search.extra_files = {*fetched};
       if (auto m = NativeModule::Open(path, search, &slot->error)) slot->module = std::move(m);
-    } else {
-      debuginfod_->Request(id);
     }
   }
   slot->error.clear();

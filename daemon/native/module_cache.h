@@ -31,6 +31,10 @@ class ModuleCache {
   struct Options {
     std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
     size_t budget_bytes = size_t{1} << 30;
+    // The path of the debug file debuginfod has for a build id, asking for it in the
+    // background when there is none yet. Unset: a DebuginfodFetcher of this cache's own when
+    // DEBUGINFOD_URLS names a server.
+    std::function<std::optional<std::string>(const std::string& build_id)> debuginfod;
   };
   explicit ModuleCache(Options options);
 
@@ -66,7 +70,8 @@ class ModuleCache {
   std::shared_ptr<Slot> SlotFor(const std::string& key);
 
   Options options_;
-  std::unique_ptr<DebuginfodFetcher> debuginfod_;  // when DEBUGINFOD_URLS is set
+  std::unique_ptr<DebuginfodFetcher> fetcher_;  // when DEBUGINFOD_URLS is set and no function
+  std::function<std::optional<std::string>(const std::string&)> debuginfod_;  // or null
   std::atomic<uint64_t> clock_{0};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_;  // file identity -> slot

@@ -26,7 +26,9 @@ std::string Ns(uint64_t ns) { return std::to_string(ns); }
 // A hint's detail: a stripped file still has its exported (.dynsym) symbols, and the address
 // is in none of them (a local function, a PLT stub); else no symbol covers it.
 std::string HintDetail(const LookupBatch::MissHint& hint) {
-  if (hint.reason == proto::Reason::kImageUnreadable) return hint.where;  // the file and why
+  if (hint.reason == proto::Reason::kImageUnreadable || hint.reason == proto::Reason::kNativeFailed) {
+    return hint.where;  // the file and why
+  }
   if (hint.reason == proto::Reason::kNoDebugInfo) {
     return hint.where +
            " is stripped: no .symtab and no debug info, and no exported symbol covers this "

@@ -7,18 +7,46 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 
+#include "daemon/native/file_ops.h"
 #include "daemon/os/guarded_fs.h"
 #include "daemon/os/mounts.h"
 #include "daemon/os/process_maps.h"
 #include "daemon/query/native_files.h"
 #include "daemon/util/log.h"
-#include "daemon/util/thread_budget.h"
 
 namespace jitsym::query {
+
+// A file's answers as its parser gave them, with the frames in the form answers borrow.
+struct NativeLookup::Read {
+  parse_worker::SymbolizeReply reply;
+  std::vector<native::NativeFrame> frames;  // every answer's, one after the other
+  std::vector<uint32_t> first_frame;        // per answer: where its frames begin in `frames`
+  uint32_t owner = 0;                       // the file's owner, as stat'ed here
+  std::string path;
+  // reply.strings, kept in the file's store (the same bytes from answer to answer).
+  std::shared_ptr<NativeStrings::Store> store;
+  std::vector<std::string_view> strings;
+  std::string_view build_id;  // in the store too
+
+  std::string_view String(uint32_t k) const { return strings[k]; }
+  std::span<const native::NativeFrame> FramesOf(size_t k) const {
+    return {frames.data() + first_frame[k], frames.data() + first_frame[k + 1]};
+  }
+  // Why it answers nothing for an address: a stripped file has only its dynamic symbols (if
+  // any), so most of its code has no name to give.
+  proto::Reason MissReason() const {
+    return reply.stripped ? proto::Reason::kNoDebugInfo : proto::Reason::kNoSymbol;
+  }
+  // Where a miss was, for its detail: the file, and why its DWARF was not read if it was not.
+  std::string Where(std::string_view image) const {
+    std::string where(image);
+    if (!reply.dwarf_refusal.empty()) where += " (" + reply.dwarf_refusal + ")";
+    return where;
+  }
+};
+
 namespace {
 
 native::ModuleCache::Options CacheOptions(const NativeOptions& o) {
@@ -28,64 +56,58 @@ native::ModuleCache::Options CacheOptions(const NativeOptions& o) {
   return c;
 }
 
-// The answer for one address. `addr` is the address asked for and `vaddr` the ELF virtual
-// address it stands for: start is reported in the caller's address space. Name, file and
-// frames are borrowed from the module and `image` is borrowed too (the response keeps both
-// alive).
-Answer FromModule(const native::NativeModule& m, const native::NativeAnswer& a,
-                  std::string_view image, uint64_t addr, uint64_t vaddr) {
+std::unique_ptr<parse_worker::Parser> MakeParser(const NativeOptions& o) {
+  if (!o.workers) return std::make_unique<parse_worker::InProcessParser>(CacheOptions(o));
+  parse_worker::PoolOptions pool = o.pool;
+  pool.debug_dirs = o.debug_dirs;
+  pool.cache_bytes = o.cache_bytes;
+  return std::make_unique<parse_worker::WorkerPool>(std::move(pool));
+}
+
+// The answer for the k-th address of a read. `addr` is the address asked for: start is
+// reported in the caller's address space. Name, file and frames are borrowed from the read,
+// and `image` is borrowed too (the response keeps both alive).
+Answer FromRead(const NativeLookup::Read& read, size_t k, std::string_view image, uint64_t addr) {
   static constexpr std::string_view kUnknown = "??";
+  const parse_worker::AddressAnswer& a = read.reply.answers[k];
   Answer r;
-  r.name = a.name.empty() ? kUnknown : a.name;
-  r.start = addr - (vaddr - a.start);
+  r.name = a.name == 0 ? kUnknown : read.String(a.name);
+  r.start = addr - (a.vaddr - a.start);
   r.size = a.size;
   r.origin = proto::Origin::kElf;
   r.image = image;
-  r.build_id = m.build_id();
-  r.frames = a.frames;
-  r.clone = a.clone;
-  if (!a.missing.empty()) {
+  r.build_id = read.build_id;
+  r.frames = read.FramesOf(k);
+  r.clone = read.String(a.clone);
+  if (a.missing != 0) {
     r.reason = proto::Reason::kNoDebugInfo;
-    r.detail = a.missing;
+    r.detail = read.String(a.missing);
   }
-  if (!a.frames.empty() && !a.frames.front().file.empty()) {
-    r.file = a.frames.front().file;
-    r.line = a.frames.front().line;
-    r.column = a.frames.front().column;
+  if (!r.frames.empty() && !r.frames.front().file.empty()) {
+    r.file = r.frames.front().file;
+    r.line = r.frames.front().line;
+    r.column = r.frames.front().column;
   }
   return r;
 }
 
-// Why a module answers nothing for an address: a stripped file has only its dynamic symbols
-// (if any), so most of its code has no name to give.
-proto::Reason MissReasonOf(const native::NativeModule& m) {
-  return m.stripped() ? proto::Reason::kNoDebugInfo : proto::Reason::kNoSymbol;
-}
-
-// Where a miss was, for its detail: the file, and why its DWARF was not read if it was not.
-std::string WhereOf(const native::NativeModule& m, const std::string& path) {
-  return m.dwarf_refusal().empty() ? path : path + " (" + m.dwarf_refusal() + ")";
-}
-
-// A first batch over a large binary reads most of its CUs, and a big batch is symbolized in
-// halves: on extra threads when the process-wide budget has some left (each extra thread
-// reads units of its own while it runs), on the request's own thread otherwise.
-ThreadBudget::Grant ExtraThreads(size_t wanted) { return ThreadBudget::Process().Take(wanted); }
-
-// Below this many addresses a batch is symbolized on one thread: starting another costs more
-// than it saves.
-constexpr size_t kMinParallelAddresses = 2048;
-
-// Whether a batch should collect its addresses for Prefetch: not once the module is read (the
-// common case, which then costs nothing), nor without a core to spare.
-bool WorthPrefetching(const native::NativeModule& m) {
-  return ThreadBudget::Process().allowance() > 0 && m.unread_cus() >= 2;
+// Answers the addresses `index` (batch positions, in the order they were asked of the file).
+void AnswerFrom(LookupBatch& batch, const NativeLookup::Read& read,
+                const std::vector<size_t>& index, std::string_view image) {
+  for (size_t k = 0; k < index.size(); ++k) {
+    const parse_worker::AddressAnswer& a = read.reply.answers[k];
+    if (a.state == parse_worker::AddressAnswer::kFound) {
+      batch.Answer(index[k], FromRead(read, k, image, batch.addr(index[k])));
+    } else if (a.state == parse_worker::AddressAnswer::kMiss) {
+      batch.NoteMiss(index[k], read.MissReason(), read.Where(image));
+    }
+  }
 }
 
 }  // namespace
 
 NativeLookup::NativeLookup(NativeOptions options, ProcessSnapshots& processes)
-    : modules_(CacheOptions(options)), processes_(processes) {
+    : parser_(MakeParser(options)), processes_(processes), debug_dirs_(options.debug_dirs) {
   // native/ opens what mappings and debug links name: never on a query thread when it lies
   // on a FUSE mount (a worker copies it).
   InstallGuardedNativeFiles();
@@ -110,101 +132,144 @@ bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
          ::pread(fd, magic, 4, 0) == 4 && std::memcmp(magic, "\177ELF", 4) == 0;
 }
 
+Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
+    const std::string& path, std::optional<native::FileId> expect,
+    const std::vector<uint64_t>& addrs, bool file_offsets, bool* failed) {
+  *failed = false;
+  const native::FileOps& files = native::Files();
+  parse_worker::SymbolizeRequest request;
+  bool served = false;
+  if (!files.stat(path, true, &request.st, &served)) {
+    return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
+  }
+  const struct stat& st = request.st;
+  if (expect && (st.st_dev != expect->dev || st.st_ino != expect->ino)) {
+    return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
+  }
+  if (!S_ISREG(st.st_mode)) return MakeError(ErrorKind::kIo, path + ": not a regular file");
+  os::UniqueFd fd(files.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
+  if (struct stat now{}; !served && (::fstat(fd.get(), &now) != 0 || now.st_dev != st.st_dev ||
+                                     now.st_ino != st.st_ino)) {
+    return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
+  }
+  request.path = path;
+  request.file_offsets = file_offsets;
+  request.addrs = addrs;
+  Result<parse_worker::SymbolizeReply> reply = parser_->Symbolize(request, fd.get());
+  if (!reply) {
+    *failed = true;
+    return std::move(reply).error();
+  }
+  if (!reply->error.empty()) return MakeError(ErrorKind::kIo, std::move(reply->error));
+  auto read = std::make_shared<Read>();
+  read->reply = std::move(*reply);
+  read->owner = st.st_uid;
+  read->path = path;
+  read->reply.strings.push_back(read->reply.build_id);  // the last one
+  read->store = strings_.Intern(st, read->reply.strings, &read->strings);
+  read->build_id = read->strings.back();
+  read->reply.strings.clear();
+  read->first_frame.reserve(read->reply.answers.size() + 1);
+  for (const parse_worker::AddressAnswer& a : read->reply.answers) {
+    read->first_frame.push_back(static_cast<uint32_t>(read->frames.size()));
+    for (const parse_worker::AnswerFrame& f : a.frames) {
+      read->frames.push_back({read->String(f.name), read->String(f.file), f.line, f.column});
+    }
+  }
+  read->first_frame.push_back(static_cast<uint32_t>(read->frames.size()));
+  if (read->reply.answers.size() != addrs.size()) {
+    *failed = true;
+    return MakeError(ErrorKind::kLimit, path + ": its reader answered " +
+                                            std::to_string(read->reply.answers.size()) + " of " +
+                                            std::to_string(addrs.size()) + " addresses");
+  }
+  if (!read->reply.build_id.empty()) {
+    std::lock_guard lock(build_ids_mu_);
+    if (build_id_paths_.size() < 65536) build_id_paths_[{read->reply.build_id, read->owner}] = path;
+  }
+  return std::shared_ptr<const Read>(std::move(read));
+}
+
 std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch,
                                                               const security::WalkedPath* walked) {
   if (!batch.AllowsOrigin(proto::Origin::kElf)) return std::nullopt;
   const proto::LookupRequest& request = batch.request();
-  std::string error;
-  std::shared_ptr<native::NativeModule> m;
   std::string id = request.build_id.value_or("");
   std::transform(id.begin(), id.end(), id.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::vector<size_t> index = batch.pending();
+  std::vector<uint64_t> addrs(index.size());
+  for (size_t k = 0; k < index.size(); ++k) addrs[k] = batch.addr(index[k]);
+  std::shared_ptr<const Read> read;
+  std::string error, failure;
   if (walked != nullptr) {
     // A path the peer may read (checked by the caller): that very file, found by the walk,
     // and maybe the build id it must have.
-    m = modules_.GetByPath(walked->resolved, &error, native::FileId{walked->dev, walked->ino});
-    if (m && request.build_id && m->build_id() != id) {
-      return proto::ErrorResponse{std::string(proto::kErrNotFound),
-                                  *request.image + " does not have build id " + id};
+    bool failed = false;
+    auto r = ReadFile(walked->resolved, native::FileId{walked->dev, walked->ino}, addrs,
+                      request.file_offset, &failed);
+    if (r) {
+      read = *r;
+      if (request.build_id && read->reply.build_id != id) {
+        return proto::ErrorResponse{std::string(proto::kErrNotFound),
+                                    *request.image + " does not have build id " + id};
+      }
+    } else {
+      (failed ? failure : error) = r.error().message;
     }
   } else {
-    // Only files the peer could read itself are candidates; one it may not read is answered
-    // exactly as a build id no file has, and no path is named.
-    m = modules_.GetByBuildId(id, batch.access().uid(), &error, [&](const std::string& path) {
-      return batch.access().MayRead(path);
-    });
-  }
-  if (!m) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
-  batch.Keep(m);
-  // Borrowed by every answer: kept with the response, since the request may not outlive it.
-  auto image = std::make_shared<const std::string>(request.image ? *request.image : m->path());
-  batch.Keep(image);
-  // Symbolized in address order: consecutive lookups then walk the tables forward (and stay in
-  // cache), and repeated addresses (samples of one hot spot) are symbolized once.
-  std::vector<std::pair<uint64_t, size_t>> order;  // (virtual address, index)
-  order.reserve(batch.pending().size());
-  for (size_t i : batch.pending()) {
-    std::optional<uint64_t> vaddr = batch.addr(i);
-    if (request.file_offset) vaddr = m->FileOffsetToAddress(batch.addr(i));
-    if (vaddr) order.emplace_back(*vaddr, i);
-  }
-  std::sort(order.begin(), order.end());
-  if (WorthPrefetching(*m) && order.size() >= 2) {
-    std::vector<uint64_t> vaddrs(order.size());
-    for (size_t k = 0; k < order.size(); ++k) vaddrs[k] = order[k].first;
-    const ThreadBudget::Grant extra = ExtraThreads(ThreadBudget::Process().allowance());
-    m->Prefetch(vaddrs, extra.count());
-  }
-  // Symbolizes order[begin, end); misses are noted after the threads are done (NoteMiss is not
-  // thread-safe, Answer is for different addresses).
-  auto symbolize = [&](size_t begin, size_t end, std::vector<size_t>* misses) {
-    native::NativeAnswer answer;
-    for (size_t k = begin; k < end; ++k) {
-      const auto [vaddr, i] = order[k];
-      if (k == begin || vaddr != order[k - 1].first) m->Symbolize(vaddr, &answer);
-      if (answer.found) {
-        batch.Answer(i, FromModule(*m, answer, *image, batch.addr(i), vaddr));
-      } else {
-        misses->push_back(i);
+    // Root's file first, then the asker's own; only files the peer could read itself are
+    // candidates, and one it may not read is answered exactly as a build id no file has: no
+    // path is named. Anyone can write a file claiming another's build id: its answers are its
+    // owner's alone.
+    const uint32_t asker = batch.access().uid();
+    bool hex = id.size() >= 4 && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+                 return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+               });
+    if (!hex) {
+      return proto::ErrorResponse{std::string(proto::kErrNotFound),
+                                  "build id '" + id + "' is not lower-case hex"};
+    }
+    std::vector<std::string> candidates;
+    {
+      std::lock_guard lock(build_ids_mu_);
+      for (const uint32_t owner : {uint32_t{0}, asker}) {
+        if (auto it = build_id_paths_.find({id, owner}); it != build_id_paths_.end()) {
+          candidates.push_back(it->second);
+        }
+        if (asker == 0) break;
       }
     }
-  };
-  // A warm batch: symbolization is most of the daemon's work for it, and the module's tables
-  // are read-only once built. Two halves on two cores, when there are two.
-  std::vector<size_t> misses, more_misses;
-  std::thread other;
-  size_t mid = order.size();
-  const ThreadBudget::Grant extra =
-      order.size() >= kMinParallelAddresses ? ExtraThreads(1) : ThreadBudget::Grant();
-  if (extra.count() > 0) {
-    try {
-      other = std::thread(symbolize, order.size() / 2, order.size(), &more_misses);
-      mid = order.size() / 2;
-    } catch (const std::system_error&) {
-      // No thread to be had (a pids limit): this one does it all.
+    for (const std::string& dir : debug_dirs_) {
+      const std::string base = dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2);
+      candidates.push_back(base);
+      candidates.push_back(base + ".debug");
     }
+    for (const std::string& c : candidates) {
+      if (!batch.access().MayRead(c)) continue;
+      bool failed = false;
+      auto r = ReadFile(c, std::nullopt, addrs, request.file_offset, &failed);
+      if (r && (*r)->reply.build_id == id && ((*r)->owner == 0 || (*r)->owner == asker)) {
+        read = *r;
+        break;
+      }
+      if (!r && failed) failure = r.error().message;
+    }
+    if (!read) error = "no ELF file with build id " + id + " is known";
   }
-  symbolize(0, mid, &misses);
-  if (other.joinable()) other.join();
-  for (const auto* list : {&misses, &more_misses}) {
-    for (size_t i : *list) batch.NoteMiss(i, MissReasonOf(*m), WhereOf(*m, *image));
+  if (!read && !failure.empty()) {
+    // Its reader failed: every address says so, and which file and what limit.
+    for (size_t i : index) batch.NoteMiss(i, proto::Reason::kNativeFailed, failure);
+    return std::nullopt;
   }
-  modules_.Trim();
+  if (!read) return proto::ErrorResponse{std::string(proto::kErrNotFound), error};
+  batch.Keep(read);
+  // Borrowed by every answer: kept with the response, since the request may not outlive it.
+  auto image = std::make_shared<const std::string>(request.image ? *request.image : read->path);
+  batch.Keep(image);
+  AnswerFrom(batch, *read, index, *image);
   return std::nullopt;
-}
-
-std::shared_ptr<native::NativeModule> NativeLookup::ModuleFor(uint32_t pid, const ExecMapping& m,
-                                                              std::string* error, bool* gone) {
-  *gone = false;
-  const std::string path = os::MappedFilePath(pid, m.path, m.dev, m.inode, m.start, m.end);
-  if (path.empty()) {
-    *gone = true;
-    *error = m.path +
-             " no longer names the file the process mapped there (replaced or deleted "
-             "since): not read";
-    return nullptr;
-  }
-  return modules_.GetByPath(path, error);
 }
 
 std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
@@ -217,25 +282,13 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
   std::shared_ptr<const ProcessSnapshot> table = processes_.Current(pid, &fresh);
   if (!table || !access.MaySeeProcess(table->identity.uid)) return std::nullopt;
   batch.Keep(table);  // answers borrow the mapped files' paths
-  std::unordered_map<const ExecMapping*, std::shared_ptr<native::NativeModule>> modules;
-  // Why a module of a file on a FUSE mount could not be had (it is said in the answer).
-  std::unordered_map<const ExecMapping*, std::string> unreadable;
-  native::NativeAnswer answer;
   for (int pass = 0; pass < 2 && !todo.empty(); ++pass) {
     std::vector<size_t> misses;
-    // In address order, as for images: the tables are walked forward.
+    // Each address to its mapping, as a file offset; each mapping's file read once, with its
+    // addresses in order (its tables are walked forward).
     std::sort(todo.begin(), todo.end(),
               [&](size_t a, size_t b) { return batch.addr(a) < batch.addr(b); });
-    // Each address to its module and virtual address first, so that each module's CUs not read
-    // yet can be read together (Prefetch), then symbolized.
-    struct Resolved {
-      size_t i;
-      native::NativeModule* module;
-      const ExecMapping* map;
-      uint64_t vaddr;
-    };
-    std::vector<Resolved> resolved;
-    std::unordered_map<native::NativeModule*, std::vector<uint64_t>> vaddrs;
+    std::map<const ExecMapping*, std::pair<std::vector<size_t>, std::vector<uint64_t>>> by_map;
     for (size_t i : todo) {
       const uint64_t addr = batch.addr(i);
       auto next = std::upper_bound(table->exec.begin(), table->exec.end(), addr,
@@ -245,62 +298,64 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
         continue;
       }
       const ExecMapping& map = *std::prev(next);
-      auto [it, inserted] = modules.try_emplace(&map);
-      if (inserted) {
-        std::string error;
-        TakeUnanswered();
-        bool gone = false;
-        it->second = ModuleFor(pid, map, &error, &gone);
-        if (it->second) {
-          batch.Keep(it->second);
-        } else if (std::string why = TakeUnanswered(); !why.empty()) {
-          unreadable[&map] = map.path + ": not read: " + why;
-        } else if (std::shared_ptr<const os::Mount> fs = os::MountOfDevice(map.dev, pid);
-                   !fs || fs->guarded()) {
-          // A guarded mount is not asked what it holds: whether the path still names the
-          // mapped file is not known either.
-          const os::Mount& m = fs ? *fs : os::UnlistedMount();
-          unreadable[&map] = (gone ? map.path + ": not read" : error) + " (on " + m.Describe() +
-                             ", " + m.guard_reason + ")";
-        } else if (gone) {
-          unreadable[&map] = error;
-        }
+      auto& [index, offsets] = by_map[&map];
+      index.push_back(i);
+      offsets.push_back(addr - map.start + map.offset);
+    }
+    for (const auto& [map, work] : by_map) {
+      const auto& [index, offsets] = work;
+      TakeUnanswered();
+      const std::string path =
+          os::MappedFilePath(pid, map->path, map->dev, map->inode, map->start, map->end);
+      const bool gone = path.empty();
+      std::string error;
+      std::shared_ptr<const Read> read;
+      bool failed = false;
+      if (gone) {
+        error = map->path +
+                " no longer names the file the process mapped there (replaced or deleted "
+                "since): not read";
+      } else if (auto r = ReadFile(path, std::nullopt, offsets, true, &failed)) {
+        read = *r;
+      } else {
+        error = r.error().message;
       }
-      if (!it->second) {
-        if (auto u = unreadable.find(&map); u != unreadable.end()) {
-          batch.NoteMiss(i, proto::Reason::kImageUnreadable, u->second);
-        }
+      if (read) {
+        batch.Keep(read);
+        AnswerFrom(batch, *read, index, map->path);
         continue;
       }
-      const std::optional<uint64_t> vaddr =
-          it->second->FileOffsetToAddress(addr - map.start + map.offset);
-      if (!vaddr) continue;
-      resolved.push_back({i, it->second.get(), &map, *vaddr});
-      if (WorthPrefetching(*it->second)) vaddrs[it->second.get()].push_back(*vaddr);
-    }
-    for (const auto& [module, list] : vaddrs) {
-      const ThreadBudget::Grant extra = ExtraThreads(ThreadBudget::Process().allowance());
-      module->Prefetch(list, extra.count());
-    }
-    for (const Resolved& r : resolved) {
-      r.module->Symbolize(r.vaddr, &answer);
-      if (answer.found) {
-        batch.Answer(r.i, FromModule(*r.module, answer, r.map->path, batch.addr(r.i), r.vaddr));
-      } else {
-        batch.NoteMiss(r.i, MissReasonOf(*r.module), WhereOf(*r.module, r.map->path));
+      // Why it could not be had, said in each answer: its reader failed, its FUSE server did
+      // not answer, or the file is not the one mapped any more.
+      std::string why;
+      proto::Reason reason = proto::Reason::kImageUnreadable;
+      if (failed) {
+        reason = proto::Reason::kNativeFailed;
+        why = error;
+      } else if (std::string unanswered = TakeUnanswered(); !unanswered.empty()) {
+        why = map->path + ": not read: " + unanswered;
+      } else if (std::shared_ptr<const os::Mount> fs = os::MountOfDevice(map->dev, pid);
+                 !fs || fs->guarded()) {
+        // A guarded mount is not asked what it holds: whether the path still names the
+        // mapped file is not known either.
+        const os::Mount& m = fs ? *fs : os::UnlistedMount();
+        why = (gone ? map->path + ": not read" : error) + " (on " + m.Describe() + ", " +
+              m.guard_reason + ")";
+      } else if (gone) {
+        why = error;
       }
+      if (why.empty()) continue;
+      for (size_t i : index) batch.NoteMiss(i, reason, why);
     }
     // Outside every executable mapping known: the process may have mapped more since.
     if (misses.empty() || fresh) break;
     std::shared_ptr<const ProcessSnapshot> again = processes_.Refreshed(pid, &fresh);
     if (!fresh || !again || !access.MaySeeProcess(again->identity.uid)) break;
     if (again->identity.start_ticks != table->identity.start_ticks) break;  // pid reused
-    modules.clear();
     table = again;
     batch.Keep(table);
     todo.swap(misses);
   }
-  modules_.Trim();
   return std::nullopt;
 }
 

@@ -4,11 +4,15 @@
 //
 // Called concurrently by server threads. A process's executable mappings come from the per-pid
 // snapshots (ProcessSnapshots) it shares with ImageLookup, re-read on a miss while the process
-// lives (at most every 100 ms). Modules are shared through a ModuleCache.
+// lives (at most every 100 ms). This class opens the files (as the one mapped, or the one the
+// access check examined) and hands them to a parse_worker::Parser: in the daemon, sandboxed
+// worker processes of each file's owner (parse_worker/worker_pool.h), whose failures answer
+// native_failed; in tests, this process.
 #ifndef JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
 #define JITSYM_DAEMON_QUERY_NATIVE_LOOKUP_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,7 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/native/module_cache.h"
+#include "daemon/parse_worker/parser.h"
+#include "daemon/parse_worker/worker_pool.h"
+#include "daemon/query/native_strings.h"
 #include "daemon/query/process_snapshots.h"
 #include "daemon/query/resolver.h"
 #include "daemon/security/peer_access.h"
@@ -27,6 +33,10 @@ namespace jitsym::query {
 struct NativeOptions {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};  // jitsymd --debug-dir
   size_t cache_bytes = size_t{1} << 30;                      // jitsymd --debug-cache-mb
+  // Read native files in sandboxed worker processes (`pool`), as the daemon does; false: in
+  // this process (tests and tools).
+  bool workers = false;
+  parse_worker::PoolOptions pool;
 };
 // As a Resolver: the last step of a pid lookup, after the JIT index and the images.
 class NativeLookup : public Resolver {
@@ -47,17 +57,27 @@ class NativeLookup : public Resolver {
   // for a peer that may see the process.
   std::optional<proto::ErrorResponse> Resolve(LookupBatch& batch) override;
 
-  native::ModuleCache& modules() { return modules_; }
+  parse_worker::ParserStats ParserStats() { return parser_->Stats(); }
+
+  struct Read;  // a file's answers, as the parser gave them
 
  private:
   using ExecMapping = ProcessSnapshot::ExecMapping;
-  // The module of the file a process maps, or null and *error; *gone when no path is the file
-  // it mapped any more (os::MappedFilePath): then nothing was opened, and *error says so.
-  std::shared_ptr<native::NativeModule> ModuleFor(uint32_t pid, const ExecMapping& m,
-                                                  std::string* error, bool* gone);
+  // The answers for `addrs` (virtual addresses, or file offsets) in the file at `path`, opened
+  // here; with `expect`, only if it is still that file. An error for a file not read (its
+  // message names `path`; `*failed` when its reader failed rather than the file).
+  Result<std::shared_ptr<const Read>> ReadFile(const std::string& path,
+                                               std::optional<native::FileId> expect,
+                                               const std::vector<uint64_t>& addrs,
+                                               bool file_offsets, bool* failed);
 
-  native::ModuleCache modules_;
+  std::unique_ptr<parse_worker::Parser> parser_;
+  NativeStrings strings_;
   ProcessSnapshots& processes_;
+  std::mutex build_ids_mu_;
+  // (build-id, owner uid) -> a path of a file with that id, owned by that user.
+  std::map<std::pair<std::string, uint32_t>, std::string> build_id_paths_;
+  std::vector<std::string> debug_dirs_;
 };
 
 }  // namespace jitsym::query

@@ -1,0 +1,165 @@
+#include "daemon/parse_worker/worker_main.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <mutex>
+#include <new>
+
+#include "daemon/native/file_ops.h"
+#include "daemon/parse_worker/channel.h"
+#include "daemon/parse_worker/messages.h"
+#include "daemon/parse_worker/sandbox.h"
+#include "daemon/parse_worker/serve.h"
+#include "daemon/util/log.h"
+#include "daemon/util/thread_budget.h"
+
+namespace jitsym::parse_worker {
+namespace {
+
+// The file of the request being served: the descriptor the daemon passed stands for its path.
+struct Granted {
+  std::string path;
+  struct stat st {};
+  int fd = -1;
+};
+
+std::mutex g_mu;  // one file question at a time on the socket (prefetch threads ask too)
+Granted g_granted;
+
+// Asks the daemon; false and errno when it refuses or cannot.
+bool Ask(const FileOpRequest& request, FileOpReply* reply, os::UniqueFd* fd) {
+  std::lock_guard lock(g_mu);
+  if (!SendFrame(kWorkerSocketFd, kFileOp, Encode(request))) _exit(kExitBadMessage);
+  Result<Frame> frame = ReceiveFrame(kWorkerSocketFd);
+  if (!frame || frame->type != kFileOpReply) _exit(kExitBadMessage);
+  Result<FileOpReply> r = DecodeFileOpReply(frame->payload);
+  if (!r) _exit(kExitBadMessage);
+  *reply = std::move(*r);
+  if (fd != nullptr && !frame->fds.empty()) *fd = std::move(frame->fds.front());
+  if (reply->error != 0) {
+    errno = reply->error;
+    return false;
+  }
+  return true;
+}
+
+native::FileOps AskingOps() {
+  native::FileOps ops;
+  ops.open = [](const std::string& path, int) -> int {
+    if (path == g_granted.path && g_granted.fd >= 0) {
+      return ::fcntl(g_granted.fd, F_DUPFD_CLOEXEC, 0);
+    }
+    FileOpReply reply;
+    os::UniqueFd fd;
+    if (!Ask({FileOpKind::kOpen, true, path}, &reply, &fd)) return -1;
+    if (!fd.valid()) {
+      errno = EIO;
+      return -1;
+    }
+    return fd.release();
+  };
+  ops.stat = [](const std::string& path, bool follow, struct stat* st, bool* served) {
+    if (path == g_granted.path && g_granted.fd >= 0) {
+      *st = g_granted.st;
+      *served = false;
+      return true;
+    }
+    FileOpReply reply;
+    if (!Ask({FileOpKind::kStat, follow, path}, &reply, nullptr)) return false;
+    *st = reply.st;
+    *served = reply.served_by_process;
+    return true;
+  };
+  ops.resolve = [](const std::string& path, std::string* resolved) {
+    if (path == g_granted.path && g_granted.fd >= 0) {
+      *resolved = path;
+      return true;
+    }
+    FileOpReply reply;
+    if (!Ask({FileOpKind::kResolve, true, path}, &reply, nullptr)) return false;
+    *resolved = reply.resolved;
+    return true;
+  };
+  return ops;
+}
+
+uint64_t Number(const std::string& s) { return std::strtoull(s.c_str(), nullptr, 10); }
+
+}  // namespace
+
+int RunParseWorker(const std::vector<std::string>& args) {
+  SandboxSettings sandbox;
+  native::ModuleCache::Options cache;
+  cache.debug_dirs.clear();
+  uint64_t cpu_seconds = 0;
+  std::string who = "parse worker";
+  for (size_t i = 1; i < args.size(); ++i) {
+    const size_t eq = args[i].find('=');
+    const std::string key = args[i].substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : args[i].substr(eq + 1);
+    if (key == "uid") sandbox.uid = static_cast<uint32_t>(Number(value));
+    if (key == "gid") sandbox.gid = static_cast<uint32_t>(Number(value));
+    if (key == "as") sandbox.address_space_bytes = Number(value);
+    if (key == "cpu") cpu_seconds = Number(value);
+    if (key == "cache") cache.budget_bytes = Number(value);
+    if (key == "debug-dir") cache.debug_dirs.push_back(value);
+    if (key == "debuginfod" && value == "1") {
+      // Fetched by the daemon (a worker has no network), which then lets it open the file.
+      cache.debuginfod = [](const std::string& id) -> std::optional<std::string> {
+        FileOpReply reply;
+        if (!Ask({FileOpKind::kFetch, true, id}, &reply, nullptr)) return std::nullopt;
+        return reply.resolved;
+      };
+    }
+    if (key == "for") who = "parse worker for " + value;
+    if (key == "log") {
+      if (auto level = log::ParseLevel(value)) log::SetLevel(*level);
+    }
+  }
+  // Sized before the sandbox: the number of cores is read from /sys.
+  ThreadBudget::Process();
+  bool filtered = false;
+  for (const std::string& missing : EnterSandbox(sandbox, &filtered)) {
+    JITSYM_LOG(kWarning, who, ": ", missing);
+  }
+  if (!filtered) {
+    JITSYM_LOG(kError, who, ": no seccomp filter: not reading any file");
+    return kExitNoSandbox;
+  }
+  // Gone with the daemon (set after the change of user, which clears it).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (::getppid() == 1) return 0;
+  native::SetFileOps(AskingOps());
+  native::ModuleCache modules(cache);
+  for (;;) {
+    Result<Frame> frame = ReceiveFrame(kWorkerSocketFd);
+    if (!frame) return 0;  // the daemon closed the socket (or is gone)
+    if (frame->type != kSymbolize || frame->fds.size() != 1) return kExitBadMessage;
+    Result<SymbolizeRequest> request = DecodeSymbolizeRequest(frame->payload);
+    if (!request) return kExitBadMessage;
+    {
+      std::lock_guard lock(g_mu);
+      g_granted = {request->path, request->st, frame->fds.front().get()};
+    }
+    if (cpu_seconds != 0) LimitCpuFromNow(cpu_seconds);
+    std::string reply;
+    try {
+      reply = Encode(ServeSymbolize(modules, *request));
+    } catch (const std::bad_alloc&) {
+      JITSYM_LOG(kError, who, ": ", request->path, ": out of memory (address space limit ",
+                 sandbox.address_space_bytes >> 20, " MiB)");
+      _exit(kExitOutOfMemory);
+    }
+    {
+      std::lock_guard lock(g_mu);
+      g_granted = {};
+    }
+    if (!SendFrame(kWorkerSocketFd, kSymbolizeReply, reply)) return 0;
+  }
+}
+
+}  // namespace jitsym::parse_worker

@@ -1,0 +1,121 @@
+// The daemon's side of the parse workers: native files (ELF, DWARF, debug files, .dwo, .dwp,
+// dwz files) are read in worker processes, never in the daemon, so that a hostile file can
+// cost only its owner's answers.
+//
+// A file is read by a worker of its owner: one group of workers per uid, and one for root's
+// files that no one else may write (root's files that a group or everyone may write have a
+// group of their own). A worker runs as that uid (root's as nobody) when the daemon is root,
+// with no capabilities, not dumpable, no_new_privs, an address-space limit, a CPU limit per
+// request and a seccomp filter without open(2) (sandbox.h). It reads only descriptors: the
+// file asked about, passed with the request, and the companion files it names, which it asks
+// the daemon for (kFileOp): the daemon opens those only when they are root's or the group's
+// owner's and the owner could open them himself (every directory on the way searchable, the
+// file readable, by his uid and groups: security::PeerAccess::CheckRead), and answers "no such
+// file" for any other, whether it exists or not. So a worker taken over by its file can read
+// no more than the file's owner could.
+//
+// A request that outlives the deadline, a worker that dies, runs out of memory or CPU time,
+// or says something that is not the protocol: the worker is killed and reaped, the request
+// fails with what happened (the lookup's answers then say native_failed), the file is not
+// read again for a while (doubling from 10 s up to 10 min), and the group's next worker
+// starts after a backoff (doubling from 250 ms up to 30 s). Other groups are not affected.
+//
+// At most `per_owner` requests of one group run at once (the rest wait for one of them,
+// within the deadline), and at most `max_workers` workers live: an idle worker of another
+// group makes room. Debug files from debuginfod are fetched by the daemon and handed to the
+// worker that asks for a build id. Thread-safe.
+#ifndef JITSYM_DAEMON_PARSE_WORKER_WORKER_POOL_H_
+#define JITSYM_DAEMON_PARSE_WORKER_WORKER_POOL_H_
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "daemon/native/debuginfod_fetcher.h"
+#include "daemon/os/unique_fd.h"
+#include "daemon/parse_worker/channel.h"
+#include "daemon/parse_worker/parser.h"
+#include "daemon/security/peer_access.h"
+
+namespace jitsym::parse_worker {
+
+struct PoolOptions {
+  std::string exe = "/proc/self/exe";  // started with kWorkerFlag
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  size_t cache_bytes = size_t{1} << 30;  // each worker's module cache
+  uint64_t address_space_bytes = uint64_t{4} << 30;
+  uint64_t timeout_ms = 30000;  // one request, end to end; also its CPU time
+  size_t per_owner = 2;
+  size_t max_workers = 16;
+  std::string log_level = "info";
+};
+
+class WorkerPool : public Parser {
+ public:
+  explicit WorkerPool(PoolOptions options);
+  ~WorkerPool() override;
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  Result<SymbolizeReply> Symbolize(const SymbolizeRequest& request, int fd) override;
+  ParserStats Stats() override;
+
+  // The group that reads a file with this stat: "uid N", "root", "root, writable by others".
+  static std::string GroupOf(const struct stat& st, uint32_t* owner);
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    os::UniqueFd sock, pidfd;
+  };
+  struct Group {
+    uint32_t owner = 0;
+    // Whose rights a companion file is opened with: the owner's, nobody's for root's files
+    // others may write; null for root's own files (root's only, then).
+    std::unique_ptr<security::PeerAccess> reader;
+    std::vector<std::unique_ptr<Worker>> idle;
+    size_t busy = 0;
+    unsigned failures = 0;  // in a row
+    uint64_t retry_at_ns = 0;
+    std::string last_failure;
+    uint64_t last_used_ns = 0;
+  };
+  struct Backoff {
+    uint64_t until_ns = 0;
+    unsigned failures = 0;
+    std::string why;
+  };
+
+  Result<std::unique_ptr<Worker>> Take(const std::string& name, Group& g, uint64_t deadline_ns,
+                                       std::unique_lock<std::mutex>& lock);
+  Result<std::unique_ptr<Worker>> Spawn(const std::string& name, uint32_t owner);
+  // Kills (if needed) and reaps a worker; what became of it, for a person.
+  std::string Bury(Worker& w, bool killed_by_us);
+  void Release(Group& g, std::unique_ptr<Worker> w);
+  bool EvictIdleLocked();
+  size_t LiveLocked() const;
+  // Serves one kFileOp for a worker of group `g`.
+  void ServeFileOp(const Worker& w, const Group& g, const Frame& frame);
+
+  PoolOptions options_;
+  std::mutex mu_;
+  std::condition_variable freed_;
+  std::map<std::string, Group> groups_;
+  std::map<std::string, Backoff> files_;  // by file identity
+  ParserStats stats_;
+  // Debug files are fetched here (DEBUGINFOD_URLS): a worker has no network. The files handed
+  // out are the daemon's, opened for any worker that asks for that build id.
+  std::unique_ptr<native::DebuginfodFetcher> debuginfod_;
+  std::set<std::string> fetched_;
+};
+
+}  // namespace jitsym::parse_worker
+
+#endif  // JITSYM_DAEMON_PARSE_WORKER_WORKER_POOL_H_
