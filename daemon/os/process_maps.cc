@@ -1,7 +1,10 @@
 #include "daemon/os/process_maps.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -78,6 +81,32 @@ std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid) {
   return ParseProcessMaps(file->bytes);
 }
 
+namespace {
+
+// The device and inode /proc/PID/maps shows for a mapping of the file at `path`: the kernel's
+// own record, which is not always what stat(2) says (btrfs subvolumes, overlays). This process
+// maps one page of it and reads its own maps, which needs no privilege (map_files does:
+// CAP_SYS_ADMIN). nullopt when it cannot (not a regular file, empty, on a FUSE mount).
+std::optional<std::pair<uint64_t, uint64_t>> MapsIdentityOf(const std::string& path) {
+  auto opened = OpenForReading(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (!opened || opened->error != 0 || opened->mirror || !S_ISREG(opened->st.st_mode) ||
+      opened->st.st_size <= 0) {
+    return std::nullopt;
+  }
+  void* at = ::mmap(nullptr, 1, PROT_READ, MAP_PRIVATE, opened->fd.get(), 0);
+  if (at == MAP_FAILED) return std::nullopt;
+  std::optional<std::pair<uint64_t, uint64_t>> id;
+  if (auto maps = ReadProcessMaps(static_cast<uint32_t>(::getpid()))) {
+    for (const Mapping& m : *maps) {
+      if (m.start == reinterpret_cast<uint64_t>(at)) id.emplace(m.dev, m.inode);
+    }
+  }
+  ::munmap(at, 1);
+  return id;
+}
+
+}  // namespace
+
 std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t dev, uint64_t inode,
                            uint64_t start, uint64_t end) {
   // Looked at through guarded_fs.h: a file of a FUSE mount is asked of a worker, with a timeout.
@@ -97,6 +126,8 @@ std::string MappedFilePath(uint32_t pid, const std::string& path, uint64_t dev, 
     const std::optional<Id> id = stat_of(p);
     if (!id || id->second != inode) return false;
     if (id->first == dev) return true;
+    // What a mapping of it shows, as the process's maps show its mapping; else map_files.
+    if (MapsIdentityOf(p) == Id(dev, inode)) return true;
     if (!mapped) mapped = stat_of(files);
     return *mapped && **mapped == *id;
   };

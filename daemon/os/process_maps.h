@@ -40,7 +40,9 @@ std::optional<std::vector<Mapping>> ReadProcessMaps(uint32_t pid);
 // (/proc/<pid>/map_files/<start>-<end>, for a file replaced or deleted since, while the process
 // lives). A path names the mapped file when its device and inode are the mapping's, or (file
 // systems whose stat device is not the one maps shows: btrfs subvolumes, overlays) when its
-// inode is and the live process's map_files entry is that same file. An inode number alone is
+// inode is and a mapping of it made here shows the mapping's device and inode in the daemon's
+// own maps, or the live process's map_files entry is that same file (which needs
+// CAP_SYS_ADMIN). An inode number alone is
 // never enough: another user can map a file of his with the inode number of hers, delete it and
 // point the path at hers. "" when no path is the mapped file (then nothing is opened); the path
 // when its filesystem was not asked or did not answer (opening it fails the same way).
