@@ -1,11 +1,15 @@
 #include "daemon/parse_worker/worker_main.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -89,9 +93,36 @@ native::FileOps AskingOps() {
 
 uint64_t Number(const std::string& s) { return std::strtoull(s.c_str(), nullptr, 10); }
 
+// Whether this process holds any capability (or cannot tell).
+bool HoldsCapabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return true;
+  return (data[0].permitted | data[1].permitted) != 0;
+}
+
+// A daemon that is not root holds its capabilities as ambient ones (the systemd unit's
+// AmbientCapabilities=), which an exec passes on, and may not drop them with capset (the unit's
+// system call filter): the worker clears the ambient set and executes itself again, which
+// leaves it none.
+void ShedAmbientCapabilities(const std::vector<std::string>& args) {
+  if (::geteuid() == 0 || !HoldsCapabilities()) return;
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  std::vector<std::string> again = args;
+  again.insert(again.begin(), "jitsymd-parse-worker");
+  again.push_back("again=1");
+  std::vector<char*> argv;
+  for (std::string& a : again) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  JITSYM_LOG(kWarning, "parse worker: executing itself again to shed its capabilities: ",
+             std::strerror(errno));
+}
+
 }  // namespace
 
 int RunParseWorker(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "again=1") == args.end()) ShedAmbientCapabilities(args);
   SandboxSettings sandbox;
   native::ModuleCache::Options cache;
   cache.debug_dirs.clear();

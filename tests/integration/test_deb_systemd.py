@@ -180,6 +180,43 @@ def a_group_member_pings_and_looks_up_her_own_node_process_with_no_option():
 
 
 @container_case
+def native_frames_come_from_a_parse_worker_without_privileges():
+    """Native files are read by a worker that holds none of the unit's capabilities, under its
+    limits and a seccomp filter, and still answers alice's lookup of her own process."""
+    maps = inside(["cat", f"/proc/{S['node_pid']}/maps"]).stdout
+    libc = [l.split() for l in maps.splitlines() if "/libc.so" in l and " r-xp " in l]
+    check(libc, f"no executable libc mapping in node's maps:\n{maps[:1500]}")
+    start, offset, path = int(libc[0][0].split("-")[0], 16), int(libc[0][2], 16), libc[0][5]
+    nm = subprocess.run(["nm", "-D", box().path(path)], capture_output=True, text=True).stdout
+    sym = [l.split() for l in nm.splitlines() if l.endswith(" malloc@@GLIBC_2.2.5")]
+    check(sym, f"no malloc in {path}")
+    malloc_off = int(sym[0][0], 16)
+    # The file offset of malloc is its address in libc (text's offset equals its address).
+    addr = hex(start + malloc_off - offset)
+    res = inside(["jitsym", "lookup", "--pid", S["node_pid"], addr], user="alice", ok=False)
+    check(res.returncode == 0 and "malloc" in res.stdout,
+          f"alice's native lookup: exit {res.returncode}: {res.stdout!r} {res.stderr!r}")
+    print(f"  {res.stdout.strip()}")
+    pids = inside(["pgrep", "-f", "jitsymd-parse-worker"], ok=False).stdout.split()
+    check(pids, "no parse worker process")
+    for pid in pids:
+        status = dict(l.split(":", 1) for l in
+                      inside(["cat", f"/proc/{pid}/status"]).stdout.splitlines() if ":" in l)
+        got = {k: status[k].strip() for k in ("CapEff", "CapPrm", "CapAmb", "NoNewPrivs",
+                                              "Seccomp")}
+        check(got == {"CapEff": "0000000000000000", "CapPrm": "0000000000000000",
+                      "CapAmb": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"},
+              f"parse worker {pid}: {got}")
+        limits = inside(["cat", f"/proc/{pid}/limits"]).stdout
+        check(re.search(r"Max address space\s+4294967296\s", limits) is not None,
+              f"parse worker {pid}: no address space limit:\n{limits}")
+        print(f"  parse worker {pid}: {got}, address space 4 GiB")
+    journal = box().journal("jitsymd.service", 200)
+    check("parse worker" not in journal or "could not" not in journal,
+          f"a parse worker could not do all it should:\n{journal[-1500:]}")
+
+
+@container_case
 def another_member_is_refused_her_process_and_a_non_member_is_told_to_join():
     res = inside(["jitsym", "lookup", "--pid", S["node_pid"], S["hot_addr"]], user="bob",
                  ok=False)
