@@ -245,6 +245,9 @@ int main(int argc, char** argv) {
 #endif
   query_options.native.pool.timeout_ms = std::max<uint64_t>(settings.parse_worker_timeout_ms, 100);
   query_options.native.pool.log_level = settings.log_level;
+  // One user's files may hold fewer query threads than there are: the rest answer others.
+  query_options.native.pool.root_in_flight = static_cast<size_t>(std::max(settings.threads, 2));
+  query_options.native.pool.user_in_flight = static_cast<size_t>(std::max(settings.threads, 2) - 1);
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;

@@ -2,9 +2,9 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <mutex>
 #include <new>
 
+#include "daemon/native/demangle.h"
 #include "daemon/native/file_ops.h"
 #include "daemon/parse_worker/channel.h"
 #include "daemon/parse_worker/messages.h"
@@ -151,8 +152,11 @@ int RunParseWorker(const std::vector<std::string>& args) {
       if (auto level = log::ParseLevel(value)) log::SetLevel(*level);
     }
   }
-  // Sized before the sandbox: the number of cores is read from /sys.
+  // What opens files the first time it is used, done before the sandbox shuts open(2): the
+  // number of cores (/sys), and the main thread's stack bounds, which glibc reads from
+  // /proc/self/maps for the demangler (without them each name is demangled on a new thread).
   ThreadBudget::Process();
+  native::Demangle("_Z1fv", nullptr);
   bool filtered = false;
   for (const std::string& missing : EnterSandbox(sandbox, &filtered)) {
     JITSYM_LOG(kWarning, who, ": ", missing);

@@ -206,27 +206,46 @@ std::string WorkerPool::Bury(Worker& w, bool killed_by_us) {
 Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& name, Group& g,
                                                              uint64_t deadline_ns,
                                                              std::unique_lock<std::mutex>& lock) {
+  // Root's own files are everyone's (libc): their requests wait for a worker. A user's files
+  // may be made to hang their worker: his requests beyond his share are refused at once, so
+  // that they never hold every query thread.
+  const bool shared = g.owner == 0 && !g.reader;
+  const size_t cap = shared ? options_.root_in_flight : options_.user_in_flight;
   for (;;) {
-    if (!g.idle.empty()) {
+    while (!g.idle.empty()) {
       std::unique_ptr<Worker> w = std::move(g.idle.back());
       g.idle.pop_back();
+      // One that died while idle (killed by its user, say) is replaced, not reported.
+      pollfd p{w->pidfd.get(), POLLIN, 0};
+      if (w->pidfd.valid() && ::poll(&p, 1, 0) > 0) {
+        const pid_t pid = w->pid;
+        JITSYM_LOG(kInfo, "parse worker for ", name, " (pid ", pid, ") ", Bury(*w, false),
+                   " while idle");
+        continue;
+      }
       ++g.busy;
       return w;
     }
     const uint64_t now = MonotonicNowNs();
-    if (g.busy < options_.per_owner && now < g.retry_at_ns) {
+    if (g.busy < cap && now < g.retry_at_ns) {
       ++stats_.refused;
       return MakeError(ErrorKind::kLimit, "the parse worker for " + name + " " + g.last_failure +
                                               "; the next one starts in " +
                                               Seconds(g.retry_at_ns - now));
     }
-    if (g.busy < options_.per_owner && (LiveLocked() < options_.max_workers || EvictIdleLocked())) {
+    if (g.busy < cap && (LiveLocked() < options_.max_workers || EvictIdleLocked())) {
       ++g.busy;
       lock.unlock();
       Result<std::unique_ptr<Worker>> w = Spawn(name, g.owner);
       lock.lock();
       if (!w) --g.busy;
       return w;
+    }
+    if (!shared && g.busy >= cap) {
+      ++stats_.refused;
+      return MakeError(ErrorKind::kLimit,
+                       "the parse worker for " + name + " is busy with another lookup (" +
+                           std::to_string(cap) + " at a time for one user's files); not read now");
     }
     if (now >= deadline_ns || freed_.wait_for(lock, std::chrono::nanoseconds(deadline_ns - now)) ==
                                   std::cv_status::timeout) {

@@ -20,9 +20,12 @@
 // read again for a while (doubling from 10 s up to 10 min), and the group's next worker
 // starts after a backoff (doubling from 250 ms up to 30 s). Other groups are not affected.
 //
-// At most `per_owner` requests of one group run at once (the rest wait for one of them,
-// within the deadline), and at most `max_workers` workers live: an idle worker of another
-// group makes room. Debug files from debuginfod are fetched by the daemon and handed to the
+// Root's own files are everyone's (libc) and no one else wrote them: up to `root_in_flight`
+// requests for them run at once, and more wait for a worker within the deadline. A user's
+// files may hang their worker on purpose: `user_in_flight` requests for one user's files run
+// at once (fewer than the query threads) and more are refused at once, so that one user's
+// files never hold every query thread. At most `max_workers` workers live: an idle worker of
+// another group makes room. Debug files from debuginfod are fetched by the daemon and handed to the
 // worker that asks for a build id. Thread-safe.
 #ifndef JITSYM_DAEMON_PARSE_WORKER_WORKER_POOL_H_
 #define JITSYM_DAEMON_PARSE_WORKER_WORKER_POOL_H_
@@ -52,7 +55,8 @@ struct PoolOptions {
   size_t cache_bytes = size_t{1} << 30;  // each worker's module cache
   uint64_t address_space_bytes = uint64_t{4} << 30;
   uint64_t timeout_ms = 30000;  // one request, end to end; also its CPU time
-  size_t per_owner = 2;
+  size_t root_in_flight = 2;
+  size_t user_in_flight = 1;  // below the query threads (main.cc)
   size_t max_workers = 16;
   std::string log_level = "info";
 };
