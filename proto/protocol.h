@@ -293,6 +293,12 @@ struct StatsResponse {
   uint64_t processes_exited = 0;     // exited incarnations still indexed (retention)
   uint64_t evictions = 0;            // incarnations evicted since start (retention or budget)
   uint64_t memory_budget_bytes = 0;  // 0: no budget
+  // Native files' readers (operations.md, "Parse workers").
+  uint64_t parse_workers = 0;          // worker processes running now
+  uint64_t parse_workers_started = 0;  // since start-up
+  uint64_t parse_failures = 0;         // requests whose worker was killed, died or broke down
+  uint64_t parse_refused = 0;          // requests refused: a file or worker backing off, busy
+  uint64_t parse_tables_bytes = 0;     // the workers' anonymous memory (their tables)
 };
 
 // ---- explain: the report behind one answer ----

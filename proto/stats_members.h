@@ -30,6 +30,11 @@ void ForEachStat(Stats& s, F&& f) {
   f("processes_exited", s.processes_exited);
   f("evictions", s.evictions);
   f("memory_budget_bytes", s.memory_budget_bytes);
+  f("parse_workers", s.parse_workers);
+  f("parse_workers_started", s.parse_workers_started);
+  f("parse_failures", s.parse_failures);
+  f("parse_refused", s.parse_refused);
+  f("parse_tables_bytes", s.parse_tables_bytes);
 }
 
 }  // namespace jitsym::proto

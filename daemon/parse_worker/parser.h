@@ -18,6 +18,7 @@ struct ParserStats {
   uint64_t started = 0;  // worker processes started since the daemon started
   uint64_t failed = 0;   // requests that ended with a worker killed or dead
   uint64_t refused = 0;  // requests refused without asking (a file or worker backing off)
+  uint64_t bytes = 0;    // the workers' anonymous memory (their tables), after their last request
 };
 
 class Parser {

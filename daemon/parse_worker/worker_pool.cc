@@ -17,6 +17,7 @@
 
 #include "daemon/native/debug_file_locator.h"
 #include "daemon/native/file_ops.h"
+#include "daemon/os/small_file.h"
 #include "daemon/parse_worker/channel.h"
 #include "daemon/parse_worker/worker_main.h"
 #include "daemon/util/clock.h"
@@ -66,6 +67,17 @@ std::unique_ptr<security::PeerAccess> ReaderOf(const struct stat& st) {
   return std::make_unique<security::PeerAccess>(c, security::AccessPolicy{});
 }
 
+// The anonymous memory a process holds (RssAnon: its tables, not the files it maps); 0 when
+// /proc does not say.
+uint64_t AnonymousBytesOf(pid_t pid) {
+  auto file = os::ReadSmallFile("/proc/" + std::to_string(pid) + "/status", {});
+  if (!file) return 0;
+  const std::string_view text = file->bytes;
+  const size_t at = text.find("RssAnon:");
+  if (at == std::string_view::npos) return 0;
+  return std::strtoull(text.data() + at + 8, nullptr, 10) << 10;  // "RssAnon:   1234 kB"
+}
+
 }  // namespace
 
 std::string WorkerPool::GroupOf(const struct stat& st, uint32_t* owner) {
@@ -93,17 +105,33 @@ size_t WorkerPool::LiveLocked() const {
   return n;
 }
 
-bool WorkerPool::EvictIdleLocked() {
-  Group* oldest = nullptr;
+bool WorkerPool::EvictIdleLocked(const Worker* spare) {
+  std::vector<std::unique_ptr<Worker>>* in = nullptr;
+  size_t at = 0;
   for (auto& [name, g] : groups_) {
-    if (!g.idle.empty() && (oldest == nullptr || g.last_used_ns < oldest->last_used_ns)) {
-      oldest = &g;
+    for (size_t k = 0; k < g.idle.size(); ++k) {
+      const Worker* w = g.idle[k].get();
+      if (w != spare && (in == nullptr || w->last_used_ns < (*in)[at]->last_used_ns)) {
+        in = &g.idle;
+        at = k;
+      }
     }
   }
-  if (oldest == nullptr) return false;
-  Bury(*oldest->idle.back(), true);
-  oldest->idle.pop_back();
+  if (in == nullptr) return false;
+  Bury(*(*in)[at], true);
+  in->erase(in->begin() + static_cast<std::ptrdiff_t>(at));
   return true;
+}
+
+void WorkerPool::TrimLocked(const Worker* spare) {
+  for (;;) {
+    uint64_t total = 0;
+    for (const auto& [name, g] : groups_) {
+      for (const auto& w : g.idle) total += w->bytes;
+    }
+    total += busy_bytes_;
+    if (total <= options_.cache_bytes || !EvictIdleLocked(spare)) return;
+  }
 }
 
 Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Spawn(const std::string& name,
@@ -224,6 +252,7 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& 
         continue;
       }
       ++g.busy;
+      busy_bytes_ += w->bytes;
       return w;
     }
     const uint64_t now = MonotonicNowNs();
@@ -257,9 +286,15 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& 
   }
 }
 
-void WorkerPool::Release(Group& g, std::unique_ptr<Worker> w) {
+void WorkerPool::Release(Group& g, std::unique_ptr<Worker> w, uint64_t taken_bytes) {
   --g.busy;
-  if (w) g.idle.push_back(std::move(w));
+  busy_bytes_ -= std::min(busy_bytes_, taken_bytes);
+  const Worker* used = w.get();
+  if (w) {
+    w->last_used_ns = MonotonicNowNs();
+    g.idle.push_back(std::move(w));
+  }
+  TrimLocked(used);
   freed_.notify_all();
 }
 
@@ -396,6 +431,7 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
     if (!taken) return taken.error();
     w = std::move(*taken);
   }
+  const uint64_t taken_bytes = w->bytes;  // counted busy until released
   // Talks to the worker until it answers, dies or runs out of time.
   std::string failure;
   bool killed_by_us = false;
@@ -431,7 +467,8 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
   Group& g = *group;
   if (reply) {
     g.failures = 0;
-    Release(g, std::move(w));
+    w->bytes = AnonymousBytesOf(w->pid);  // the kernel's count, not the worker's word
+    Release(g, std::move(w), taken_bytes);
     return reply;
   }
   const std::string end = Bury(*w, killed_by_us);
@@ -458,7 +495,7 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
              "native_failed; the file is not read again for ",
              Seconds(b.until_ns - now), ", the next worker starts in ",
              Seconds(g.retry_at_ns - now));
-  Release(g, nullptr);
+  Release(g, nullptr, taken_bytes);
   return MakeError(ErrorKind::kLimit,
                    request.path + ": its parse worker (for " + name + ") " + failure);
 }
@@ -467,6 +504,10 @@ ParserStats WorkerPool::Stats() {
   std::lock_guard lock(mu_);
   ParserStats s = stats_;
   s.workers = LiveLocked();
+  s.bytes = busy_bytes_;
+  for (const auto& [name, g] : groups_) {
+    for (const auto& w : g.idle) s.bytes += w->bytes;
+  }
   return s;
 }
 

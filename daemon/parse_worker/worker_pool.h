@@ -52,12 +52,15 @@ namespace jitsym::parse_worker {
 struct PoolOptions {
   std::string exe = "/proc/self/exe";  // started with kWorkerFlag
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
-  size_t cache_bytes = size_t{1} << 30;  // each worker's module cache
+  // The tables of every worker's modules together: each worker's module cache may hold this
+  // much, and when the workers' anonymous memory together is above it, idle workers are
+  // stopped, least recently used first.
+  size_t cache_bytes = size_t{1} << 30;
   uint64_t address_space_bytes = uint64_t{4} << 30;
   uint64_t timeout_ms = 30000;  // one request, end to end; also its CPU time
   size_t root_in_flight = 2;
   size_t user_in_flight = 1;  // below the query threads (main.cc)
-  size_t max_workers = 16;
+  size_t max_workers = 8;
   std::string log_level = "info";
 };
 
@@ -78,6 +81,8 @@ class WorkerPool : public Parser {
   struct Worker {
     pid_t pid = -1;
     os::UniqueFd sock, pidfd;
+    uint64_t bytes = 0;  // its anonymous memory (its tables) after its last request
+    uint64_t last_used_ns = 0;
   };
   struct Group {
     uint32_t owner = 0;
@@ -102,8 +107,11 @@ class WorkerPool : public Parser {
   Result<std::unique_ptr<Worker>> Spawn(const std::string& name, uint32_t owner);
   // Kills (if needed) and reaps a worker; what became of it, for a person.
   std::string Bury(Worker& w, bool killed_by_us);
-  void Release(Group& g, std::unique_ptr<Worker> w);
-  bool EvictIdleLocked();
+  void Release(Group& g, std::unique_ptr<Worker> w, uint64_t taken_bytes);
+  bool EvictIdleLocked(const Worker* spare = nullptr);
+  // While the workers' tables together exceed cache_bytes, idle workers go, least recently
+  // used first (but `spare`, just used).
+  void TrimLocked(const Worker* spare);
   size_t LiveLocked() const;
   // Serves one kFileOp for a worker of group `g`.
   void ServeFileOp(const Worker& w, const Group& g, const Frame& frame);
@@ -114,6 +122,7 @@ class WorkerPool : public Parser {
   std::map<std::string, Group> groups_;
   std::map<std::string, Backoff> files_;  // by file identity
   ParserStats stats_;
+  uint64_t busy_bytes_ = 0;  // the tables of the workers serving a request now
   // Debug files are fetched here (DEBUGINFOD_URLS): a worker has no network. The files handed
   // out are the daemon's, opened for any worker that asks for that build id.
   std::unique_ptr<native::DebuginfodFetcher> debuginfod_;

@@ -227,6 +227,12 @@ proto::Response QueryEngine::Handle(const proto::Request& request,
           s.processes_exited = view->counters.processes_exited;
           s.evictions = view->counters.evictions;
           s.memory_budget_bytes = view->counters.memory_budget_bytes;
+          const parse_worker::ParserStats parsers = native_.ParserStats();
+          s.parse_workers = parsers.workers;
+          s.parse_workers_started = parsers.started;
+          s.parse_failures = parsers.failed;
+          s.parse_refused = parsers.refused;
+          s.parse_tables_bytes = parsers.bytes;
           if (server_counters_) {
             const server::Counters c = server_counters_();
             s.queries = c.requests;

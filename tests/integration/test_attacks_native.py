@@ -151,16 +151,26 @@ def demangler_bombs_cost_their_owner_a_bounded_time():
         time.sleep(0.02)
     for t in threads:
         t.join()
+    busy = 0
     for path, (seconds, res) in took.items():
         check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
-        name = json.loads(res.stdout.splitlines()[0]).get("name", "")
-        check(name.startswith("_ZGTt"), f"a bomb past the budget: {name[:100]!r}")
+        got = json.loads(res.stdout.splitlines()[0])
+        if got.get("reason") == "native_failed" and "busy" in got.get("detail", ""):
+            # His files may hold fewer query threads than there are: on this daemon's two, one
+            # lookup of his at a time; the other is refused at once, and answered when asked
+            # again.
+            busy += 1
+            addr = next(a for p, a, _ in files if p == path)
+            res = lookup_as(users.BOB, "--image", path, hexaddr(addr), timeout=300)
+            got = json.loads(res.stdout.splitlines()[0])
+        name = got.get("name", "")
+        check(name.startswith("_ZGTt"), f"a bomb past the budget: {got!r}"[:300])
     worst = max(s for s, _ in took.values())
     alice.sort()
     print(f"  bob's two files ({files[0][2] >> 20} MiB, 6,000 bombs each): first lookups "
           f"{', '.join(f'{s:.2f}' for s, _ in took.values())} s; alice's lookups meanwhile: "
           f"median {alice[len(alice) // 2] * 1000:.0f} ms, max {alice[-1] * 1000:.0f} ms "
-          f"over {len(alice)}")
+          f"over {len(alice)}; {busy} of his refused as busy and asked again")
     limit = 10 * (4 if asan_build(h.jitsymd) else 1)
     check(worst < limit, f"bob's first lookup took {worst:.1f} s")
     check("later names of this file stay mangled" in h.daemon.log(),

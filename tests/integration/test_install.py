@@ -107,10 +107,12 @@ def size_bytes(text):
 def budget_bytes(settings):
     """What jitsymd's budgets let it hold, by the sum operations.md ("Memory bounds") gives: the
     index at about twice the bytes read for it, the ingest arrays kept for reuse, native debug
-    information, requests in flight, a full answer buffer per connection, the process itself."""
+    information (in the parse workers, all together), the 8 parse workers themselves, requests
+    in flight, a full answer buffer per connection, the process itself."""
     mib = 1 << 20
     return (2 * size_bytes(settings["limit-total-bytes"]) + 256 * mib +
-            int(settings["debug-cache-mb"]) * mib + size_bytes(settings["request-memory"]) +
+            int(settings["debug-cache-mb"]) * mib + 8 * 8 * mib +
+            size_bytes(settings["request-memory"]) +
             int(settings["max-connections"]) * mib + 128 * mib)
 
 

@@ -171,6 +171,13 @@ def a_hung_worker_costs_only_its_owners_answers():
     check(other.get("name") == "bob_two_5", f"bob's other file: {other}")
     logged = [l for l in h.daemon.log_lines() if "took longer than" in l and S["one"] in l]
     check(logged, "the killed worker is not logged")
+    res = subprocess.run([h.jitsym, "--socket", h.socket_path, "stats", "--json"],
+                         capture_output=True, text=True, timeout=30)
+    stats = json.loads(res.stdout)
+    stats = stats.get("stats", stats)
+    check(stats.get("parse_failures") == 1 and stats.get("parse_refused", 0) >= 2 and
+          stats.get("parse_workers") == 2 and stats.get("parse_workers_started") == 3,
+          f"stats: {stats}")
     print(f"  bob: native_failed after {bob_s:.1f} s ({first['detail']}); his second lookup "
           f"refused in {second_s * 1000:.0f} ms; alice: 20 lookups meanwhile, at most "
           f"{max(alice) * 1000:.0f} ms")

@@ -688,7 +688,7 @@ def dwo_files_changing_under_the_daemon():
 def an_absolute_dwo_name_is_read_only_when_its_file_is_the_binarys_owners():
     """An absolute DW_AT_dwo_name is read like any other place of a .dwo: a file that neither
     root nor the binary's owner owns is not read for him, and the answer tells nothing of it
-    (as absent; the log says why), one of his is."""
+    (as absent; the log says why), one of his is, when he could open it himself."""
     d = os.path.join(h.root, "absolute")
     os.makedirs(d)
     os.chmod(d, 0o755)
@@ -721,6 +721,22 @@ def an_absolute_dwo_name_is_read_only_when_its_file_is_the_binarys_owners():
                           f"owned by uid {nobody}, neither root nor the binary's owner" in l]
                 check(logged, f"{cc}: the refusal is not logged")
             else:
+                # Behind the test's 0700 directory nobody could not open his .dwo himself: it
+                # is not read for him either.
+                check(os.stat(h.root).st_mode & 0o777 == 0o700, "the test directory is open")
+                check(a.get("found") and names == ["f"], f"{cc}: a .dwo nobody cannot reach: {a}")
+                logged = [l for l in h.daemon.log_lines() if dwo in l and
+                          f"uid {nobody} could not read it" in l]
+                check(logged, f"{cc}: the unreachable .dwo is not logged")
+                reach = binary + "-reachable"
+                shutil.copy(binary, reach)
+                os.chown(reach, nobody, nobody)
+                os.chmod(h.root, 0o755)
+                try:
+                    [a] = our_answers(h, reach, [function_address(reach, "f")])
+                finally:
+                    os.chmod(h.root, 0o700)
+                names = [fr.get("name") for fr in a.get("frames", [])]
                 check(a.get("found") and names == ["sq", "f"] and "reason" not in a,
                       f"{cc}: nobody's .dwo not read for nobody's binary: {a}")
 

@@ -254,6 +254,30 @@ TEST(ParseWorkerPool, AWorkerAnswersExactlyAsThisProcessWould) {
   EXPECT_EQ(pool.Stats().started, 1u);
 }
 
+TEST(ParseWorkerPool, AboveTheTablesBudgetIdleWorkersOfOtherOwnersStop) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a file of another user";
+  char tmpl[] = "/tmp/parse-worker-budget-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ::chmod(dir.c_str(), 0755);
+  const std::string mine = dir + "/root-true", theirs = dir + "/their-true";
+  ASSERT_EQ(std::system(("cp /bin/true " + mine + " && cp /bin/true " + theirs).c_str()), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 4343, 4343), 0);
+  PoolOptions o = TestPool(testing::SelfPath());
+  o.cache_bytes = 1;  // any module is over it
+  WorkerPool pool(o);
+  for (const std::string& path : {mine, theirs}) {
+    os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    Result<SymbolizeReply> r = pool.Symbolize(RequestFor(path, {0x1000}), fd.get());
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r->error.empty()) << r->error;
+  }
+  // root's worker went when uid 4343's had read its file; the one just used stays.
+  EXPECT_EQ(pool.Stats().started, 2u);
+  EXPECT_EQ(pool.Stats().workers, 1u);
+  std::system(("rm -rf " + dir).c_str());
+}
+
 // A worker that does what `body` (Python, with the helpers below) says: one taken over by its
 // file, say. It writes what it learned to `out`.
 std::string FakeWorker(const std::string& dir, const std::string& body) {
