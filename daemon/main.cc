@@ -245,9 +245,7 @@ int main(int argc, char** argv) {
 #endif
   query_options.native.pool.timeout_ms = std::max<uint64_t>(settings.parse_worker_timeout_ms, 100);
   query_options.native.pool.log_level = settings.log_level;
-  // One user's files may hold fewer query threads than there are: the rest answer others.
-  query_options.native.pool.root_in_flight = static_cast<size_t>(std::max(settings.threads, 2));
-  query_options.native.pool.user_in_flight = static_cast<size_t>(std::max(settings.threads, 2) - 1);
+  query_options.native.pool.per_group = static_cast<size_t>(std::max(settings.threads, 2));
   ingest::Ingester ingester(ingest_io, ingest_options, cell);
 
   server::Server* server_ptr = nullptr;
@@ -264,6 +262,9 @@ int main(int argc, char** argv) {
   server_options.max_buffered_request_bytes = settings.request_memory_bytes;
   server_options.max_user_request_bytes = settings.user_request_memory_bytes;
   server_options.person_of = person_of;
+  // A request may wait on a worker (a native file's parser, a FUSE mount): one person's requests
+  // never hold every query thread.
+  server_options.person_threads = static_cast<size_t>(std::max(settings.threads - 1, 1));
   server::Server server(server_io, engine, std::move(server_options));
   server_ptr = &server;
 

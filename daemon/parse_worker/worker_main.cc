@@ -167,15 +167,17 @@ int RunParseWorker(const std::vector<std::string>& args) {
   }
   // Gone with the daemon (set after the change of user, which clears it).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (::getppid() == 1) return 0;
+  // From here on it ends with _exit: nothing at exit (a sanitizer's leak check reads
+  // /proc/self/maps, which the filter refuses) has anything left to do.
+  if (::getppid() == 1) _exit(0);
   native::SetFileOps(AskingOps());
   native::ModuleCache modules(cache);
   for (;;) {
     Result<Frame> frame = ReceiveFrame(kWorkerSocketFd);
-    if (!frame) return 0;  // the daemon closed the socket (or is gone)
-    if (frame->type != kSymbolize || frame->fds.size() != 1) return kExitBadMessage;
+    if (!frame) _exit(0);  // the daemon closed the socket (or is gone)
+    if (frame->type != kSymbolize || frame->fds.size() != 1) _exit(kExitBadMessage);
     Result<SymbolizeRequest> request = DecodeSymbolizeRequest(frame->payload);
-    if (!request) return kExitBadMessage;
+    if (!request) _exit(kExitBadMessage);
     {
       std::lock_guard lock(g_mu);
       g_granted = {request->path, request->st, frame->fds.front().get()};
@@ -193,7 +195,7 @@ int RunParseWorker(const std::vector<std::string>& args) {
       std::lock_guard lock(g_mu);
       g_granted = {};
     }
-    if (!SendFrame(kWorkerSocketFd, kSymbolizeReply, reply)) return 0;
+    if (!SendFrame(kWorkerSocketFd, kSymbolizeReply, reply)) _exit(0);
   }
 }
 

@@ -27,6 +27,7 @@ namespace jitsym::parse_worker {
 namespace {
 
 constexpr uint32_t kNobody = 65534;
+constexpr size_t kFilesRemembered = 64;  // per worker, for sending a file where it was read
 constexpr uint64_t kMs = 1000000;
 
 std::string FileKey(const struct stat& st) {
@@ -232,17 +233,19 @@ std::string WorkerPool::Bury(Worker& w, bool killed_by_us) {
 }
 
 Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& name, Group& g,
+                                                             const std::string& key,
                                                              uint64_t deadline_ns,
                                                              std::unique_lock<std::mutex>& lock) {
-  // Root's own files are everyone's (libc): their requests wait for a worker. A user's files
-  // may be made to hang their worker: his requests beyond his share are refused at once, so
-  // that they never hold every query thread.
-  const bool shared = g.owner == 0 && !g.reader;
-  const size_t cap = shared ? options_.root_in_flight : options_.user_in_flight;
   for (;;) {
+    // An idle worker that has this file's module, else any idle one.
     while (!g.idle.empty()) {
-      std::unique_ptr<Worker> w = std::move(g.idle.back());
-      g.idle.pop_back();
+      size_t pick = g.idle.size() - 1;
+      for (size_t k = 0; k < g.idle.size(); ++k) {
+        const auto& files = g.idle[k]->files;
+        if (std::find(files.begin(), files.end(), key) != files.end()) pick = k;
+      }
+      std::unique_ptr<Worker> w = std::move(g.idle[pick]);
+      g.idle.erase(g.idle.begin() + static_cast<std::ptrdiff_t>(pick));
       // One that died while idle (killed by its user, say) is replaced, not reported.
       pollfd p{w->pidfd.get(), POLLIN, 0};
       if (w->pidfd.valid() && ::poll(&p, 1, 0) > 0) {
@@ -256,25 +259,23 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& 
       return w;
     }
     const uint64_t now = MonotonicNowNs();
-    if (g.busy < cap && now < g.retry_at_ns) {
+    if (g.busy < options_.per_group && now < g.retry_at_ns) {
       ++stats_.refused;
       return MakeError(ErrorKind::kLimit, "the parse worker for " + name + " " + g.last_failure +
                                               "; the next one starts in " +
                                               Seconds(g.retry_at_ns - now));
     }
-    if (g.busy < cap && (LiveLocked() < options_.max_workers || EvictIdleLocked())) {
+    // A file a worker is reading now is left to it: a second cold read in another worker would
+    // cost as much again. This request waits for that worker.
+    const bool being_read = g.reading.count(key) != 0;
+    if (!being_read && g.busy < options_.per_group &&
+        (LiveLocked() < options_.max_workers || EvictIdleLocked())) {
       ++g.busy;
       lock.unlock();
       Result<std::unique_ptr<Worker>> w = Spawn(name, g.owner);
       lock.lock();
       if (!w) --g.busy;
       return w;
-    }
-    if (!shared && g.busy >= cap) {
-      ++stats_.refused;
-      return MakeError(ErrorKind::kLimit,
-                       "the parse worker for " + name + " is busy with another lookup (" +
-                           std::to_string(cap) + " at a time for one user's files); not read now");
     }
     if (now >= deadline_ns || freed_.wait_for(lock, std::chrono::nanoseconds(deadline_ns - now)) ==
                                   std::cv_status::timeout) {
@@ -427,9 +428,10 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
     }
     g.last_used_ns = start;
     group = &g;
-    Result<std::unique_ptr<Worker>> taken = Take(name, g, deadline, lock);
+    Result<std::unique_ptr<Worker>> taken = Take(name, g, key, deadline, lock);
     if (!taken) return taken.error();
     w = std::move(*taken);
+    ++g.reading[key];
   }
   const uint64_t taken_bytes = w->bytes;  // counted busy until released
   // Talks to the worker until it answers, dies or runs out of time.
@@ -465,7 +467,16 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
   }
   std::unique_lock lock(mu_);
   Group& g = *group;
+  if (auto it = g.reading.find(key); it != g.reading.end() && --it->second == 0) {
+    g.reading.erase(it);
+  }
   if (reply) {
+    // What it has read: the next request for this file goes to it.
+    auto& files = w->files;
+    if (std::find(files.begin(), files.end(), key) == files.end()) {
+      if (files.size() >= kFilesRemembered) files.erase(files.begin());
+      files.push_back(key);
+    }
     g.failures = 0;
     w->bytes = AnonymousBytesOf(w->pid);  // the kernel's count, not the worker's word
     Release(g, std::move(w), taken_bytes);

@@ -20,11 +20,12 @@
 // read again for a while (doubling from 10 s up to 10 min), and the group's next worker
 // starts after a backoff (doubling from 250 ms up to 30 s). Other groups are not affected.
 //
-// Root's own files are everyone's (libc) and no one else wrote them: up to `root_in_flight`
-// requests for them run at once, and more wait for a worker within the deadline. A user's
-// files may hang their worker on purpose: `user_in_flight` requests for one user's files run
-// at once (fewer than the query threads) and more are refused at once, so that one user's
-// files never hold every query thread. At most `max_workers` workers live: an idle worker of
+// Up to `per_group` requests of one group run at once (one worker each), and more wait for a
+// worker within the deadline; a request for a file a worker is reading now waits for that
+// worker, and a file goes to the worker that read it last (its module is there). A request
+// waits on a query thread: the server lets one person hold fewer query threads than there are
+// (ServerOptions::person_threads), so that a user whose worker hangs (he may stop it: it runs
+// as him) cannot take every thread. At most `max_workers` workers live: an idle worker of
 // another group makes room. Debug files from debuginfod are fetched by the daemon and handed to the
 // worker that asks for a build id. Thread-safe.
 #ifndef JITSYM_DAEMON_PARSE_WORKER_WORKER_POOL_H_
@@ -58,8 +59,7 @@ struct PoolOptions {
   size_t cache_bytes = size_t{1} << 30;
   uint64_t address_space_bytes = uint64_t{4} << 30;
   uint64_t timeout_ms = 30000;  // one request, end to end; also its CPU time
-  size_t root_in_flight = 2;
-  size_t user_in_flight = 1;  // below the query threads (main.cc)
+  size_t per_group = 2;         // requests of one group at once (main.cc: the query threads)
   size_t max_workers = 8;
   std::string log_level = "info";
 };
@@ -83,6 +83,7 @@ class WorkerPool : public Parser {
     os::UniqueFd sock, pidfd;
     uint64_t bytes = 0;  // its anonymous memory (its tables) after its last request
     uint64_t last_used_ns = 0;
+    std::vector<std::string> files;  // identities of the files it read lately, oldest first
   };
   struct Group {
     uint32_t owner = 0;
@@ -95,6 +96,7 @@ class WorkerPool : public Parser {
     uint64_t retry_at_ns = 0;
     std::string last_failure;
     uint64_t last_used_ns = 0;
+    std::map<std::string, int> reading;  // file identity -> busy workers reading it now
   };
   struct Backoff {
     uint64_t until_ns = 0;
@@ -102,8 +104,8 @@ class WorkerPool : public Parser {
     std::string why;
   };
 
-  Result<std::unique_ptr<Worker>> Take(const std::string& name, Group& g, uint64_t deadline_ns,
-                                       std::unique_lock<std::mutex>& lock);
+  Result<std::unique_ptr<Worker>> Take(const std::string& name, Group& g, const std::string& key,
+                                       uint64_t deadline_ns, std::unique_lock<std::mutex>& lock);
   Result<std::unique_ptr<Worker>> Spawn(const std::string& name, uint32_t owner);
   // Kills (if needed) and reaps a worker; what became of it, for a person.
   std::string Bury(Worker& w, bool killed_by_us);

@@ -100,4 +100,20 @@ uint64_t DecodedRequestBound(std::string_view line) {
   return entries * sizeof(proto::AddressQuery) + line.size();
 }
 
+bool ThreadShare::TryTake(unsigned person, bool privileged) {
+  if (per_person_ == 0 || privileged) return true;
+  std::lock_guard lock(mutex_);
+  size_t& n = running_[person];
+  if (n >= per_person_) return false;
+  ++n;
+  return true;
+}
+
+void ThreadShare::Release(unsigned person, bool privileged) {
+  if (per_person_ == 0 || privileged) return;
+  std::lock_guard lock(mutex_);
+  auto it = running_.find(person);
+  if (it != running_.end() && --it->second == 0) running_.erase(it);
+}
+
 }  // namespace jitsym::server

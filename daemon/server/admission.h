@@ -71,6 +71,26 @@ class MemoryBudget {
 std::string MemoryBusyMessage(MemoryBudget::Result why, const MemoryBudget& budget, unsigned uid,
                               unsigned person);
 
+// Query threads answering one person's requests at once. A request may make its thread wait
+// (a native file's parse worker, up to its deadline; a FUSE file, up to its timeout), and the
+// thread is the daemon's to share: one person holds at most `per_person` of them (fewer than
+// there are), and his further requests wait, holding no thread, until one of his is done.
+// Privileged uids have no share. Thread-safe.
+class ThreadShare {
+ public:
+  explicit ThreadShare(size_t per_person) : per_person_(per_person) {}
+  // Whether `person` may have one more request answered now (then it is counted until
+  // Release).
+  bool TryTake(unsigned person, bool privileged);
+  void Release(unsigned person, bool privileged);
+  size_t per_person() const { return per_person_; }
+
+ private:
+  const size_t per_person_;  // 0: no share
+  std::mutex mutex_;
+  std::unordered_map<unsigned, size_t> running_;  // guarded by mutex_; no zero entries
+};
+
 // An upper bound of the memory DecodeRequest may allocate for a request line: the addresses
 // vector (at most one entry per ',' in the line, at most proto::kMaxBatch, grown by doubling)
 // plus the line's own bytes for the strings it may copy. Known before decoding, so the charge

@@ -120,6 +120,9 @@ struct ServerOptions {
   // Request: from the first byte of a request line to its newline.
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+  // Query threads one (unprivileged) person's requests may hold at once; his further requests
+  // wait, holding none, until one of his is answered. 0: no share. main.cc: threads - 1.
+  size_t person_threads = 0;
   // The person a peer's uid counts as for the per-user shares (security::Accounts::PersonOf);
   // none: every uid on its own.
   std::function<unsigned(unsigned uid)> person_of;

@@ -23,6 +23,8 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Buffers are returned to this size once idle, so a single big batch does not pin memory.
 constexpr size_t kIdleInputBytes = kReadChunk;
 constexpr size_t kIdleOutputBytes = 4 << 20;
+// How soon a session whose person has all his query threads busy looks again.
+constexpr std::chrono::milliseconds kDeferral(2);
 // Request lines up to this size are not charged to the memory budget: what they decode to is
 // a few KiB (a ping, a sample's frames), and taking the budget's lock for each would be waste.
 constexpr size_t kUnchargedLineBytes = 4096;
@@ -127,6 +129,7 @@ Session::Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredenti
       socket_(std::move(socket)),
       peer_(std::move(peer)),
       timer_(socket_.get_executor()),
+      deferred_(socket_.get_executor()),
       in_(kReadChunk),
       last_progress_(Clock::now()) {}
 
@@ -167,6 +170,7 @@ void Session::CloseNow() {
   charged_ = 0;
   boost::system::error_code ignored;
   timer_.cancel();
+  deferred_.cancel();
   socket_.shutdown(Socket::shutdown_both, ignored);
   socket_.close(ignored);
   if (stream_) EndStream();
@@ -295,10 +299,45 @@ void Session::OnRead(const boost::system::error_code& ec, size_t n) {
   Continue();
 }
 
+bool Session::NextNeedsHandler() const {
+  if (stream_)
+    return !stream_->have_slice && !(stream_->started && stream_->next == stream_->addrs.size());
+  if (pulled_) return false;
+  return std::memchr(in_.data() + scanned_, '\n', end_ - scanned_) != nullptr;
+}
+
+void Session::Defer() {
+  deferred_.expires_after(kDeferral);
+  deferred_.async_wait(boost::asio::bind_executor(
+      socket_.get_executor(), [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec && !self->writing_) self->Continue();
+      }));
+}
+
 void Session::Continue() {
   if (closed_) return;
   const size_t max_bytes = state_->options.max_request_bytes;
+  const bool privileged = IsPrivilegedUid(peer_.uid);
+  bool deferred = false;
   while (out_.size() < state_->options.output_high_water && !close_after_write_) {
+    // One of the person's query threads for the step that calls the handler, or later.
+    struct Slot {
+      ThreadShare* share = nullptr;
+      unsigned person = 0;
+      bool privileged = false;
+      ~Slot() {
+        if (share != nullptr) share->Release(person, privileged);
+      }
+    } slot;
+    if (NextNeedsHandler()) {
+      if (!state_->threads.TryTake(peer_.person, privileged)) {
+        deferred = true;
+        break;
+      }
+      slot.share = &state_->threads;
+      slot.person = peer_.person;
+      slot.privileged = privileged;
+    }
     if (stream_) {
       Produce();
       continue;
@@ -345,6 +384,8 @@ void Session::Continue() {
                                                             size_t n) { self->OnWritten(ec, n); }));
   } else if (close_after_write_) {
     CloseNow();
+  } else if (deferred) {
+    Defer();
   } else {
     // Idle until the client sends more: give back a large answer's buffer. Not after each
     // write: a client with batches in flight has the next request waiting, and its answer

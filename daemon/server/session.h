@@ -28,11 +28,13 @@ struct ServerState {
   ServerState(RequestHandler& h, ServerOptions o)
       : handler(h),
         options(std::move(o)),
-        memory(options.max_buffered_request_bytes, options.max_user_request_bytes) {}
+        memory(options.max_buffered_request_bytes, options.max_user_request_bytes),
+        threads(options.person_threads) {}
 
   RequestHandler& handler;
   const ServerOptions options;
   MemoryBudget memory;
+  ThreadShare threads;  // query threads answering one person's requests at once
   std::atomic<bool> stopped{false};
 
   std::atomic<uint64_t> connections_accepted{0};
@@ -107,11 +109,17 @@ class Session : public std::enable_shared_from_this<Session> {
   void ArmTimer();
   void OnTimer();
   void CloseNow();
+  // Whether the next step of Continue calls the handler (a slice to answer, a whole request
+  // line to handle): it takes one of the person's query threads (ServerState::threads).
+  bool NextNeedsHandler() const;
+  // Continue again shortly, holding no thread meanwhile: the person's share is in use.
+  void Defer();
 
   std::shared_ptr<ServerState> state_;
   Socket socket_;
   PeerCredentials peer_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer deferred_;  // Defer()
   std::vector<char> in_;
   size_t charged_ = 0;  // in_.size() beyond the idle size, charged to state_->memory
   size_t begin_ = 0;    // unconsumed input is in_[begin_, end_)

@@ -7,8 +7,9 @@ his home):
   capability, sets no_new_privs, filters system calls and has an address-space limit;
 - bob stops his worker (it runs as him: he may) and asks again: his lookup answers
   native_failed when the deadline kills it, saying which file and which limit; a second lookup
-  of his meanwhile is refused at once (one user's files never hold every query thread); the
-  file is not read again for a while; alice is answered all along, quickly;
+  of his meanwhile waits holding no query thread (one person never holds every one) and
+  answers native_failed too; the file is not read again for a while; alice is answered all
+  along, quickly;
 - a worker bob kills while it is idle is replaced: his next lookup is answered;
 - the workers go with the daemon.
 
@@ -144,21 +145,23 @@ def a_hung_worker_costs_only_its_owners_answers():
     # bob's own process, as far as the kernel is concerned: he may stop it.
     res = users.run(users.BOB, ["kill", "-STOP", str(pid)])
     check(res.returncode == 0, f"bob could not stop his worker: {res.stderr}")
-    first = {}
+    first, second = {}, {}
     t = threading.Thread(target=lambda: first.update(bob_lookup(S["one"], "bob_one_1")))
     t0 = time.monotonic()
     t.start()
     time.sleep(0.3)  # bob's first lookup is waiting for his stopped worker
-    second = bob_lookup(S["one"], "bob_one_2")
-    second_s = time.monotonic() - t0 - 0.3
+    # His second waits too, holding no query thread: one of the daemon's two is his at most.
+    t2 = threading.Thread(target=lambda: second.update(bob_lookup(S["one"], "bob_one_2")))
+    t2.start()
     alice = [alice_lookup() for _ in range(20)]
     t.join()
+    t2.join()
     bob_s = time.monotonic() - t0
     check(first.get("found") is False and first.get("reason") == "native_failed" and
           f"took longer than {TIMEOUT_MS} ms" in first.get("detail", "") and
           S["one"] in first.get("detail", ""), f"bob's lookup: {first}")
-    check(second.get("reason") == "native_failed" and "busy" in second.get("detail", "") and
-          second_s < 1.0, f"bob's second lookup, {second_s:.2f} s: {second}")
+    check(second.get("reason") == "native_failed" and S["one"] in second.get("detail", ""),
+          f"bob's second lookup: {second}")
     check(max(alice) < 1.0, f"alice waited {max(alice):.2f} s while bob's worker hung")
     check(not os.path.exists(f"/proc/{pid}"), f"the stopped worker {pid} is still there")
     # At once again: not read, and said why, without a new worker.
@@ -175,12 +178,11 @@ def a_hung_worker_costs_only_its_owners_answers():
                          capture_output=True, text=True, timeout=30)
     stats = json.loads(res.stdout)
     stats = stats.get("stats", stats)
-    check(stats.get("parse_failures") == 1 and stats.get("parse_refused", 0) >= 2 and
+    check(stats.get("parse_failures") == 1 and stats.get("parse_refused", 0) >= 1 and
           stats.get("parse_workers") == 2 and stats.get("parse_workers_started") == 3,
           f"stats: {stats}")
-    print(f"  bob: native_failed after {bob_s:.1f} s ({first['detail']}); his second lookup "
-          f"refused in {second_s * 1000:.0f} ms; alice: 20 lookups meanwhile, at most "
-          f"{max(alice) * 1000:.0f} ms")
+    print(f"  bob: native_failed after {bob_s:.1f} s ({first['detail']}); his second: "
+          f"{second['detail']}; alice: 20 lookups meanwhile, at most {max(alice) * 1000:.0f} ms")
 
 
 @h.case

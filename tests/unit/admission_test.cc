@@ -172,5 +172,18 @@ TEST(DescriptorBudgetTest, Formats) {
             "user)");
 }
 
+TEST(ThreadShare, OnePersonAtMostItsShareOthersAndRootUnaffected) {
+  server::ThreadShare share(2);
+  EXPECT_TRUE(share.TryTake(1000, false));
+  EXPECT_TRUE(share.TryTake(1000, false));
+  EXPECT_FALSE(share.TryTake(1000, false));  // his share is in use
+  EXPECT_TRUE(share.TryTake(1001, false));   // another's is not
+  EXPECT_TRUE(share.TryTake(0, true));       // root has none
+  share.Release(1000, false);
+  EXPECT_TRUE(share.TryTake(1000, false));
+  server::ThreadShare none(0);
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(none.TryTake(1000, false));
+}
+
 }  // namespace
 }  // namespace jitsym

@@ -741,6 +741,8 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   stats.files_over_limit = 14;
   stats.denied = 15;
   stats.files_unattached = 16;
+  stats.parse_failures = 17;
+  stats.parse_tables_bytes = 18;
   const Response decoded = ResponseRoundTrip({"", stats});
   const auto& got = std::get<StatsResponse>(decoded.body);
   EXPECT_EQ(got.uptime_ns, UINT64_MAX);
@@ -749,11 +751,14 @@ TEST(ResponseCodecTest, StatsRoundTrip) {
   EXPECT_EQ(got.files_over_limit, 14u);
   EXPECT_EQ(got.denied, 15u);
   EXPECT_EQ(got.files_unattached, 16u);
+  EXPECT_EQ(got.parse_failures, 17u);
+  EXPECT_EQ(got.parse_tables_bytes, 18u);
   const auto j = nlohmann::json::parse(Encoded({"", stats}));
-  EXPECT_EQ(j["stats"].size(), 20u);
+  EXPECT_EQ(j["stats"].size(), 25u);
+  EXPECT_EQ(j["stats"]["parse_failures"], 17);
   EXPECT_EQ(j["stats"]["records_ingested"], 7);
   EXPECT_EQ(j["stats"]["denied"], 15);
-  EXPECT_EQ(StatsMembers(stats).size(), 20u);
+  EXPECT_EQ(StatsMembers(stats).size(), 25u);
 }
 
 TEST(ResponseCodecTest, RepeatedIdKeepsTheLastOne) {

@@ -36,6 +36,14 @@ class FakeHandler : public RequestHandler {
     last_peer_pid = peer.pid;
     last_peer_uid = peer.uid;
     if (const auto* lookup = std::get_if<proto::LookupRequest>(&request.body)) {
+      if (!lookup->addrs.empty() && lookup->addrs[0].addr == kHold) {
+        // Holds its thread until released, as a lookup waiting on a hung worker would.
+        const int now = ++holding;
+        for (int seen = max_holding; now > seen && !max_holding.compare_exchange_weak(seen, now);) {
+        }
+        while (hold) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        --holding;
+      }
       proto::LookupResponse answer;
       answer.strings = lookup->strings;  // as the query engine does
       // The names the answers point to, owned by the response as the index is by the daemon's.
@@ -66,8 +74,11 @@ class FakeHandler : public RequestHandler {
     return {"", proto::PingResponse{}};
   }
 
+  static constexpr uint64_t kHold = 0xb10c;
   std::atomic<int> last_peer_pid{0};
   std::atomic<unsigned> last_peer_uid{0};
+  std::atomic<bool> hold{false};
+  std::atomic<int> holding{0}, max_holding{0};
 };
 
 class ServerTest : public ::testing::Test {
@@ -736,6 +747,41 @@ TEST_F(ServerTest, AdoptServesAnInheritedSocket) {
   auto c = Connect();
   std::string error;
   EXPECT_TRUE(c->Call({"", proto::PingRequest{}}, &error)) << error;
+}
+
+TEST_F(ServerTest, OnePersonHoldsAtMostItsShareOfQueryThreadsAndWaitsHoldingNone) {
+  ServerOptions options;
+  options.person_threads = 1;
+  // The first two connections are uid 1000's, the third 1001's.
+  auto connections = std::make_shared<std::atomic<int>>(0);
+  options.peer_credentials_for_testing = [connections](int) -> std::optional<PeerCredentials> {
+    PeerCredentials peer;
+    peer.pid = 1234;
+    peer.uid = peer.gid = (*connections)++ < 2 ? 1000 : 1001;
+    return peer;
+  };
+  StartServer(options, 3);
+  handler_.hold = true;
+  auto a = Connect(), b = Connect(), c = Connect();
+  std::string error;
+  ASSERT_TRUE(a->SendRequest(Lookup({FakeHandler::kHold}, "1"), &error)) << error;
+  ASSERT_TRUE(Eventually([&] { return handler_.holding == 1; }));
+  // uid 1000's second request waits without a thread: it is not in the handler...
+  ASSERT_TRUE(b->SendRequest(Lookup({FakeHandler::kHold}, "2"), &error)) << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(handler_.holding, 1);
+  // ...and another person is answered meanwhile, on one of the threads left.
+  auto answer = c->Call(Lookup({5}, "3"), &error);
+  ASSERT_TRUE(answer) << error;
+  EXPECT_EQ(std::get<proto::LookupResponse>(answer->body).results.at(0).found, true);
+  // Released: both of uid 1000's are answered, one after the other.
+  handler_.hold = false;
+  for (auto* conn : {a.get(), b.get()}) {
+    proto::Response r;
+    ASSERT_TRUE(conn->ReadResponse(&r, &error)) << error;
+    EXPECT_TRUE(std::holds_alternative<proto::LookupResponse>(r.body));
+  }
+  EXPECT_EQ(handler_.max_holding, 1);
 }
 
 }  // namespace
