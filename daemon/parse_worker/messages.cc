@@ -18,6 +18,8 @@ std::string Encode(const SymbolizeRequest& m) {
   w.PutString(m.path);
   w.Put(m.st);
   w.Put<uint8_t>(m.file_offsets);
+  w.Put(m.strings_token);
+  w.Put(m.strings_known);
   w.Put<uint32_t>(static_cast<uint32_t>(m.addrs.size()));
   for (uint64_t a : m.addrs) w.Put(a);
   return std::move(w.bytes());
@@ -29,6 +31,8 @@ Result<SymbolizeRequest> DecodeSymbolizeRequest(std::string_view bytes) {
   m.path = r.GetString();
   m.st = r.Get<struct stat>();
   m.file_offsets = r.Get<uint8_t>() != 0;
+  m.strings_token = r.Get<uint64_t>();
+  m.strings_known = r.Get<uint32_t>();
   const uint32_t n = r.GetCount(sizeof(uint64_t));
   m.addrs.resize(n);
   for (uint64_t& a : m.addrs) a = r.Get<uint64_t>();
@@ -84,6 +88,8 @@ std::string Encode(const SymbolizeReply& m) {
   w.PutString(m.build_id);
   w.Put<uint8_t>(m.stripped);
   w.PutString(m.dwarf_refusal);
+  w.Put(m.strings_token);
+  w.Put(m.strings_base);
   w.Put<uint32_t>(static_cast<uint32_t>(m.strings.size()));
   for (const std::string& s : m.strings) w.PutString(s);
   w.Put<uint32_t>(static_cast<uint32_t>(m.answers.size()));
@@ -110,12 +116,13 @@ Result<SymbolizeReply> DecodeSymbolizeReply(std::string_view bytes) {
   m.build_id = r.GetString();
   m.stripped = r.Get<uint8_t>() != 0;
   m.dwarf_refusal = r.GetString();
+  m.strings_token = r.Get<uint64_t>();
+  m.strings_base = r.Get<uint32_t>();
   const uint32_t strings = r.GetCount(sizeof(uint32_t));
-  m.strings.clear();
   m.strings.reserve(strings);
   for (uint32_t k = 0; k < strings; ++k) m.strings.emplace_back(r.GetString());
-  if (!r.ok() || m.strings.empty()) return Bad("reply strings");
-  const uint32_t count = m.strings.size();
+  if (!r.ok() || m.strings_base == 0 || m.strings_base > (1u << 30)) return Bad("reply strings");
+  const uint64_t count = uint64_t{m.strings_base} + m.strings.size();  // ids the reply reaches
   const uint32_t answers = r.GetCount(1);
   m.answers.resize(answers);
   for (AddressAnswer& a : m.answers) {

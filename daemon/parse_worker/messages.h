@@ -34,6 +34,10 @@ struct SymbolizeRequest {
   struct stat st {};  // what the daemon's stat said of it (its identity and owner)
   bool file_offsets = false;  // addrs are file offsets (mapped ranges), not virtual addresses
   std::vector<uint64_t> addrs;
+  // The strings the daemon has of this file's module in the worker that numbered them
+  // (`strings_token`): ids below `strings_known`. The reply sends only the others.
+  uint64_t strings_token = 0;
+  uint32_t strings_known = 0;
 };
 
 // kFetch: the debug file debuginfod has for the build id in `path` (its path in `resolved`,
@@ -74,8 +78,13 @@ struct SymbolizeReply {
   std::string build_id;
   bool stripped = false;
   std::string dwarf_refusal;
-  std::vector<std::string> strings{""};  // names, files, clone suffixes, missing files
-  std::vector<AddressAnswer> answers;    // one per address asked, in order
+  // Names, files, clone suffixes, missing files: the strings of ids strings_base on (id 0 is
+  // ""), numbered by the worker's module `strings_token` for as long as it holds the module;
+  // answers refer to them (and to those below strings_base the daemon has) by id.
+  uint64_t strings_token = 0;
+  uint32_t strings_base = 1;
+  std::vector<std::string> strings;
+  std::vector<AddressAnswer> answers;  // one per address asked, in order
 };
 
 std::string Encode(const SymbolizeRequest& m);
@@ -86,7 +95,8 @@ std::string Encode(const SymbolizeReply& m);
 Result<SymbolizeRequest> DecodeSymbolizeRequest(std::string_view bytes);
 Result<FileOpRequest> DecodeFileOpRequest(std::string_view bytes);
 Result<FileOpReply> DecodeFileOpReply(std::string_view bytes);
-// Checks every string index against the table: the daemon trusts nothing a worker says.
+// Checks every string index against the ids the reply reaches (strings_base + its strings):
+// the daemon trusts nothing a worker says.
 Result<SymbolizeReply> DecodeSymbolizeReply(std::string_view bytes);
 
 }  // namespace jitsym::parse_worker

@@ -5,7 +5,8 @@
 namespace jitsym::parse_worker {
 
 Result<SymbolizeReply> InProcessParser::Symbolize(const SymbolizeRequest& request, int) {
-  return ServeSymbolize(modules_, request);
+  std::lock_guard lock(mu_);
+  return ServeSymbolize(modules_, ids_, request);
 }
 
 }  // namespace jitsym::parse_worker

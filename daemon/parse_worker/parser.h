@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "daemon/native/module_cache.h"
 #include "daemon/parse_worker/messages.h"
+#include "daemon/parse_worker/serve.h"
 #include "daemon/util/result.h"
 
 namespace jitsym::parse_worker {
@@ -40,7 +42,9 @@ class InProcessParser : public Parser {
   ParserStats Stats() override { return {}; }
 
  private:
+  std::mutex mu_;  // ids_: one request at a time numbers strings, as in a worker
   native::ModuleCache modules_;
+  StringIds ids_;
 };
 
 }  // namespace jitsym::parse_worker

@@ -1,5 +1,7 @@
 #include "daemon/parse_worker/serve.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <system_error>
 #include <thread>
@@ -14,39 +16,36 @@ namespace {
 // costs more than it saves.
 constexpr size_t kMinParallelAddresses = 2048;
 
-// The reply's string table: names and files repeat across answers, and each is a view into
-// the module's tables, so the view's address identifies it.
-class Strings {
- public:
-  explicit Strings(std::vector<std::string>* table) : table_(table) {}
-  uint32_t Of(std::string_view s) {
-    if (s.empty()) return 0;
-    auto [it, inserted] = index_.try_emplace(Key{s.data(), s.size()}, 0);
-    if (inserted) {
-      it->second = static_cast<uint32_t>(table_->size());
-      table_->emplace_back(s);
-    }
-    return it->second;
-  }
-
- private:
-  struct Key {
-    const char* data;
-    size_t size;
-    bool operator==(const Key&) const = default;
-  };
-  struct Hash {
-    size_t operator()(const Key& k) const {
-      return std::hash<const void*>()(k.data) ^ (k.size * 0x9e3779b97f4a7c15ull);
-    }
-  };
-  std::vector<std::string>* table_;
-  std::unordered_map<Key, uint32_t, Hash> index_;
-};
-
 }  // namespace
 
-SymbolizeReply ServeSymbolize(native::ModuleCache& modules, const SymbolizeRequest& request) {
+uint32_t StringIds::Table::Of(std::string_view s) {
+  if (s.empty()) return 0;
+  auto [it, inserted] = index.try_emplace(Key{s.data(), s.size()}, 0);
+  if (inserted) {
+    it->second = static_cast<uint32_t>(by_id.size());
+    by_id.push_back(s);
+  }
+  return it->second;
+}
+
+StringIds::Table& StringIds::For(const std::string& key,
+                                 const std::shared_ptr<native::NativeModule>& m) {
+  Table& t = tables_[key];
+  if (t.module.lock() != m || t.token == 0) {
+    t = Table{};
+    t.module = m;
+    t.token = (static_cast<uint64_t>(::getpid()) << 32) | next_++;
+  }
+  if (tables_.size() > 1024) {
+    for (auto it = tables_.begin(); it != tables_.end();) {
+      it = it->second.module.expired() ? tables_.erase(it) : std::next(it);
+    }
+  }
+  return t;
+}
+
+SymbolizeReply ServeSymbolize(native::ModuleCache& modules, StringIds& ids,
+                              const SymbolizeRequest& request) {
   SymbolizeReply reply;
   std::string error;
   std::shared_ptr<native::NativeModule> m =
@@ -101,7 +100,17 @@ SymbolizeReply ServeSymbolize(native::ModuleCache& modules, const SymbolizeReque
   }
   symbolize(0, mid);
   if (other.joinable()) other.join();
-  Strings strings(&reply.strings);
+  const struct stat& st = request.st;
+  StringIds::Table& strings =
+      ids.For(std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                  std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                  std::to_string(st.st_mtim.tv_nsec),
+              m);
+  // The daemon has ids below `known` of this very numbering: the rest are sent.
+  const uint32_t known = request.strings_token == strings.token
+                             ? std::clamp<uint32_t>(request.strings_known, 1,
+                                                    static_cast<uint32_t>(strings.by_id.size()))
+                             : 1;
   for (AddressAnswer& a : reply.answers) {
     if (a.state == AddressAnswer::kUnmapped) continue;
     const size_t k = std::lower_bound(vaddrs.begin(), vaddrs.end(), a.vaddr) - vaddrs.begin();
@@ -118,6 +127,9 @@ SymbolizeReply ServeSymbolize(native::ModuleCache& modules, const SymbolizeReque
       a.frames.push_back({strings.Of(f.name), strings.Of(f.file), f.line, f.column});
     }
   }
+  reply.strings_token = strings.token;
+  reply.strings_base = known;
+  reply.strings.assign(strings.by_id.begin() + known, strings.by_id.end());
   modules.Trim();
   return reply;
 }

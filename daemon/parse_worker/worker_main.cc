@@ -172,6 +172,7 @@ int RunParseWorker(const std::vector<std::string>& args) {
   if (::getppid() == 1) _exit(0);
   native::SetFileOps(AskingOps());
   native::ModuleCache modules(cache);
+  StringIds ids;
   for (;;) {
     Result<Frame> frame = ReceiveFrame(kWorkerSocketFd);
     if (!frame) _exit(0);  // the daemon closed the socket (or is gone)
@@ -185,7 +186,7 @@ int RunParseWorker(const std::vector<std::string>& args) {
     if (cpu_seconds != 0) LimitCpuFromNow(cpu_seconds);
     std::string reply;
     try {
-      reply = Encode(ServeSymbolize(modules, *request));
+      reply = Encode(ServeSymbolize(modules, ids, *request));
     } catch (const std::bad_alloc&) {
       JITSYM_LOG(kError, who, ": ", request->path, ": out of memory (address space limit ",
                  sandbox.address_space_bytes >> 20, " MiB)");

@@ -255,6 +255,7 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& 
         continue;
       }
       ++g.busy;
+      ++g.reading[key];
       busy_bytes_ += w->bytes;
       return w;
     }
@@ -271,10 +272,15 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& 
     if (!being_read && g.busy < options_.per_group &&
         (LiveLocked() < options_.max_workers || EvictIdleLocked())) {
       ++g.busy;
+      ++g.reading[key];  // from now: a request for this file meanwhile waits for this worker
       lock.unlock();
       Result<std::unique_ptr<Worker>> w = Spawn(name, g.owner);
       lock.lock();
-      if (!w) --g.busy;
+      if (!w) {
+        --g.busy;
+        if (--g.reading[key] == 0) g.reading.erase(key);
+        freed_.notify_all();
+      }
       return w;
     }
     if (now >= deadline_ns || freed_.wait_for(lock, std::chrono::nanoseconds(deadline_ns - now)) ==
@@ -431,7 +437,6 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
     Result<std::unique_ptr<Worker>> taken = Take(name, g, key, deadline, lock);
     if (!taken) return taken.error();
     w = std::move(*taken);
-    ++g.reading[key];
   }
   const uint64_t taken_bytes = w->bytes;  // counted busy until released
   // Talks to the worker until it answers, dies or runs out of time.

@@ -25,10 +25,11 @@ struct NativeLookup::Read {
   std::vector<uint32_t> first_frame;        // per answer: where its frames begin in `frames`
   uint32_t owner = 0;                       // the file's owner, as stat'ed here
   std::string path;
-  // reply.strings, kept in the file's store (the same bytes from answer to answer).
-  std::shared_ptr<NativeStrings::Store> store;
+  // The strings of the file's table, by id (the same bytes from answer to answer), and the
+  // table that holds them.
+  std::shared_ptr<const NativeStrings::Table> store;
   std::vector<std::string_view> strings;
-  std::string_view build_id;  // in the store too
+  std::string_view build_id;  // reply.build_id
 
   std::string_view String(uint32_t k) const { return strings[k]; }
   std::span<const native::NativeFrame> FramesOf(size_t k) const {
@@ -156,20 +157,46 @@ Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
   request.path = path;
   request.file_offsets = file_offsets;
   request.addrs = addrs;
-  Result<parse_worker::SymbolizeReply> reply = parser_->Symbolize(request, fd.get());
-  if (!reply) {
-    *failed = true;
-    return std::move(reply).error();
-  }
-  if (!reply->error.empty()) return MakeError(ErrorKind::kIo, std::move(reply->error));
   auto read = std::make_shared<Read>();
-  read->reply = std::move(*reply);
+  for (int attempt = 0;; ++attempt) {
+    // Only the strings not had yet come back (native_strings.h); asked once more for all when
+    // what came does not fit what is here (a table dropped meanwhile).
+    const NativeStrings::Known known = attempt == 0 ? strings_.KnownOf(st) : NativeStrings::Known{};
+    request.strings_token = known.token;
+    request.strings_known = known.count;
+    Result<parse_worker::SymbolizeReply> reply = parser_->Symbolize(request, fd.get());
+    if (!reply) {
+      *failed = true;
+      return std::move(reply).error();
+    }
+    if (!reply->error.empty()) return MakeError(ErrorKind::kIo, std::move(reply->error));
+    read->reply = std::move(*reply);
+    auto table =
+        strings_.Merge(st, read->reply.strings_token, read->reply.strings_base,
+                       std::move(read->reply.strings), read->reply.build_id, &read->strings);
+    read->reply.strings.clear();
+    if (table) {
+      read->store = *table;
+      break;
+    }
+    if (attempt == 1) {
+      *failed = true;
+      return MakeError(ErrorKind::kLimit, path + ": " + table.error().message);
+    }
+  }
+  // Every id an answer names must be one the daemon has.
+  const size_t count = read->strings.size();
+  for (const parse_worker::AddressAnswer& a : read->reply.answers) {
+    bool ok = a.name < count && a.clone < count && a.missing < count;
+    for (const parse_worker::AnswerFrame& f : a.frames) ok = ok && f.name < count && f.file < count;
+    if (!ok) {
+      *failed = true;
+      return MakeError(ErrorKind::kLimit, path + ": its reader named a string it never sent");
+    }
+  }
   read->owner = st.st_uid;
   read->path = path;
-  read->reply.strings.push_back(read->reply.build_id);  // the last one
-  read->store = strings_.Intern(st, read->reply.strings, &read->strings);
-  read->build_id = read->strings.back();
-  read->reply.strings.clear();
+  read->build_id = read->store->build_id;  // at one address from answer to answer
   read->first_frame.reserve(read->reply.answers.size() + 1);
   for (const parse_worker::AddressAnswer& a : read->reply.answers) {
     read->first_frame.push_back(static_cast<uint32_t>(read->frames.size()));

@@ -4,48 +4,76 @@
 
 namespace jitsym::query {
 
-std::shared_ptr<NativeStrings::Store> NativeStrings::Intern(
-    const struct stat& st, const std::vector<std::string>& strings,
-    std::vector<std::string_view>* views) {
-  const std::string key = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-                          std::to_string(st.st_size) + ":" +
-                          std::to_string(st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
-  std::shared_ptr<Store> store;
-  {
-    std::lock_guard lock(mu_);
-    std::shared_ptr<Store>& slot = stores_[key];
-    if (!slot || slot->bytes > kMaxStoreBytes) {
-      if (slot) bytes_ -= std::min(bytes_, slot->bytes);
-      slot = std::make_shared<Store>();
-    }
-    store = slot;
-    order_.remove(key);
-    order_.push_back(key);
-  }
-  size_t before, after;
-  {
-    std::lock_guard lock(store->mu);
-    before = store->bytes;
-    views->clear();
-    views->reserve(strings.size());
-    for (const std::string& s : strings) {
-      auto [it, inserted] = store->strings.insert(s);
-      if (inserted) store->bytes += s.size() + 48;  // the node and its hash slot, about
-      views->push_back(*it);
-    }
-    after = store->bytes;
-  }
+std::string NativeStrings::KeyOf(const struct stat& st) {
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" +
+         std::to_string(st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
+}
+
+void NativeStrings::TouchLocked(const std::string& key) {
+  order_.remove(key);
+  order_.push_back(key);
+}
+
+NativeStrings::Known NativeStrings::KnownOf(const struct stat& st) {
   std::lock_guard lock(mu_);
-  bytes_ += after - before;
+  auto it = files_.find(KeyOf(st));
+  if (it == files_.end() || it->second.tables.empty()) return {};
+  const Table& t = *it->second.tables.back();
+  return {t.token, static_cast<uint32_t>(t.ids.size())};
+}
+
+Result<std::shared_ptr<const NativeStrings::Table>> NativeStrings::Merge(
+    const struct stat& st, uint64_t token, uint32_t base, std::vector<std::string>&& strings,
+    const std::string& build_id, std::vector<std::string_view>* ids) {
+  const std::string key = KeyOf(st);
+  std::lock_guard lock(mu_);
+  File& file = files_[key];
+  TouchLocked(key);
+  auto it = std::find_if(file.tables.begin(), file.tables.end(),
+                         [&](const auto& t) { return t->token == token; });
+  std::shared_ptr<Table> table;
+  if (it != file.tables.end()) {
+    table = *it;
+    file.tables.erase(it);
+  }
+  if (base == 1 && (!table || table->bytes > kMaxTableBytes)) {
+    if (table) file.bytes -= std::min(file.bytes, table->bytes);
+    table = std::make_shared<Table>();  // a worker's module anew (answers keep the old one)
+    table->token = token;
+    table->build_id = build_id;
+  }
+  if (!table || base == 0 || base > table->ids.size()) {
+    if (table) file.tables.push_back(table);
+    return MakeError(ErrorKind::kMalformed, "its reader sent strings from id " +
+                                                std::to_string(base) + " of a table of " +
+                                                std::to_string(table ? table->ids.size() : 0));
+  }
+  file.tables.push_back(table);
+  if (file.tables.size() > 4) {
+    file.bytes -= std::min(file.bytes, file.tables.front()->bytes);
+    file.tables.erase(file.tables.begin());
+  }
+  // A reply to a request made before another's reply added some of them: those are skipped
+  // (a worker gives the same id the same string for as long as its token holds).
+  size_t added = 0;
+  for (size_t k = table->ids.size() - base; k < strings.size(); ++k) {
+    added += strings[k].size() + 48;  // the string, its node and its view, about
+    table->ids.push_back(table->storage.emplace_back(std::move(strings[k])));
+  }
+  table->bytes += added;
+  file.bytes += added;
+  bytes_ += added;
+  *ids = table->ids;
   while (bytes_ > kMaxBytes && order_.size() > 1) {
-    auto it = stores_.find(order_.front());
-    if (it != stores_.end()) {
-      bytes_ -= std::min(bytes_, it->second->bytes);
-      stores_.erase(it);
+    auto victim = files_.find(order_.front());
+    if (victim != files_.end()) {
+      bytes_ -= std::min(bytes_, victim->second.bytes);
+      files_.erase(victim);
     }
     order_.pop_front();
   }
-  return store;
+  return std::shared_ptr<const Table>(table);
 }
 
 size_t NativeStrings::Bytes() {

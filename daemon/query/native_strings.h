@@ -1,49 +1,72 @@
-// Where the names and file names of native answers live in the daemon: one store per file
-// (by identity), holding each distinct string once, for as long as answers may point into it.
+// Where the names and file names of native answers live in the daemon: for each file (by
+// identity) and each parse worker's module of it, the strings the worker has sent, by id.
 //
-// Answers borrow their strings, and a connection's string table knows a string by where its
-// bytes are (proto/string_interner.h): a file's names must stay at one address from answer to
-// answer, although each answer comes from a parser's reply of its own. Bounded: above
-// kMaxBytes in all, the least recently used stores are dropped (answers still using one keep
-// it), and a store that alone grows past kMaxStoreBytes starts anew.
+// A worker numbers the strings of a module's answers once and sends each only once: a reply
+// carries the strings the daemon does not have yet (the request says how many it has), and
+// answers refer to strings by id. The strings stay at one address from answer to answer, as a
+// connection's string table needs (proto/string_interner.h knows a string by its address).
+// Bounded: above kMaxBytes in all, the least recently used files' tables are dropped (answers
+// still using one keep it); a table that alone grows past kMaxTableBytes starts anew.
 #ifndef JITSYM_DAEMON_QUERY_NATIVE_STRINGS_H_
 #define JITSYM_DAEMON_QUERY_NATIVE_STRINGS_H_
 
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
+
+#include "daemon/util/result.h"
 
 namespace jitsym::query {
 
 class NativeStrings {
  public:
   static constexpr size_t kMaxBytes = size_t{256} << 20;
-  static constexpr size_t kMaxStoreBytes = size_t{64} << 20;
+  static constexpr size_t kMaxTableBytes = size_t{64} << 20;
 
-  struct Store {
-    std::mutex mu;
-    std::unordered_set<std::string> strings;  // nodes do not move: views stay valid
+  // One worker module's strings, by id (0 is ""). Strings never move once added.
+  struct Table {
+    uint64_t token = 0;
+    std::deque<std::string> storage;
+    std::vector<std::string_view> ids{std::string_view()};
     size_t bytes = 0;
+    std::string build_id;  // the module's, set once
+  };
+  struct Known {
+    uint64_t token = 0;  // 0: nothing known
+    uint32_t count = 0;  // ids known, "" included
   };
 
-  // The store of the file `st` describes, and `strings` put into it: views[k] is strings[k].
-  std::shared_ptr<Store> Intern(const struct stat& st, const std::vector<std::string>& strings,
-                                std::vector<std::string_view>* views);
+  // What the daemon has of the file `st` describes, to tell its worker.
+  Known KnownOf(const struct stat& st);
+  // Adds a reply's strings (ids from `base` on) to the table of `token`, a new one when `base`
+  // is 1. *ids receives every id's string, as of now. An error when the reply does not fit
+  // what the daemon has (a worker saying what it never said).
+  Result<std::shared_ptr<const Table>> Merge(const struct stat& st, uint64_t token, uint32_t base,
+                                             std::vector<std::string>&& strings,
+                                             const std::string& build_id,
+                                             std::vector<std::string_view>* ids);
   size_t Bytes();
 
  private:
+  struct File {
+    std::vector<std::shared_ptr<Table>> tables;  // most recently used last; at most 4
+    size_t bytes = 0;
+  };
+  static std::string KeyOf(const struct stat& st);
+  void TouchLocked(const std::string& key);
+
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Store>> stores_;
+  std::map<std::string, File> files_;
   std::list<std::string> order_;  // least recently used first
-  size_t bytes_ = 0;              // as of the last Intern of each store
+  size_t bytes_ = 0;
 };
 
 }  // namespace jitsym::query

@@ -154,7 +154,7 @@ TEST(ParseWorkerChannel, FramesCarryPayloadsAndDescriptorsAndRefuseHugeLengths) 
 SymbolizeReply SampleReply() {
   SymbolizeReply r;
   r.build_id = "abcd";
-  r.strings = {"", "main", "a.cc"};
+  r.strings = {"main", "a.cc"};  // ids 1 and 2
   AddressAnswer found;
   found.state = AddressAnswer::kFound;
   found.vaddr = 0x1010;
@@ -183,13 +183,15 @@ TEST(ParseWorkerMessages, RoundTripAndNoIndexOutsideTheStringTable) {
     if (round % 3 == 0) m.resize(rng() % m.size());
     Result<SymbolizeReply> r = DecodeSymbolizeReply(m);
     if (!r) continue;
+    const uint64_t ids = r->strings_base + r->strings.size();
+    ASSERT_GE(r->strings_base, 1u);
     for (const AddressAnswer& a : r->answers) {
-      ASSERT_LT(a.name, r->strings.size());
-      ASSERT_LT(a.clone, r->strings.size());
-      ASSERT_LT(a.missing, r->strings.size());
+      ASSERT_LT(a.name, ids);
+      ASSERT_LT(a.clone, ids);
+      ASSERT_LT(a.missing, ids);
       for (const AnswerFrame& f : a.frames) {
-        ASSERT_LT(f.name, r->strings.size());
-        ASSERT_LT(f.file, r->strings.size());
+        ASSERT_LT(f.name, ids);
+        ASSERT_LT(f.file, ids);
       }
     }
   }
@@ -244,14 +246,27 @@ TEST(ParseWorkerPool, AWorkerAnswersExactlyAsThisProcessWould) {
   Result<SymbolizeReply> got = pool.Symbolize(request, fd.get());
   ASSERT_TRUE(got.ok()) << got.error().message;
   ASSERT_TRUE(expected.ok());
+  // Each numbers the module's strings under a token of its own (its pid): the rest is equal.
+  EXPECT_NE(got->strings_token, expected->strings_token);
+  got->strings_token = expected->strings_token = 0;
   EXPECT_EQ(Encode(*got), Encode(*expected));
   ASSERT_EQ(got->answers.size(), 4u);
   ASSERT_EQ(got->answers[0].state, AddressAnswer::kFound);
-  EXPECT_NE(got->strings[got->answers[0].name].find("FileOffsetOf"), std::string::npos);
+  EXPECT_NE(got->strings[got->answers[0].name - got->strings_base].find("FileOffsetOf"),
+            std::string::npos);
   EXPECT_EQ(pool.Stats().workers, 1u);
-  // The second request reuses the worker and its module.
-  ASSERT_TRUE(pool.Symbolize(request, fd.get()).ok());
+  // The second request reuses the worker and its module, and sends no string the asker has.
+  SymbolizeRequest again = request;
+  Result<SymbolizeReply> second = pool.Symbolize(again, fd.get());
+  ASSERT_TRUE(second.ok());
   EXPECT_EQ(pool.Stats().started, 1u);
+  again.strings_token = second->strings_token;
+  again.strings_known = second->strings_base + static_cast<uint32_t>(second->strings.size());
+  Result<SymbolizeReply> third = pool.Symbolize(again, fd.get());
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->strings_token, second->strings_token);
+  EXPECT_TRUE(third->strings.empty());
+  EXPECT_EQ(third->answers[0].name, second->answers[0].name);
 }
 
 TEST(ParseWorkerPool, AboveTheTablesBudgetIdleWorkersOfOtherOwnersStop) {
@@ -304,8 +319,8 @@ std::string FakeWorker(const std::string& dir, const std::string& body) {
        "    return struct.unpack('i', p[:4])[0], fds\n"
        "def reply_error(msg):\n"
        "    b = msg.encode()\n"
-       "    send(4, struct.pack('I', len(b)) + b + struct.pack('<IBI', 0, 0, 0) +\n"
-       "         struct.pack('II', 1, 0) + struct.pack('I', 0))\n"
+       "    send(4, struct.pack('I', len(b)) + b + struct.pack('<IBIQI', 0, 0, 0, 0, 1) +\n"
+       "         struct.pack('II', 0, 0))\n"
        "out = open('"
     << dir << "/out', 'a')\n"
     << body;
@@ -409,14 +424,14 @@ TEST_F(FakeWorkerTest, AWorkerThatDiesOrBreaksTheProtocolIsReportedNotBelieved) 
   // A reply with a string index past its table.
   std::string dir2 = dir_ + "/2";
   ::mkdir(dir2.c_str(), 0755);
-  const std::string liar =
-      FakeWorker(dir2,
-                 "recv()\n"
-                 "send(4, struct.pack('I', 0) * 2 + b'\\0' + struct.pack('I', 0)"
-                 " + struct.pack('II', 1, 0) + struct.pack('I', 1) + b'\\2' +"
-                 " struct.pack('Q', 5) + struct.pack('III', 9, 0, 0) +"
-                 " struct.pack('QQI', 0, 0, 0))\n"
-                 "time.sleep(600)\n");
+  const std::string liar = FakeWorker(
+      dir2,
+      "recv()\n"
+      "send(4, struct.pack('I', 0) * 2 + b'\\0' + struct.pack('I', 0)"
+      " + struct.pack('<QI', 0, 1) + struct.pack('I', 0) + struct.pack('I', 1) + b'\\2' +"
+      " struct.pack('Q', 5) + struct.pack('III', 9, 0, 0) +"
+      " struct.pack('QQI', 0, 0, 0))\n"
+      "time.sleep(600)\n");
   WorkerPool lied_to(TestPool(liar));
   Result<SymbolizeReply> l = Ask(lied_to);
   ASSERT_FALSE(l.ok());
