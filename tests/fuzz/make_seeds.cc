@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "client/profile_proto.h"
+#include "daemon/parse_worker/channel.h"
+#include "daemon/parse_worker/messages.h"
 #include "proto/protocol.h"
 #include "tests/unit/testing/jitdump_builder.h"
 #include "tests/unit/testing/mlpd_builder.h"
@@ -193,6 +195,56 @@ std::vector<Bytes> ProfileProtoSeeds() {
 // binary_answer_fuzz. First byte 0: the frames of real binary answers (strings referred to from
 // later frames, tables forgotten, one name over 64 KiB, misses and per-address errors), as the
 // encoder writes them. First byte 1: the bytes the fuzzer makes results of (its RoundTrip).
+// parse_worker_fuzz: each message of the parse worker protocol, with its decoder's byte first;
+// a reply's strings as large as names get (a 1 MiB one), and frames as a socket carries them.
+std::vector<Bytes> ParseWorkerSeeds() {
+  namespace pw = jitsym::parse_worker;
+  pw::SymbolizeReply reply;
+  reply.build_id = "93ac61ec5a8eb1396f9fbd350e3169a558528a40";
+  reply.strings_token = (uint64_t{4242} << 32) | 1;
+  reply.strings_base = 1;
+  reply.strings = {"malloc", "./malloc/malloc.c", std::string(1 << 20, 'L'), ".cold"};
+  pw::AddressAnswer found;
+  found.state = pw::AddressAnswer::kFound;
+  found.vaddr = 0x98930;
+  found.name = 1;
+  found.clone = 4;
+  found.start = 0x98930;
+  found.size = 0x200;
+  found.frames = {{1, 2, 3281, 1}, {3, 2, 10, 0}};
+  pw::AddressAnswer miss;
+  miss.state = pw::AddressAnswer::kMiss;
+  miss.vaddr = 0x10;
+  reply.answers = {found, miss, pw::AddressAnswer{}};
+  pw::SymbolizeReply failed;
+  failed.error = "/home/bob/app: not an ELF file";
+  pw::SymbolizeRequest request;
+  request.path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  request.file_offsets = true;
+  request.addrs = {0x98930, 0x1000, ~uint64_t{0}};
+  request.strings_token = reply.strings_token;
+  request.strings_known = 3;
+  pw::FileOpReply file;
+  file.resolved = "/usr/lib/debug/.build-id/93/ac61ec5a8eb1396f9fbd350e3169a558528a40.debug";
+  const auto with = [](uint8_t kind, const std::string& bytes) {
+    return WithSeedByte(kind, FromString(bytes));
+  };
+  // Frames back to back, as the daemon reads them: a header (length, type) and a payload.
+  std::string frames;
+  for (const std::string& payload : {pw::Encode(failed), pw::Encode(pw::FileOpRequest{})}) {
+    const uint32_t header[2] = {static_cast<uint32_t>(payload.size()), pw::kSymbolizeReply};
+    frames.append(reinterpret_cast<const char*>(header), sizeof(header));
+    frames += payload;
+  }
+  return {with(0, pw::Encode(reply)),
+          with(0, pw::Encode(failed)),
+          with(1, pw::Encode(pw::FileOpRequest{pw::FileOpKind::kOpen, true, "/etc/shadow"})),
+          with(1, pw::Encode(pw::FileOpRequest{pw::FileOpKind::kFetch, true, reply.build_id})),
+          with(2, pw::Encode(request)),
+          with(3, pw::Encode(file)),
+          with(4, frames)};
+}
+
 std::vector<Bytes> BinaryAnswerSeeds() {
   using jitsym::proto::LookupResult;
   const std::vector<std::string> text = {
@@ -463,6 +515,7 @@ int main(int argc, char** argv) {
          FromString("_Z1f" + std::string(3000, 'P') + "i"), FromString("_Z1fI1AIS0_S0_EEvv"),
          FromString("_RNvC7mycrate4main"), FromString("_D3foo3barFZv")});
   Write(dir, "binary_answer_fuzz", BinaryAnswerSeeds());
+  Write(dir, "parse_worker_fuzz", ParseWorkerSeeds());
   Write(dir, "flame_fuzz",
         {FromString("\x10"
                     "node;_start;main;run+0x1c 30\nnode;_start;main;gc 20\n"),
