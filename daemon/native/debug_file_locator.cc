@@ -116,8 +116,7 @@ OpenedElf OpenDebugFile(const std::string& binary_path, Elf* binary, uint32_t ow
     // The file opened (through any link), not the path: another user's is not read for this one.
     struct stat st {};
     std::string why;
-    if (::fstat(d.fd, &st) != 0 ||
-        (!c.fetched && !CompanionOwnerAllowed(st.st_uid, owner, &why))) {
+    if (::fstat(d.fd, &st) != 0 || (!c.fetched && !CompanionOwnerAllowed(st.st_uid, owner, &why))) {
       JITSYM_LOG(kInfo, c.path, ": debug file of ", binary_path, " not read: ", why);
       d.Close();
       continue;

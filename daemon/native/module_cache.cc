@@ -26,6 +26,12 @@ bool IsHex(const std::string& s) {
 
 }  // namespace
 
+std::string FileVersionKey(const struct stat& st) {
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" +
+         std::to_string(st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
+}
+
 ModuleCache::ModuleCache(Options options) : options_(std::move(options)) {
   debuginfod_ = options_.debuginfod;
   if (!debuginfod_ && DebuginfodFetcher::Configured()) {
@@ -61,10 +67,7 @@ std::shared_ptr<NativeModule> ModuleCache::GetByPath(const std::string& path, st
     *error = path + ": not a regular file";
     return nullptr;
   }
-  const std::string key = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-                          std::to_string(st.st_size) + ":" +
-                          std::to_string(st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
-  std::shared_ptr<Slot> slot = SlotFor(key);
+  std::shared_ptr<Slot> slot = SlotFor(FileVersionKey(st));
   std::lock_guard lock(slot->mu);  // only the queries needing this very file wait for its load
   slot->last_used.store(++clock_, std::memory_order_relaxed);
   if (slot->module && slot->module->damaged()) {

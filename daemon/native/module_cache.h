@@ -5,6 +5,8 @@
 #ifndef JITSYM_DAEMON_NATIVE_MODULE_CACHE_H_
 #define JITSYM_DAEMON_NATIVE_MODULE_CACHE_H_
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -25,6 +27,10 @@ struct FileId {
   uint64_t dev = 0;
   uint64_t ino = 0;
 };
+
+// A file's version, as a key: device, inode, size and mtime. The module cache, the parse
+// workers and the daemon's answer strings all key a file by it.
+std::string FileVersionKey(const struct stat& st);
 
 class ModuleCache {
  public:

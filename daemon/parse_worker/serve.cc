@@ -100,12 +100,7 @@ SymbolizeReply ServeSymbolize(native::ModuleCache& modules, StringIds& ids,
   }
   symbolize(0, mid);
   if (other.joinable()) other.join();
-  const struct stat& st = request.st;
-  StringIds::Table& strings =
-      ids.For(std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-                  std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-                  std::to_string(st.st_mtim.tv_nsec),
-              m);
+  StringIds::Table& strings = ids.For(native::FileVersionKey(request.st), m);
   // The daemon has ids below `known` of this very numbering: the rest are sent.
   const uint32_t known = request.strings_token == strings.token
                              ? std::clamp<uint32_t>(request.strings_known, 1,

@@ -30,12 +30,6 @@ constexpr uint32_t kNobody = 65534;
 constexpr size_t kFilesRemembered = 64;  // per worker, for sending a file where it was read
 constexpr uint64_t kMs = 1000000;
 
-std::string FileKey(const struct stat& st) {
-  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-         std::to_string(st.st_size) + ":" +
-         std::to_string(st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
-}
-
 std::string Seconds(uint64_t ns) {
   if (ns < 1000 * kMs) return std::to_string(ns / kMs) + " ms";
   return std::to_string(ns / (1000 * kMs)) + " s";
@@ -414,7 +408,7 @@ void WorkerPool::ServeFileOp(const Worker& w, const Group& g, const Frame& frame
 Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, int fd) {
   uint32_t owner = 0;
   const std::string name = GroupOf(request.st, &owner);
-  const std::string key = FileKey(request.st);
+  const std::string key = native::FileVersionKey(request.st);
   const uint64_t start = MonotonicNowNs();
   const uint64_t deadline = start + options_.timeout_ms * kMs;
   std::unique_ptr<Worker> w;

@@ -26,7 +26,8 @@ std::string Ns(uint64_t ns) { return std::to_string(ns); }
 // A hint's detail: a stripped file still has its exported (.dynsym) symbols, and the address
 // is in none of them (a local function, a PLT stub); else no symbol covers it.
 std::string HintDetail(const LookupBatch::MissHint& hint) {
-  if (hint.reason == proto::Reason::kImageUnreadable || hint.reason == proto::Reason::kNativeFailed) {
+  if (hint.reason == proto::Reason::kImageUnreadable ||
+      hint.reason == proto::Reason::kNativeFailed) {
     return hint.where;  // the file and why
   }
   if (hint.reason == proto::Reason::kNoDebugInfo) {

@@ -2,13 +2,9 @@
 
 #include <algorithm>
 
-namespace jitsym::query {
+#include "daemon/native/module_cache.h"
 
-std::string NativeStrings::KeyOf(const struct stat& st) {
-  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-         std::to_string(st.st_size) + ":" +
-         std::to_string(st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec);
-}
+namespace jitsym::query {
 
 void NativeStrings::TouchLocked(const std::string& key) {
   order_.remove(key);
@@ -17,7 +13,7 @@ void NativeStrings::TouchLocked(const std::string& key) {
 
 NativeStrings::Known NativeStrings::KnownOf(const struct stat& st) {
   std::lock_guard lock(mu_);
-  auto it = files_.find(KeyOf(st));
+  auto it = files_.find(native::FileVersionKey(st));
   if (it == files_.end() || it->second.tables.empty()) return {};
   const Table& t = *it->second.tables.back();
   return {t.token, static_cast<uint32_t>(t.ids.size())};
@@ -26,7 +22,7 @@ NativeStrings::Known NativeStrings::KnownOf(const struct stat& st) {
 Result<std::shared_ptr<const NativeStrings::Table>> NativeStrings::Merge(
     const struct stat& st, uint64_t token, uint32_t base, std::vector<std::string>&& strings,
     const std::string& build_id, std::vector<std::string_view>* ids) {
-  const std::string key = KeyOf(st);
+  const std::string key = native::FileVersionKey(st);
   std::lock_guard lock(mu_);
   File& file = files_[key];
   TouchLocked(key);

@@ -60,7 +60,6 @@ class NativeStrings {
     std::vector<std::shared_ptr<Table>> tables;  // most recently used last; at most 4
     size_t bytes = 0;
   };
-  static std::string KeyOf(const struct stat& st);
   void TouchLocked(const std::string& key);
 
   std::mutex mu_;
