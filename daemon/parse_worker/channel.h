@@ -46,6 +46,11 @@ class Writer {
     Put<uint32_t>(static_cast<uint32_t>(s.size()));
     out_.append(s);
   }
+  // An array of trivially copyable values, as they are in memory.
+  void PutBytes(const void* data, size_t size) {
+    out_.append(static_cast<const char*>(data), size);
+  }
+  void Reserve(size_t size) { out_.reserve(size); }
   std::string& bytes() { return out_; }
 
  private:

@@ -84,6 +84,11 @@ Result<FileOpReply> DecodeFileOpReply(std::string_view bytes) {
 
 std::string Encode(const SymbolizeReply& m) {
   Writer w;
+  size_t size = 64 + m.error.size() + m.build_id.size() + m.dwarf_refusal.size() +
+                m.answers.size() * (1 + 8 + 3 * 4 + 2 * 8 + 2 * 4) +
+                m.frames.size() * sizeof(AnswerFrame);
+  for (const std::string& s : m.strings) size += 4 + s.size();
+  w.Reserve(size);
   w.PutString(m.error);
   w.PutString(m.build_id);
   w.Put<uint8_t>(m.stripped);
@@ -103,9 +108,11 @@ std::string Encode(const SymbolizeReply& m) {
     w.Put(a.missing);
     w.Put(a.start);
     w.Put(a.size);
-    w.Put<uint32_t>(static_cast<uint32_t>(a.frames.size()));
-    for (const AnswerFrame& f : a.frames) w.Put(f);
+    w.Put(a.first_frame);
+    w.Put(a.frame_count);
   }
+  w.Put<uint32_t>(static_cast<uint32_t>(m.frames.size()));
+  w.PutBytes(m.frames.data(), m.frames.size() * sizeof(AnswerFrame));
   return std::move(w.bytes());
 }
 
@@ -137,14 +144,19 @@ Result<SymbolizeReply> DecodeSymbolizeReply(std::string_view bytes) {
     a.missing = r.Get<uint32_t>();
     a.start = r.Get<uint64_t>();
     a.size = r.Get<uint64_t>();
-    a.frames.resize(r.GetCount(sizeof(AnswerFrame)));
-    for (AnswerFrame& f : a.frames) {
-      f = r.Get<AnswerFrame>();
-      if (f.name >= count || f.file >= count) return Bad("frame string");
-    }
+    a.first_frame = r.Get<uint32_t>();
+    a.frame_count = r.Get<uint32_t>();
     if (a.name >= count || a.clone >= count || a.missing >= count) return Bad("answer string");
   }
+  m.frames.resize(r.GetCount(sizeof(AnswerFrame)));
+  for (AnswerFrame& f : m.frames) {
+    f = r.Get<AnswerFrame>();
+    if (f.name >= count || f.file >= count) return Bad("frame string");
+  }
   if (!r.ok() || !r.at_end()) return Bad("reply");
+  for (const AddressAnswer& a : m.answers) {
+    if (uint64_t{a.first_frame} + a.frame_count > m.frames.size()) return Bad("answer frames");
+  }
   return m;
 }
 

@@ -70,7 +70,9 @@ struct AddressAnswer {
   uint64_t vaddr = 0;
   uint32_t name = 0, clone = 0, missing = 0;
   uint64_t start = 0, size = 0;
-  std::vector<AnswerFrame> frames;  // innermost first
+  // Its frames, innermost first: SymbolizeReply::frames[first_frame, first_frame + frame_count)
+  // (answers for one address share them).
+  uint32_t first_frame = 0, frame_count = 0;
 };
 
 struct SymbolizeReply {
@@ -85,6 +87,7 @@ struct SymbolizeReply {
   uint32_t strings_base = 1;
   std::vector<std::string> strings;
   std::vector<AddressAnswer> answers;  // one per address asked, in order
+  std::vector<AnswerFrame> frames;     // the answers' frames, one after the other
 };
 
 std::string Encode(const SymbolizeRequest& m);
@@ -95,8 +98,8 @@ std::string Encode(const SymbolizeReply& m);
 Result<SymbolizeRequest> DecodeSymbolizeRequest(std::string_view bytes);
 Result<FileOpRequest> DecodeFileOpRequest(std::string_view bytes);
 Result<FileOpReply> DecodeFileOpReply(std::string_view bytes);
-// Checks every string index against the ids the reply reaches (strings_base + its strings):
-// the daemon trusts nothing a worker says.
+// Checks every string index against the ids the reply reaches (strings_base + its strings),
+// and every answer's frames against the reply's: the daemon trusts nothing a worker says.
 Result<SymbolizeReply> DecodeSymbolizeReply(std::string_view bytes);
 
 }  // namespace jitsym::parse_worker

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "daemon/native/module_cache.h"
@@ -23,25 +23,22 @@ namespace jitsym::parse_worker {
 // a new token.
 class StringIds {
  public:
-  struct Key {
-    const char* data;
-    size_t size;
-    bool operator==(const Key&) const = default;
-  };
-  struct Hash {
-    size_t operator()(const Key& k) const {
-      return std::hash<const void*>()(k.data) ^ (k.size * 0x9e3779b97f4a7c15ull);
-    }
-  };
+  // One module's numbering: a string is known by where its bytes are (the module's tables
+  // hold each name once), so numbering it again is a probe of an open-addressed table.
   struct Table {
     std::weak_ptr<native::NativeModule> module;
     uint64_t token = 0;
-    std::unordered_map<Key, uint32_t, Hash> index;
     std::vector<std::string_view> by_id{std::string_view()};
     uint32_t Of(std::string_view s);
+
+   private:
+    void Grow();
+    std::vector<uint32_t> slots_;  // ids (0: free), by hash of the bytes' address and size
   };
   // The table of the file `key` names, numbered for module `m` (anew if it was another's).
+  // Held with `mu` locked, for as long as the table is used: a worker's lanes share it.
   Table& For(const std::string& key, const std::shared_ptr<native::NativeModule>& m);
+  std::mutex mu;
 
  private:
   std::map<std::string, Table> tables_;
@@ -49,7 +46,7 @@ class StringIds {
 };
 
 // Opens (or finds) the module of request.path, which must still be the file request.st
-// describes, and answers every address. Uses up to the process's thread budget.
+// describes, and answers every address. Uses up to the process's thread budget. Thread-safe.
 SymbolizeReply ServeSymbolize(native::ModuleCache& modules, StringIds& ids,
                               const SymbolizeRequest& request);
 

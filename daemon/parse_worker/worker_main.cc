@@ -12,6 +12,8 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <system_error>
+#include <thread>
 
 #include "daemon/native/demangle.h"
 #include "daemon/native/file_ops.h"
@@ -25,21 +27,44 @@
 namespace jitsym::parse_worker {
 namespace {
 
-// The file of the request being served: the descriptor the daemon passed stands for its path.
+// The files of the requests being served: the descriptor the daemon passed for each stands for
+// its path.
 struct Granted {
   std::string path;
   struct stat st {};
   int fd = -1;
 };
 
-std::mutex g_mu;  // one file question at a time on the socket (prefetch threads ask too)
-Granted g_granted;
+// One file question at a time (every lane's threads and their prefetch threads ask), asked on
+// a lane whose request is being served: the daemon reads that lane until the request's reply,
+// answering every question that comes on it.
+std::mutex g_mu;
+Granted g_granted[kMaxLanes];
+bool g_serving[kMaxLanes] = {};
+int g_lanes = 1;
+thread_local int t_lane = -1;  // the lane this thread serves (-1: a helper thread)
+
+const Granted* GrantedFor(const std::string& path) {
+  for (int k = 0; k < g_lanes; ++k) {
+    if (g_granted[k].fd >= 0 && g_granted[k].path == path) return &g_granted[k];
+  }
+  return nullptr;
+}
 
 // Asks the daemon; false and errno when it refuses or cannot.
 bool Ask(const FileOpRequest& request, FileOpReply* reply, os::UniqueFd* fd) {
   std::lock_guard lock(g_mu);
-  if (!SendFrame(kWorkerSocketFd, kFileOp, Encode(request))) _exit(kExitBadMessage);
-  Result<Frame> frame = ReceiveFrame(kWorkerSocketFd);
+  int lane = t_lane >= 0 && g_serving[t_lane] ? t_lane : -1;
+  for (int k = 0; lane < 0 && k < g_lanes; ++k) {
+    if (g_serving[k]) lane = k;
+  }
+  if (lane < 0) {  // no request being served: no one to ask
+    errno = ENOENT;
+    return false;
+  }
+  const int sock = kWorkerSocketFd + lane;
+  if (!SendFrame(sock, kFileOp, Encode(request))) _exit(kExitBadMessage);
+  Result<Frame> frame = ReceiveFrame(sock);
   if (!frame || frame->type != kFileOpReply) _exit(kExitBadMessage);
   Result<FileOpReply> r = DecodeFileOpReply(frame->payload);
   if (!r) _exit(kExitBadMessage);
@@ -55,8 +80,9 @@ bool Ask(const FileOpRequest& request, FileOpReply* reply, os::UniqueFd* fd) {
 native::FileOps AskingOps() {
   native::FileOps ops;
   ops.open = [](const std::string& path, int) -> int {
-    if (path == g_granted.path && g_granted.fd >= 0) {
-      return ::fcntl(g_granted.fd, F_DUPFD_CLOEXEC, 0);
+    {
+      std::lock_guard lock(g_mu);
+      if (const Granted* g = GrantedFor(path)) return ::fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
     }
     FileOpReply reply;
     os::UniqueFd fd;
@@ -68,10 +94,13 @@ native::FileOps AskingOps() {
     return fd.release();
   };
   ops.stat = [](const std::string& path, bool follow, struct stat* st, bool* served) {
-    if (path == g_granted.path && g_granted.fd >= 0) {
-      *st = g_granted.st;
-      *served = false;
-      return true;
+    {
+      std::lock_guard lock(g_mu);
+      if (const Granted* g = GrantedFor(path)) {
+        *st = g->st;
+        *served = false;
+        return true;
+      }
     }
     FileOpReply reply;
     if (!Ask({FileOpKind::kStat, follow, path}, &reply, nullptr)) return false;
@@ -80,9 +109,12 @@ native::FileOps AskingOps() {
     return true;
   };
   ops.resolve = [](const std::string& path, std::string* resolved) {
-    if (path == g_granted.path && g_granted.fd >= 0) {
-      *resolved = path;
-      return true;
+    {
+      std::lock_guard lock(g_mu);
+      if (GrantedFor(path) != nullptr) {
+        *resolved = path;
+        return true;
+      }
     }
     FileOpReply reply;
     if (!Ask({FileOpKind::kResolve, true, path}, &reply, nullptr)) return false;
@@ -138,6 +170,8 @@ int RunParseWorker(const std::vector<std::string>& args) {
     if (key == "as") sandbox.address_space_bytes = Number(value);
     if (key == "cpu") cpu_seconds = Number(value);
     if (key == "cache") cache.budget_bytes = Number(value);
+    if (key == "lanes")
+      g_lanes = static_cast<int>(std::clamp<uint64_t>(Number(value), 1, kMaxLanes));
     if (key == "debug-dir") cache.debug_dirs.push_back(value);
     if (key == "debuginfod" && value == "1") {
       // Fetched by the daemon (a worker has no network), which then lets it open the file.
@@ -173,31 +207,48 @@ int RunParseWorker(const std::vector<std::string>& args) {
   native::SetFileOps(AskingOps());
   native::ModuleCache modules(cache);
   StringIds ids;
-  for (;;) {
-    Result<Frame> frame = ReceiveFrame(kWorkerSocketFd);
-    if (!frame) _exit(0);  // the daemon closed the socket (or is gone)
-    if (frame->type != kSymbolize || frame->fds.size() != 1) _exit(kExitBadMessage);
-    Result<SymbolizeRequest> request = DecodeSymbolizeRequest(frame->payload);
-    if (!request) _exit(kExitBadMessage);
-    {
-      std::lock_guard lock(g_mu);
-      g_granted = {request->path, request->st, frame->fds.front().get()};
+  // Serves lane `lane` until the daemon closes it; then the whole worker ends.
+  auto serve = [&](int lane) {
+    t_lane = lane;
+    const int sock = kWorkerSocketFd + lane;
+    for (;;) {
+      Result<Frame> frame = ReceiveFrame(sock);
+      if (!frame) _exit(0);  // the daemon closed the socket (or is gone)
+      if (frame->type != kSymbolize || frame->fds.size() != 1) _exit(kExitBadMessage);
+      Result<SymbolizeRequest> request = DecodeSymbolizeRequest(frame->payload);
+      if (!request) _exit(kExitBadMessage);
+      {
+        std::lock_guard lock(g_mu);
+        g_granted[lane] = {request->path, request->st, frame->fds.front().get()};
+        g_serving[lane] = true;
+      }
+      if (cpu_seconds != 0) LimitCpuFromNow(cpu_seconds);
+      std::string reply;
+      try {
+        reply = Encode(ServeSymbolize(modules, ids, *request));
+      } catch (const std::bad_alloc&) {
+        JITSYM_LOG(kError, who, ": ", request->path, ": out of memory (address space limit ",
+                   sandbox.address_space_bytes >> 20, " MiB)");
+        _exit(kExitOutOfMemory);
+      }
+      {
+        // From here no question goes on this lane: the daemon stops reading it at the reply.
+        std::lock_guard lock(g_mu);
+        g_granted[lane] = {};
+        g_serving[lane] = false;
+      }
+      if (!SendFrame(sock, kSymbolizeReply, reply)) _exit(0);
     }
-    if (cpu_seconds != 0) LimitCpuFromNow(cpu_seconds);
-    std::string reply;
+  };
+  for (int lane = 1; lane < g_lanes; ++lane) {
     try {
-      reply = Encode(ServeSymbolize(modules, ids, *request));
-    } catch (const std::bad_alloc&) {
-      JITSYM_LOG(kError, who, ": ", request->path, ": out of memory (address space limit ",
-                 sandbox.address_space_bytes >> 20, " MiB)");
+      std::thread(serve, lane).detach();
+    } catch (const std::system_error&) {
       _exit(kExitOutOfMemory);
     }
-    {
-      std::lock_guard lock(g_mu);
-      g_granted = {};
-    }
-    if (!SendFrame(kWorkerSocketFd, kSymbolizeReply, reply)) _exit(0);
   }
+  serve(0);
+  return 0;
 }
 
 }  // namespace jitsym::parse_worker

@@ -90,31 +90,34 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
 WorkerPool::~WorkerPool() {
   std::lock_guard lock(mu_);
   for (auto& [name, g] : groups_) {
-    for (auto& w : g.idle) Bury(*w, true);
+    while (!g.workers.empty()) BuryLocked(&g, *g.workers.back(), true);
   }
+}
+
+bool WorkerPool::Worker::Has(const std::string& key) const {
+  return reading.count(key) != 0 || std::find(files.begin(), files.end(), key) != files.end();
 }
 
 size_t WorkerPool::LiveLocked() const {
   size_t n = 0;
-  for (const auto& [name, g] : groups_) n += g.idle.size() + g.busy;
+  for (const auto& [name, g] : groups_) n += g.workers.size();
   return n;
 }
 
 bool WorkerPool::EvictIdleLocked(const Worker* spare) {
-  std::vector<std::unique_ptr<Worker>>* in = nullptr;
-  size_t at = 0;
+  Group* in = nullptr;
+  Worker* victim = nullptr;
   for (auto& [name, g] : groups_) {
-    for (size_t k = 0; k < g.idle.size(); ++k) {
-      const Worker* w = g.idle[k].get();
-      if (w != spare && (in == nullptr || w->last_used_ns < (*in)[at]->last_used_ns)) {
-        in = &g.idle;
-        at = k;
+    for (const auto& w : g.workers) {
+      if (w->busy == 0 && w.get() != spare &&
+          (victim == nullptr || w->last_used_ns < victim->last_used_ns)) {
+        in = &g;
+        victim = w.get();
       }
     }
   }
-  if (in == nullptr) return false;
-  Bury(*(*in)[at], true);
-  in->erase(in->begin() + static_cast<std::ptrdiff_t>(at));
+  if (victim == nullptr) return false;
+  BuryLocked(in, *victim, true);
   return true;
 }
 
@@ -122,22 +125,28 @@ void WorkerPool::TrimLocked(const Worker* spare) {
   for (;;) {
     uint64_t total = 0;
     for (const auto& [name, g] : groups_) {
-      for (const auto& w : g.idle) total += w->bytes;
+      for (const auto& w : g.workers) total += w->bytes;
     }
-    total += busy_bytes_;
     if (total <= options_.cache_bytes || !EvictIdleLocked(spare)) return;
   }
 }
 
-Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Spawn(const std::string& name,
+Result<std::shared_ptr<WorkerPool::Worker>> WorkerPool::Spawn(const std::string& name,
                                                               uint32_t owner) {
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    return MakeError(ErrorKind::kIo, std::string("socketpair: ") + std::strerror(errno));
-  }
-  os::UniqueFd mine(sv[0]), theirs(sv[1]);
-  if (theirs.get() == kWorkerSocketFd) {  // dup2 onto itself would keep O_CLOEXEC
-    theirs.reset(::fcntl(sv[1], F_DUPFD_CLOEXEC, kWorkerSocketFd + 1));
+  const size_t lanes = std::clamp<size_t>(options_.lanes, 1, kMaxLanes);
+  std::vector<os::UniqueFd> mine, theirs;
+  for (size_t k = 0; k < lanes; ++k) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      return MakeError(ErrorKind::kIo, std::string("socketpair: ") + std::strerror(errno));
+    }
+    mine.emplace_back(sv[0]);
+    // Above the descriptors it is given (dup2 onto itself would keep O_CLOEXEC).
+    theirs.emplace_back(::fcntl(sv[1], F_DUPFD_CLOEXEC, kWorkerSocketFd + kMaxLanes));
+    ::close(sv[1]);
+    if (!theirs.back().valid()) {
+      return MakeError(ErrorKind::kIo, std::string("fcntl: ") + std::strerror(errno));
+    }
   }
   // argv[0] says what it is in ps(1) and top(1).
   std::vector<std::string> args = {"jitsymd-parse-worker",
@@ -147,6 +156,7 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Spawn(const std::string&
                                    "as=" + std::to_string(options_.address_space_bytes),
                                    "cpu=" + std::to_string(options_.timeout_ms / 1000 + 1),
                                    "cache=" + std::to_string(options_.cache_bytes),
+                                   "lanes=" + std::to_string(lanes),
                                    "for=" + name,
                                    "log=" + options_.log_level};
   for (const std::string& d : options_.debug_dirs) args.push_back("debug-dir=" + d);
@@ -164,8 +174,11 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Spawn(const std::string&
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_adddup2(&actions, theirs.get(), kWorkerSocketFd);
-  ::posix_spawn_file_actions_addclosefrom_np(&actions, kWorkerSocketFd + 1);
+  for (size_t k = 0; k < lanes; ++k) {
+    ::posix_spawn_file_actions_adddup2(&actions, theirs[k].get(),
+                                       kWorkerSocketFd + static_cast<int>(k));
+  }
+  ::posix_spawn_file_actions_addclosefrom_np(&actions, kWorkerSocketFd + static_cast<int>(lanes));
   ::posix_spawnattr_init(&attr);
   sigset_t none, all;
   sigemptyset(&none);
@@ -181,26 +194,43 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Spawn(const std::string&
   if (rc != 0) {
     return MakeError(ErrorKind::kIo, "starting " + options_.exe + ": " + std::strerror(rc));
   }
-  auto w = std::make_unique<Worker>();
+  auto w = std::make_shared<Worker>();
   w->pid = pid;
-  w->sock = std::move(mine);
+  w->lanes = std::move(mine);
+  w->lane_busy.assign(lanes, false);
   w->pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   ++stats_.started;
   JITSYM_LOG(kInfo, "parse worker for ", name, " started (pid ", pid, ")");
   return w;
 }
 
-std::string WorkerPool::Bury(Worker& w, bool killed_by_us) {
-  if (w.pid <= 0) return "gone";
+std::string WorkerPool::BuryLocked(Group* g, Worker& w, bool killed_by_us) {
+  if (w.pid <= 0) return w.end;
+  std::shared_ptr<Worker> keep;  // alive until the end here, whoever else holds it
+  if (g != nullptr) {
+    auto& all = g->workers;
+    auto it = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.get() == &w; });
+    if (it != all.end()) {
+      keep = *it;
+      all.erase(it);
+    }
+  }
   if (killed_by_us) ::kill(w.pid, SIGKILL);
-  w.sock.reset();
   int status = 0;
   pid_t r;
   do {
     r = ::waitpid(w.pid, &status, 0);
   } while (r < 0 && errno == EINTR);
   w.pid = -1;
-  if (r < 0) return "gone";
+  // A lane still serving a request sees the end of its socket only when that request is done.
+  for (size_t k = 0; k < w.lanes.size(); ++k) {
+    if (!w.lane_busy[k]) w.lanes[k].reset();
+  }
+  w.end = r < 0 ? "gone" : Describe(status, killed_by_us);
+  return w.end;
+}
+
+std::string WorkerPool::Describe(int status, bool killed_by_us) const {
   if (WIFEXITED(status)) {
     switch (WEXITSTATUS(status)) {
       case kExitOutOfMemory:
@@ -226,60 +256,78 @@ std::string WorkerPool::Bury(Worker& w, bool killed_by_us) {
   return "ended";
 }
 
-Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& name, Group& g,
-                                                             const std::string& key,
-                                                             uint64_t deadline_ns,
-                                                             std::unique_lock<std::mutex>& lock) {
+WorkerPool::Lease WorkerPool::LeaseLocked(Group& g, const std::shared_ptr<Worker>& w,
+                                          const std::string& key) {
+  Lease lease{w, 0};
+  while (w->lane_busy[lease.lane]) ++lease.lane;
+  w->lane_busy[lease.lane] = true;
+  ++w->busy;
+  ++g.busy;
+  ++w->reading[key];  // from now: a request for this file goes to this worker
+  return lease;
+}
+
+Result<WorkerPool::Lease> WorkerPool::Take(const std::string& name, Group& g,
+                                           const std::string& key, uint64_t deadline_ns,
+                                           std::unique_lock<std::mutex>& lock) {
   for (;;) {
-    // An idle worker that has this file's module, else any idle one.
-    while (!g.idle.empty()) {
-      size_t pick = g.idle.size() - 1;
-      for (size_t k = 0; k < g.idle.size(); ++k) {
-        const auto& files = g.idle[k]->files;
-        if (std::find(files.begin(), files.end(), key) != files.end()) pick = k;
+    const uint64_t now = MonotonicNowNs();
+    // The worker that has (or is reading) this file's module: a lane of it, or a wait for one
+    // (a second cold read in another worker would cost as much again).
+    std::shared_ptr<Worker> holder, idle, spare;
+    for (const auto& w : g.workers) {
+      if (w->Has(key) && (holder == nullptr || w->busy < holder->busy)) holder = w;
+      if (w->busy == 0 && idle == nullptr) idle = w;
+      if (w->busy < w->lanes.size() && (spare == nullptr || w->busy < spare->busy)) spare = w;
+    }
+    std::shared_ptr<Worker> pick;
+    bool spawn = false;
+    if (g.busy < options_.per_group && (holder != nullptr || g.starting.count(key) == 0)) {
+      if (holder != nullptr) {
+        if (holder->busy < holder->lanes.size()) pick = holder;
+      } else if (idle != nullptr) {
+        pick = idle;
+      } else if (now < g.retry_at_ns) {
+        ++stats_.refused;
+        return MakeError(ErrorKind::kLimit, "the parse worker for " + name + " " + g.last_failure +
+                                                "; the next one starts in " +
+                                                Seconds(g.retry_at_ns - now));
+      } else if (LiveLocked() < options_.max_workers || EvictIdleLocked()) {
+        spawn = true;
+      } else {
+        pick = spare;
       }
-      std::unique_ptr<Worker> w = std::move(g.idle[pick]);
-      g.idle.erase(g.idle.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+    if (pick != nullptr && pick->busy == 0 && pick->pidfd.valid()) {
       // One that died while idle (killed by its user, say) is replaced, not reported.
-      pollfd p{w->pidfd.get(), POLLIN, 0};
-      if (w->pidfd.valid() && ::poll(&p, 1, 0) > 0) {
-        const pid_t pid = w->pid;
-        JITSYM_LOG(kInfo, "parse worker for ", name, " (pid ", pid, ") ", Bury(*w, false),
-                   " while idle");
+      pollfd p{pick->pidfd.get(), POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) {
+        const pid_t pid = pick->pid;
+        const std::string end = BuryLocked(&g, *pick, false);
+        JITSYM_LOG(kInfo, "parse worker for ", name, " (pid ", pid, ") ", end, " while idle");
         continue;
       }
-      ++g.busy;
-      ++g.reading[key];
-      busy_bytes_ += w->bytes;
-      return w;
     }
-    const uint64_t now = MonotonicNowNs();
-    if (g.busy < options_.per_group && now < g.retry_at_ns) {
-      ++stats_.refused;
-      return MakeError(ErrorKind::kLimit, "the parse worker for " + name + " " + g.last_failure +
-                                              "; the next one starts in " +
-                                              Seconds(g.retry_at_ns - now));
-    }
-    // A file a worker is reading now is left to it: a second cold read in another worker would
-    // cost as much again. This request waits for that worker.
-    const bool being_read = g.reading.count(key) != 0;
-    if (!being_read && g.busy < options_.per_group &&
-        (LiveLocked() < options_.max_workers || EvictIdleLocked())) {
-      ++g.busy;
-      ++g.reading[key];  // from now: a request for this file meanwhile waits for this worker
+    if (pick != nullptr) return LeaseLocked(g, pick, key);
+    if (spawn) {
+      ++g.busy;  // counted while it starts; a request for this file meanwhile waits for it
+      ++g.starting[key];
       lock.unlock();
-      Result<std::unique_ptr<Worker>> w = Spawn(name, g.owner);
+      Result<std::shared_ptr<Worker>> w = Spawn(name, g.owner);
       lock.lock();
+      --g.busy;
+      if (--g.starting[key] == 0) g.starting.erase(key);
       if (!w) {
-        --g.busy;
-        if (--g.reading[key] == 0) g.reading.erase(key);
         freed_.notify_all();
+        return std::move(w).error();
       }
-      return w;
+      g.workers.push_back(*w);
+      Lease lease = LeaseLocked(g, *w, key);
+      freed_.notify_all();  // those waiting for it: a lane of it may be theirs
+      return lease;
     }
     if (now >= deadline_ns || freed_.wait_for(lock, std::chrono::nanoseconds(deadline_ns - now)) ==
                                   std::cv_status::timeout) {
-      if (!g.idle.empty()) continue;
       ++stats_.refused;
       return MakeError(ErrorKind::kLimit, "every parse worker for " + name + " stayed busy for " +
                                               std::to_string(options_.timeout_ms) + " ms");
@@ -287,19 +335,25 @@ Result<std::unique_ptr<WorkerPool::Worker>> WorkerPool::Take(const std::string& 
   }
 }
 
-void WorkerPool::Release(Group& g, std::unique_ptr<Worker> w, uint64_t taken_bytes) {
+void WorkerPool::Release(Group& g, const Lease& lease, const std::string& key) {
+  Worker& w = *lease.worker;
   --g.busy;
-  busy_bytes_ -= std::min(busy_bytes_, taken_bytes);
-  const Worker* used = w.get();
-  if (w) {
-    w->last_used_ns = MonotonicNowNs();
-    g.idle.push_back(std::move(w));
+  --w.busy;
+  w.lane_busy[lease.lane] = false;
+  if (auto it = w.reading.find(key); it != w.reading.end() && --it->second == 0) {
+    w.reading.erase(it);
   }
-  TrimLocked(used);
+  if (w.pid <= 0) {
+    w.lanes[lease.lane].reset();  // buried meanwhile: its last socket goes
+  } else {
+    w.last_used_ns = MonotonicNowNs();
+    w.bytes = AnonymousBytesOf(w.pid);  // the kernel's count, not the worker's word
+    TrimLocked(&w);
+  }
   freed_.notify_all();
 }
 
-void WorkerPool::ServeFileOp(const Worker& w, const Group& g, const Frame& frame) {
+void WorkerPool::ServeFileOp(const Worker& w, int sock, const Group& g, const Frame& frame) {
   const uint32_t owner = g.owner;
   FileOpReply reply;
   os::UniqueFd opened;
@@ -402,7 +456,7 @@ void WorkerPool::ServeFileOp(const Worker& w, const Group& g, const Frame& frame
   }
   std::vector<int> fds;
   if (opened.valid()) fds.push_back(opened.get());
-  SendFrame(w.sock.get(), kFileOpReply, Encode(reply), fds);
+  SendFrame(sock, kFileOpReply, Encode(reply), fds);
 }
 
 Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, int fd) {
@@ -411,7 +465,7 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
   const std::string key = native::FileVersionKey(request.st);
   const uint64_t start = MonotonicNowNs();
   const uint64_t deadline = start + options_.timeout_ms * kMs;
-  std::unique_ptr<Worker> w;
+  Lease lease;
   Group* group = nullptr;  // never erased: stays valid
   {
     std::unique_lock lock(mu_);
@@ -428,21 +482,22 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
     }
     g.last_used_ns = start;
     group = &g;
-    Result<std::unique_ptr<Worker>> taken = Take(name, g, key, deadline, lock);
+    Result<Lease> taken = Take(name, g, key, deadline, lock);
     if (!taken) return taken.error();
-    w = std::move(*taken);
+    lease = std::move(*taken);
   }
-  const uint64_t taken_bytes = w->bytes;  // counted busy until released
+  Worker& w = *lease.worker;
+  const int sock = w.lanes[lease.lane].get();
   // Talks to the worker until it answers, dies or runs out of time.
   std::string failure;
   bool killed_by_us = false;
   Result<SymbolizeReply> reply = MakeError(ErrorKind::kLimit, "");
-  if (!SendFrame(w->sock.get(), kSymbolize, Encode(request), {fd})) {
+  if (!SendFrame(sock, kSymbolize, Encode(request), {fd})) {
     failure = "could not be sent the request";
     killed_by_us = true;
   }
   while (failure.empty()) {
-    Result<Frame> frame = ReceiveFrame(w->sock.get(), deadline, w->pidfd.get());
+    Result<Frame> frame = ReceiveFrame(sock, deadline, w.pidfd.get());
     if (!frame) {
       if (frame.error().kind == ErrorKind::kLimit) {
         failure = "took longer than " + std::to_string(options_.timeout_ms) + " ms";
@@ -451,10 +506,10 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
         failure = "broke the protocol (" + frame.error().message + ")";
         killed_by_us = true;
       }
-      break;  // else dead: Bury says how
+      break;  // else dead: BuryLocked says how
     }
     if (frame->type == kFileOp) {
-      ServeFileOp(*w, *group, *frame);
+      ServeFileOp(w, sock, *group, *frame);
       continue;
     }
     if (frame->type == kSymbolizeReply) reply = DecodeSymbolizeReply(frame->payload);
@@ -466,22 +521,26 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
   }
   std::unique_lock lock(mu_);
   Group& g = *group;
-  if (auto it = g.reading.find(key); it != g.reading.end() && --it->second == 0) {
-    g.reading.erase(it);
-  }
   if (reply) {
     // What it has read: the next request for this file goes to it.
-    auto& files = w->files;
+    auto& files = w.files;
     if (std::find(files.begin(), files.end(), key) == files.end()) {
       if (files.size() >= kFilesRemembered) files.erase(files.begin());
       files.push_back(key);
     }
     g.failures = 0;
-    w->bytes = AnonymousBytesOf(w->pid);  // the kernel's count, not the worker's word
-    Release(g, std::move(w), taken_bytes);
+    Release(g, lease, key);
     return reply;
   }
-  const std::string end = Bury(*w, killed_by_us);
+  if (w.pid <= 0) {
+    // Stopped for another request it served at the same time (or to make room): not this
+    // file's doing.
+    const std::string end = w.end;
+    Release(g, lease, key);
+    return MakeError(ErrorKind::kLimit, request.path + ": its parse worker (for " + name + ") " +
+                                            end + " while serving another request");
+  }
+  const std::string end = BuryLocked(&g, w, killed_by_us);
   if (failure.empty()) failure = end;
   ++stats_.failed;
   ++g.failures;
@@ -505,7 +564,7 @@ Result<SymbolizeReply> WorkerPool::Symbolize(const SymbolizeRequest& request, in
              "native_failed; the file is not read again for ",
              Seconds(b.until_ns - now), ", the next worker starts in ",
              Seconds(g.retry_at_ns - now));
-  Release(g, nullptr, taken_bytes);
+  Release(g, lease, key);
   return MakeError(ErrorKind::kLimit,
                    request.path + ": its parse worker (for " + name + ") " + failure);
 }
@@ -514,9 +573,8 @@ ParserStats WorkerPool::Stats() {
   std::lock_guard lock(mu_);
   ParserStats s = stats_;
   s.workers = LiveLocked();
-  s.bytes = busy_bytes_;
   for (const auto& [name, g] : groups_) {
-    for (const auto& w : g.idle) s.bytes += w->bytes;
+    for (const auto& w : g.workers) s.bytes += w->bytes;
   }
   return s;
 }

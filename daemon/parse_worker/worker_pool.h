@@ -20,9 +20,10 @@
 // read again for a while (doubling from 10 s up to 10 min), and the group's next worker
 // starts after a backoff (doubling from 250 ms up to 30 s). Other groups are not affected.
 //
-// Up to `per_group` requests of one group run at once (one worker each), and more wait for a
-// worker within the deadline; a request for a file a worker is reading now waits for that
-// worker, and a file goes to the worker that read it last (its module is there). A request
+// A worker serves up to `lanes` requests at once (a socket and a thread each, sharing its
+// modules). Up to `per_group` requests of one group run at once, and more wait for a lane
+// within the deadline. A file goes to the worker that read it last or is reading it now (its
+// module is there): a lane of that worker, or a wait for one, never a second reader. A request
 // waits on a query thread: the server lets one person hold fewer query threads than there are
 // (ServerOptions::person_threads), so that a user whose worker hangs (he may stop it: it runs
 // as him) cannot take every thread. At most `max_workers` workers live: an idle worker of
@@ -60,6 +61,7 @@ struct PoolOptions {
   uint64_t address_space_bytes = uint64_t{4} << 30;
   uint64_t timeout_ms = 30000;  // one request, end to end; also its CPU time
   size_t per_group = 2;         // requests of one group at once (main.cc: the query threads)
+  size_t lanes = 2;             // requests of one worker at once
   size_t max_workers = 8;
   std::string log_level = "info";
 };
@@ -79,24 +81,35 @@ class WorkerPool : public Parser {
 
  private:
   struct Worker {
-    pid_t pid = -1;
-    os::UniqueFd sock, pidfd;
+    pid_t pid = -1;   // -1 once buried
+    std::string end;  // then: what became of it
+    os::UniqueFd pidfd;
+    std::vector<os::UniqueFd> lanes;  // the sockets of its lanes
+    std::vector<bool> lane_busy;
+    size_t busy = 0;     // lanes serving a request
     uint64_t bytes = 0;  // its anonymous memory (its tables) after its last request
     uint64_t last_used_ns = 0;
-    std::vector<std::string> files;  // identities of the files it read lately, oldest first
+    std::vector<std::string> files;      // identities of the files it read lately, oldest first
+    std::map<std::string, int> reading;  // file identity -> its lanes reading it now
+    bool Has(const std::string& key) const;
+  };
+  // A lane of a worker, taken for one request.
+  struct Lease {
+    std::shared_ptr<Worker> worker;
+    size_t lane = 0;
   };
   struct Group {
     uint32_t owner = 0;
     // Whose rights a companion file is opened with: the owner's, nobody's for root's files
     // others may write; null for root's own files (root's only, then).
     std::unique_ptr<security::PeerAccess> reader;
-    std::vector<std::unique_ptr<Worker>> idle;
-    size_t busy = 0;
-    unsigned failures = 0;  // in a row
+    std::vector<std::shared_ptr<Worker>> workers;  // alive
+    size_t busy = 0;                               // lanes serving a request
+    unsigned failures = 0;                         // in a row
     uint64_t retry_at_ns = 0;
     std::string last_failure;
     uint64_t last_used_ns = 0;
-    std::map<std::string, int> reading;  // file identity -> busy workers reading it now
+    std::map<std::string, int> starting;  // file identity -> workers starting for it
   };
   struct Backoff {
     uint64_t until_ns = 0;
@@ -104,19 +117,22 @@ class WorkerPool : public Parser {
     std::string why;
   };
 
-  Result<std::unique_ptr<Worker>> Take(const std::string& name, Group& g, const std::string& key,
-                                       uint64_t deadline_ns, std::unique_lock<std::mutex>& lock);
-  Result<std::unique_ptr<Worker>> Spawn(const std::string& name, uint32_t owner);
-  // Kills (if needed) and reaps a worker; what became of it, for a person.
-  std::string Bury(Worker& w, bool killed_by_us);
-  void Release(Group& g, std::unique_ptr<Worker> w, uint64_t taken_bytes);
+  Result<Lease> Take(const std::string& name, Group& g, const std::string& key,
+                     uint64_t deadline_ns, std::unique_lock<std::mutex>& lock);
+  Lease LeaseLocked(Group& g, const std::shared_ptr<Worker>& w, const std::string& key);
+  Result<std::shared_ptr<Worker>> Spawn(const std::string& name, uint32_t owner);
+  // Kills (if needed) and reaps a worker, and takes it out of its group; what became of it,
+  // for a person. Once.
+  std::string BuryLocked(Group* g, Worker& w, bool killed_by_us);
+  std::string Describe(int wait_status, bool killed_by_us) const;
+  void Release(Group& g, const Lease& lease, const std::string& key);
   bool EvictIdleLocked(const Worker* spare = nullptr);
   // While the workers' tables together exceed cache_bytes, idle workers go, least recently
   // used first (but `spare`, just used).
   void TrimLocked(const Worker* spare);
   size_t LiveLocked() const;
-  // Serves one kFileOp for a worker of group `g`.
-  void ServeFileOp(const Worker& w, const Group& g, const Frame& frame);
+  // Serves one kFileOp for a worker of group `g` on socket `sock`.
+  void ServeFileOp(const Worker& w, int sock, const Group& g, const Frame& frame);
 
   PoolOptions options_;
   std::mutex mu_;
@@ -124,7 +140,6 @@ class WorkerPool : public Parser {
   std::map<std::string, Group> groups_;
   std::map<std::string, Backoff> files_;  // by file identity
   ParserStats stats_;
-  uint64_t busy_bytes_ = 0;  // the tables of the workers serving a request now
   // Debug files are fetched here (DEBUGINFOD_URLS): a worker has no network. The files handed
   // out are the daemon's, opened for any worker that asks for that build id.
   std::unique_ptr<native::DebuginfodFetcher> debuginfod_;

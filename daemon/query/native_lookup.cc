@@ -21,8 +21,7 @@ namespace jitsym::query {
 // A file's answers as its parser gave them, with the frames in the form answers borrow.
 struct NativeLookup::Read {
   parse_worker::SymbolizeReply reply;
-  std::vector<native::NativeFrame> frames;  // every answer's, one after the other
-  std::vector<uint32_t> first_frame;        // per answer: where its frames begin in `frames`
+  std::vector<native::NativeFrame> frames;  // reply.frames, in the form answers borrow
   uint32_t owner = 0;                       // the file's owner, as stat'ed here
   std::string path;
   // The strings of the file's table, by id (the same bytes from answer to answer), and the
@@ -33,7 +32,8 @@ struct NativeLookup::Read {
 
   std::string_view String(uint32_t k) const { return strings[k]; }
   std::span<const native::NativeFrame> FramesOf(size_t k) const {
-    return {frames.data() + first_frame[k], frames.data() + first_frame[k + 1]};
+    const parse_worker::AddressAnswer& a = reply.answers[k];
+    return {frames.data() + a.first_frame, a.frame_count};
   }
   // Why it answers nothing for an address: a stripped file has only its dynamic symbols (if
   // any), so most of its code has no name to give.
@@ -186,25 +186,24 @@ Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
   }
   // Every id an answer names must be one the daemon has.
   const size_t count = read->strings.size();
+  bool ok = true;
   for (const parse_worker::AddressAnswer& a : read->reply.answers) {
-    bool ok = a.name < count && a.clone < count && a.missing < count;
-    for (const parse_worker::AnswerFrame& f : a.frames) ok = ok && f.name < count && f.file < count;
-    if (!ok) {
-      *failed = true;
-      return MakeError(ErrorKind::kLimit, path + ": its reader named a string it never sent");
-    }
+    ok = ok && a.name < count && a.clone < count && a.missing < count;
+  }
+  for (const parse_worker::AnswerFrame& f : read->reply.frames) {
+    ok = ok && f.name < count && f.file < count;
+  }
+  if (!ok) {
+    *failed = true;
+    return MakeError(ErrorKind::kLimit, path + ": its reader named a string it never sent");
   }
   read->owner = st.st_uid;
   read->path = path;
   read->build_id = read->store->build_id;  // at one address from answer to answer
-  read->first_frame.reserve(read->reply.answers.size() + 1);
-  for (const parse_worker::AddressAnswer& a : read->reply.answers) {
-    read->first_frame.push_back(static_cast<uint32_t>(read->frames.size()));
-    for (const parse_worker::AnswerFrame& f : a.frames) {
-      read->frames.push_back({read->String(f.name), read->String(f.file), f.line, f.column});
-    }
+  read->frames.reserve(read->reply.frames.size());
+  for (const parse_worker::AnswerFrame& f : read->reply.frames) {
+    read->frames.push_back({read->String(f.name), read->String(f.file), f.line, f.column});
   }
-  read->first_frame.push_back(static_cast<uint32_t>(read->frames.size()));
   if (read->reply.answers.size() != addrs.size()) {
     *failed = true;
     return MakeError(ErrorKind::kLimit, path + ": its reader answered " +

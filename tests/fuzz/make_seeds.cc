@@ -211,7 +211,9 @@ std::vector<Bytes> ParseWorkerSeeds() {
   found.clone = 4;
   found.start = 0x98930;
   found.size = 0x200;
-  found.frames = {{1, 2, 3281, 1}, {3, 2, 10, 0}};
+  found.first_frame = 0;
+  found.frame_count = 2;
+  reply.frames = {{1, 2, 3281, 1}, {3, 2, 10, 0}};
   pw::AddressAnswer miss;
   miss.state = pw::AddressAnswer::kMiss;
   miss.vaddr = 0x10;

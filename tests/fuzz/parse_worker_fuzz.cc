@@ -39,9 +39,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const uint64_t ids = uint64_t{r->strings_base} + r->strings.size();
       for (const pw::AddressAnswer& a : r->answers) {
         if (a.name >= ids || a.clone >= ids || a.missing >= ids) std::abort();
-        for (const pw::AnswerFrame& f : a.frames) {
-          if (f.name >= ids || f.file >= ids) std::abort();
-        }
+        if (uint64_t{a.first_frame} + a.frame_count > r->frames.size()) std::abort();
+      }
+      for (const pw::AnswerFrame& f : r->frames) {
+        if (f.name >= ids || f.file >= ids) std::abort();
       }
       break;
     }

@@ -61,7 +61,8 @@ def bob_lookup(path, name):
 
 
 def workers():
-    """{pid: (uid, group it reads for, /proc status fields)} of the daemon's parse workers."""
+    """{pid: (uid, group it reads for, /proc status fields)} of this test's daemon's parse
+    workers (other tests' daemons may run beside it)."""
     out = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -73,6 +74,8 @@ def workers():
             status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status").read().splitlines()
                           if ":" in l)
         except OSError:
+            continue
+        if h.daemon.proc is None or int(status["PPid"]) != h.daemon.proc.pid:
             continue
         group = next((a[4:].decode() for a in cmdline if a.startswith(b"for=")), "")
         out[int(pid)] = (int(status["Uid"].split()[1]), group,

@@ -161,7 +161,9 @@ SymbolizeReply SampleReply() {
   found.name = 1;
   found.start = 0x1000;
   found.size = 0x40;
-  found.frames = {{1, 2, 3, 4}};
+  found.first_frame = 0;
+  found.frame_count = 1;
+  r.frames = {{1, 2, 3, 4}};
   AddressAnswer miss;
   miss.state = AddressAnswer::kMiss;
   miss.vaddr = 0x9000;
@@ -189,10 +191,11 @@ TEST(ParseWorkerMessages, RoundTripAndNoIndexOutsideTheStringTable) {
       ASSERT_LT(a.name, ids);
       ASSERT_LT(a.clone, ids);
       ASSERT_LT(a.missing, ids);
-      for (const AnswerFrame& f : a.frames) {
-        ASSERT_LT(f.name, ids);
-        ASSERT_LT(f.file, ids);
-      }
+      ASSERT_LE(uint64_t{a.first_frame} + a.frame_count, r->frames.size());
+    }
+    for (const AnswerFrame& f : r->frames) {
+      ASSERT_LT(f.name, ids);
+      ASSERT_LT(f.file, ids);
     }
   }
   // A count that claims more items than the bytes could hold is refused before any allocation.
@@ -200,6 +203,12 @@ TEST(ParseWorkerMessages, RoundTripAndNoIndexOutsideTheStringTable) {
   const uint32_t many = 0xfffffff0u;
   std::memcpy(lying.data() + lying.size() - 4, &many, 4);
   EXPECT_FALSE(DecodeSymbolizeReply(lying).ok());
+  // Frames outside the reply's.
+  SymbolizeReply outside = SampleReply();
+  outside.answers[0].first_frame = 1;
+  EXPECT_FALSE(DecodeSymbolizeReply(Encode(outside)).ok());
+  outside.answers[0].first_frame = 0xffffffffu;
+  EXPECT_FALSE(DecodeSymbolizeReply(Encode(outside)).ok());
 }
 
 // A function of this binary, as a file offset of its mapping.
@@ -320,7 +329,7 @@ std::string FakeWorker(const std::string& dir, const std::string& body) {
        "def reply_error(msg):\n"
        "    b = msg.encode()\n"
        "    send(4, struct.pack('I', len(b)) + b + struct.pack('<IBIQI', 0, 0, 0, 0, 1) +\n"
-       "         struct.pack('II', 0, 0))\n"
+       "         struct.pack('III', 0, 0, 0))\n"
        "out = open('"
     << dir << "/out', 'a')\n"
     << body;
@@ -390,6 +399,31 @@ TEST_F(FakeWorkerTest, ATakenOverWorkerGetsNoFileItsOwnerCouldNotOpen) {
   EXPECT_NE(out.find("/etc/passwd 0 1"), std::string::npos) << out;
 }
 
+// Two requests for one file at once: both go to the worker that has its module, on two lanes,
+// and are served together (this worker answers neither until it has both).
+TEST_F(FakeWorkerTest, TwoRequestsForOneFileAreServedAtOnceByTheWorkerThatHasIt) {
+  const std::string exe = FakeWorker(dir_,
+                                     "recv()\n"
+                                     "first = s\n"
+                                     "s = socket.socket(fileno=4)\n"
+                                     "recv()\n"
+                                     "reply_error('second')\n"
+                                     "s = first\n"
+                                     "reply_error('first')\n"
+                                     "recv()\n");
+  PoolOptions o = TestPool(exe);
+  o.timeout_ms = 5000;
+  WorkerPool pool(o);
+  Result<SymbolizeReply> a = MakeError(ErrorKind::kLimit, "not asked");
+  std::thread other([&] { a = Ask(pool); });
+  Result<SymbolizeReply> b = Ask(pool);
+  other.join();
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_NE(a->error, b->error);
+  EXPECT_EQ(pool.Stats().started, 1u);
+}
+
 TEST_F(FakeWorkerTest, AWorkerThatHangsIsKilledAtTheDeadlineAndItsFileBacksOff) {
   const std::string exe =
       FakeWorker(dir_, "recv()\nout.write('%d\\n' % os.getpid())\nout.flush()\ntime.sleep(600)\n");
@@ -430,7 +464,7 @@ TEST_F(FakeWorkerTest, AWorkerThatDiesOrBreaksTheProtocolIsReportedNotBelieved) 
       "send(4, struct.pack('I', 0) * 2 + b'\\0' + struct.pack('I', 0)"
       " + struct.pack('<QI', 0, 1) + struct.pack('I', 0) + struct.pack('I', 1) + b'\\2' +"
       " struct.pack('Q', 5) + struct.pack('III', 9, 0, 0) +"
-      " struct.pack('QQI', 0, 0, 0))\n"
+      " struct.pack('QQII', 0, 0, 0, 0) + struct.pack('I', 0))\n"
       "time.sleep(600)\n");
   WorkerPool lied_to(TestPool(liar));
   Result<SymbolizeReply> l = Ask(lied_to);
