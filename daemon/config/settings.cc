@@ -52,7 +52,7 @@ const std::vector<SettingDef>& Table() {
        "$XDG_RUNTIME_DIR/jitsymd.sock otherwise); unused when systemd\n"
        "passes a listening socket",
        Apply::kRestart, String(&Settings::socket)},
-      {"threads", "N", "query threads (default: number of CPUs, at least 2)", Apply::kRestart,
+      {"threads", "N", "query threads (default: number of CPUs + 1, at least 3)", Apply::kRestart,
        Int(&Settings::threads, 1, 256)},
       {"log-level", "LEVEL", "debug, info, warning or error (default: info)", Apply::kReload,
        Choice(&Settings::log_level, {"debug", "info", "warning", "error"}, {{"warn", "warning"}})},
@@ -134,8 +134,10 @@ bool ParseUnsigned(std::string_view text, uint64_t* out) {
 void ResolveHostDefaults(Settings& s) {
   if (s.watch.empty()) s.watch.push_back("/tmp");
   if (s.socket.empty()) s.socket = proto::DefaultSocketPath();
+  // One more than the CPUs: a person holds at most threads - 1 (ServerOptions::person_threads),
+  // so one user's batches still use every core while a thread stays free for the others.
   if (s.threads == 0)
-    s.threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    s.threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()) + 1);
   if (s.limit_user_bytes == 0 || s.limit_total_bytes == 0) {
     const uint64_t ram = security::PhysicalMemoryBytes();
     if (s.limit_user_bytes == 0) s.limit_user_bytes = security::DefaultUserBytes(ram);

@@ -29,7 +29,7 @@ struct Settings {
   uint64_t parse_worker_memory_bytes = 4ull << 30;  // RLIMIT_AS of each parse worker
   uint64_t parse_worker_timeout_ms = 30000;         // one parse worker request
   std::string socket;                               // empty: proto::DefaultSocketPath()
-  int threads = 0;                                  // 0: number of CPUs, at least 2
+  int threads = 0;                                  // 0: number of CPUs + 1, at least 3
   std::string log_level = "info";
   uint64_t discovery_interval_ms = 1000;      // /proc scans for mapped jitdumps, containers; 0: off
   uint64_t retention_ms = 15 * 60 * 1000;     // exited processes kept this long; 0: until evicted

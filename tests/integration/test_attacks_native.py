@@ -156,9 +156,8 @@ def demangler_bombs_cost_their_owner_a_bounded_time():
         check(res.returncode == 0, f"bob's lookup: {res.returncode} {res.stderr[:300]}")
         got = json.loads(res.stdout.splitlines()[0])
         if got.get("reason") == "native_failed" and "busy" in got.get("detail", ""):
-            # His files may hold fewer query threads than there are: on this daemon's two, one
-            # lookup of his at a time; the other is refused at once, and answered when asked
-            # again.
+            # His files may hold fewer query threads than there are (threads - 1): a lookup of
+            # his beyond that may be refused at once, and is answered when asked again.
             busy += 1
             addr = next(a for p, a, _ in files if p == path)
             res = lookup_as(users.BOB, "--image", path, hexaddr(addr), timeout=300)

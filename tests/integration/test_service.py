@@ -220,7 +220,7 @@ def reload_applies_watch_dirs_and_log_level_and_keeps_state():
         check(" debug: " not in d.log(), "debug lines at log level info")
 
         with open(config, "w") as f:
-            f.write(f"# now b only, and quieter\nwatch = {b}\nlog-level = warning\nthreads = 3\n")
+            f.write(f"# now b only, and quieter\nwatch = {b}\nlog-level = warning\nthreads = 7\n")
         lines_before = len(d.log_lines())
         d.proc.send_signal(signal.SIGHUP)
         wait_until(lambda: resolves(pid_b, in_b[0][0], d.socket_path) == "reload_in_b", 10,
