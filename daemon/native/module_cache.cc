@@ -18,12 +18,6 @@ namespace {
 constexpr uint64_t kRetryNs = 1000000000ull;
 constexpr size_t kMaxSlots = 4096;
 
-bool IsHex(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-  });
-}
-
 }  // namespace
 
 std::string FileVersionKey(const struct stat& st) {
@@ -129,44 +123,7 @@ bool ModuleCache::Load(const std::string& path, Slot* slot) {
              m.has_dwarf() ? "DWARF from " + m.debug_file() : std::string("no DWARF"),
              m.dwp_file().empty() ? std::string() : ", split units from " + m.dwp_file(), ") in ",
              (MonotonicNowNs() - t0) / 1000000, " ms");
-  if (!m.build_id().empty()) {
-    std::lock_guard map_lock(mu_);
-    build_id_paths_[{m.build_id(), m.owner()}] = path;
-  }
   return true;
-}
-
-std::shared_ptr<NativeModule> ModuleCache::GetByBuildId(
-    const std::string& build_id, uint32_t asker, std::string* error,
-    const std::function<bool(const std::string&)>& may_read) {
-  if (!IsHex(build_id) || build_id.size() < 4 || build_id.size() > 128) {
-    *error = "build id '" + build_id + "' is not lower-case hex";
-    return nullptr;
-  }
-  std::vector<std::string> candidates;
-  {
-    std::lock_guard lock(mu_);
-    // Root's file first, then the asker's own.
-    for (const uint32_t owner : {uint32_t{0}, asker}) {
-      if (auto it = build_id_paths_.find({build_id, owner}); it != build_id_paths_.end()) {
-        candidates.push_back(it->second);
-      }
-      if (asker == 0) break;
-    }
-  }
-  for (const std::string& dir : options_.debug_dirs) {
-    const std::string base = dir + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2);
-    candidates.push_back(base);
-    candidates.push_back(base + ".debug");
-  }
-  for (const std::string& c : candidates) {
-    if (!may_read(c)) continue;
-    std::string e;
-    std::shared_ptr<NativeModule> m = GetByPath(c, &e);
-    if (m && m->build_id() == build_id && (m->owner() == 0 || m->owner() == asker)) return m;
-  }
-  *error = "no ELF file with build id " + build_id + " is known";
-  return nullptr;
 }
 
 size_t ModuleCache::Bytes() {

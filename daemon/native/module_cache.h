@@ -1,5 +1,6 @@
-// Opened ELF modules, shared by all queries: by file (device, inode, size, mtime) and by
-// build-id, so processes mapping the same file share one module and its tables. Bounded by a
+// Opened ELF modules, shared by all queries: by file (device, inode, size, mtime), so processes
+// mapping the same file share one module and its tables (which file answers a build id, and to
+// whom, is query/native_lookup.cc's rule). Bounded by a
 // byte budget: the least recently used modules are dropped (queries still using one keep it
 // alive until they finish). Thread-safe; a slow load blocks only the queries that need that file.
 #ifndef JITSYM_DAEMON_NATIVE_MODULE_CACHE_H_
@@ -49,14 +50,6 @@ class ModuleCache {
   // names `path`: callers check that the client may read it first.
   std::shared_ptr<NativeModule> GetByPath(const std::string& path, std::string* error,
                                           std::optional<FileId> expect = std::nullopt);
-  // A module by build-id (hex) for the user `asker`: one already known, else
-  // `<debug-dir>/.build-id/xx/yyyy` (the binary) or `.debug` (its debug file); only files
-  // `may_read` allows are considered (before anything is opened), only modules owned by root or
-  // by `asker` are answered (anyone can write a file claiming another's build id: its answers
-  // are its owner's alone), and the error names no path.
-  std::shared_ptr<NativeModule> GetByBuildId(
-      const std::string& build_id, uint32_t asker, std::string* error,
-      const std::function<bool(const std::string&)>& may_read);
 
   // Drops least recently used modules while the total is over budget.
   void Trim();
@@ -81,8 +74,6 @@ class ModuleCache {
   std::atomic<uint64_t> clock_{0};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_;  // file identity -> slot
-  // (build-id, owner uid) -> a path of a file with that id, owned by that user.
-  std::map<std::pair<std::string, uint32_t>, std::string> build_id_paths_;
 };
 
 }  // namespace jitsym::native

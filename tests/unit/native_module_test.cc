@@ -332,49 +332,13 @@ TEST(NativeModule, SurvivesTruncatedAndLyingFiles) {
   }
 }
 
-TEST(ModuleCache, SharesModulesAndFindsThemByBuildId) {
-  const auto kAnyone = [](const std::string&) { return true; };
+TEST(ModuleCache, SharesModules) {
   ModuleCache cache(ModuleCache::Options{{"/nonexistent"}, 1u << 30});
   std::string error;
   auto a = cache.GetByPath(SelfPath(), &error);
   ASSERT_TRUE(a) << error;
   auto b = cache.GetByPath(SelfPath(), &error);
   EXPECT_EQ(a.get(), b.get());
-  auto c = cache.GetByBuildId(a->build_id(), geteuid(), &error, kAnyone);
-  EXPECT_EQ(a.get(), c.get()) << error;
-  EXPECT_FALSE(cache.GetByBuildId("00112233", geteuid(), &error, kAnyone));
-  EXPECT_NE(error.find("00112233"), std::string::npos);
-  EXPECT_FALSE(cache.GetByBuildId("not hex", geteuid(), &error, kAnyone));
-  // A file the caller may not read is no candidate, and the error names no path.
-  EXPECT_FALSE(cache.GetByBuildId(a->build_id(), geteuid(), &error,
-                                  [](const std::string&) { return false; }));
-  EXPECT_EQ(error.find('/'), std::string::npos) << error;
-}
-
-// Anyone can write a file claiming another's build id: a module is answered by build id only
-// to its owner, or to anyone when it is root's.
-TEST(ModuleCache, ABuildIdIsAnsweredFromAnotherUsersFileOnlyToHim) {
-  const auto kAnyone = [](const std::string&) { return true; };
-  char dir[] = "/tmp/jitsym-buildid-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string copy = std::string(dir) + "/true";
-  ASSERT_EQ(std::system(("cp /usr/bin/true " + copy).c_str()), 0);
-  // The file's owner: another user when this runs as root, else this one.
-  const uint32_t owner = geteuid() == 0 ? 4343 : geteuid();
-  if (geteuid() == 0) ASSERT_EQ(chown(copy.c_str(), owner, owner), 0);
-  ModuleCache cache(ModuleCache::Options{{"/nonexistent"}, 1u << 30});
-  std::string error;
-  auto m = cache.GetByPath(copy, &error);
-  ASSERT_TRUE(m) << error;
-  ASSERT_FALSE(m->build_id().empty());
-  EXPECT_EQ(m->owner(), owner);
-  EXPECT_FALSE(cache.GetByBuildId(m->build_id(), owner + 1, &error, kAnyone));
-  if (owner != 0) {
-    EXPECT_FALSE(cache.GetByBuildId(m->build_id(), 0, &error, kAnyone));  // nor to root
-  }
-  EXPECT_EQ(cache.GetByBuildId(m->build_id(), owner, &error, kAnyone).get(), m.get()) << error;
-  ::unlink(copy.c_str());
-  ::rmdir(dir);
 }
 
 TEST(ModuleCache, DropsLeastRecentlyUsedOverBudget) {
