@@ -18,6 +18,7 @@ std::string Encode(const SymbolizeRequest& m) {
   w.PutString(m.path);
   w.Put(m.st);
   w.Put<uint8_t>(m.file_offsets);
+  w.Put<uint8_t>(m.all_frames);
   w.Put(m.strings_token);
   w.Put(m.strings_known);
   w.Put<uint32_t>(static_cast<uint32_t>(m.addrs.size()));
@@ -31,6 +32,7 @@ Result<SymbolizeRequest> DecodeSymbolizeRequest(std::string_view bytes) {
   m.path = r.GetString();
   m.st = r.Get<struct stat>();
   m.file_offsets = r.Get<uint8_t>() != 0;
+  m.all_frames = r.Get<uint8_t>() != 0;
   m.strings_token = r.Get<uint64_t>();
   m.strings_known = r.Get<uint32_t>();
   const uint32_t n = r.GetCount(sizeof(uint64_t));

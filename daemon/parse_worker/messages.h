@@ -33,6 +33,7 @@ struct SymbolizeRequest {
   std::string path;   // the file's path, as the daemon opened it (for messages and companions)
   struct stat st {};  // what the daemon's stat said of it (its identity and owner)
   bool file_offsets = false;  // addrs are file offsets (mapped ranges), not virtual addresses
+  bool all_frames = true;     // else only each answer's innermost frame (its source position)
   std::vector<uint64_t> addrs;
   // The strings the daemon has of this file's module in the worker that numbered them
   // (`strings_token`): ids below `strings_known`. The reply sends only the others.

@@ -5,7 +5,6 @@
 namespace jitsym::parse_worker {
 
 Result<SymbolizeReply> InProcessParser::Symbolize(const SymbolizeRequest& request, int) {
-  std::lock_guard lock(mu_);
   return ServeSymbolize(modules_, ids_, request);
 }
 

@@ -42,7 +42,6 @@ class InProcessParser : public Parser {
   ParserStats Stats() override { return {}; }
 
  private:
-  std::mutex mu_;  // ids_: one request at a time numbers strings, as in a worker
   native::ModuleCache modules_;
   StringIds ids_;
 };

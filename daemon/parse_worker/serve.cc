@@ -119,6 +119,8 @@ SymbolizeReply ServeSymbolize(native::ModuleCache& modules, StringIds& ids,
     for (size_t k = begin; k < end; ++k) {
       m->Symbolize(vaddrs[k], &n);
       if (!n.found) continue;
+      const size_t count =
+          request.all_frames ? n.frames.size() : std::min<size_t>(1, n.frames.size());
       found[k] = {true,
                   n.name,
                   n.clone,
@@ -126,8 +128,8 @@ SymbolizeReply ServeSymbolize(native::ModuleCache& modules, StringIds& ids,
                   n.start,
                   n.size,
                   static_cast<uint32_t>(out->size()),
-                  static_cast<uint32_t>(n.frames.size())};
-      out->insert(out->end(), n.frames.begin(), n.frames.end());
+                  static_cast<uint32_t>(count)};
+      out->insert(out->end(), n.frames.begin(), n.frames.begin() + static_cast<ptrdiff_t>(count));
     }
   };
   // Warm, symbolizing is most of the work, and the module's tables are read-only once built:

@@ -135,7 +135,7 @@ bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
 
 Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
     const std::string& path, std::optional<native::FileId> expect,
-    const std::vector<uint64_t>& addrs, bool file_offsets, bool* failed) {
+    const std::vector<uint64_t>& addrs, bool file_offsets, bool all_frames, bool* failed) {
   *failed = false;
   const native::FileOps& files = native::Files();
   parse_worker::SymbolizeRequest request;
@@ -156,6 +156,7 @@ Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
   }
   request.path = path;
   request.file_offsets = file_offsets;
+  request.all_frames = all_frames;
   request.addrs = addrs;
   auto read = std::make_shared<Read>();
   for (int attempt = 0;; ++attempt) {
@@ -229,12 +230,13 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
   for (size_t k = 0; k < index.size(); ++k) addrs[k] = batch.addr(index[k]);
   std::shared_ptr<const Read> read;
   std::string error, failure;
+  const bool all_frames = (request.fields & proto::kFieldFrames) != 0;
   if (walked != nullptr) {
     // A path the peer may read (checked by the caller): that very file, found by the walk,
     // and maybe the build id it must have.
     bool failed = false;
     auto r = ReadFile(walked->resolved, native::FileId{walked->dev, walked->ino}, addrs,
-                      request.file_offset, &failed);
+                      request.file_offset, all_frames, &failed);
     if (r) {
       read = *r;
       if (request.build_id && read->reply.build_id != id) {
@@ -275,7 +277,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
     for (const std::string& c : candidates) {
       if (!batch.access().MayRead(c)) continue;
       bool failed = false;
-      auto r = ReadFile(c, std::nullopt, addrs, request.file_offset, &failed);
+      auto r = ReadFile(c, std::nullopt, addrs, request.file_offset, all_frames, &failed);
       if (r && (*r)->reply.build_id == id && ((*r)->owner == 0 || (*r)->owner == asker)) {
         read = *r;
         break;
@@ -304,6 +306,7 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
   const uint32_t pid = batch.processes().LivePid();  // a thread's process
   std::vector<size_t> todo = batch.pending();
   if (todo.empty()) return std::nullopt;
+  const bool all_frames = (batch.request().fields & proto::kFieldFrames) != 0;
   bool fresh = false;
   std::shared_ptr<const ProcessSnapshot> table = processes_.Current(pid, &fresh);
   if (!table || !access.MaySeeProcess(table->identity.uid)) return std::nullopt;
@@ -341,7 +344,7 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
         error = map->path +
                 " no longer names the file the process mapped there (replaced or deleted "
                 "since): not read";
-      } else if (auto r = ReadFile(path, std::nullopt, offsets, true, &failed)) {
+      } else if (auto r = ReadFile(path, std::nullopt, offsets, true, all_frames, &failed)) {
         read = *r;
       } else {
         error = r.error().message;

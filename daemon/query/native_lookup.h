@@ -64,12 +64,14 @@ class NativeLookup : public Resolver {
  private:
   using ExecMapping = ProcessSnapshot::ExecMapping;
   // The answers for `addrs` (virtual addresses, or file offsets) in the file at `path`, opened
-  // here; with `expect`, only if it is still that file. An error for a file not read (its
-  // message names `path`; `*failed` when its reader failed rather than the file).
+  // here; with `expect`, only if it is still that file; with every inlined frame, or
+  // (`all_frames` false: no one asked for frames) only the innermost, the source position. An
+  // error for a file not read (its message names `path`; `*failed` when its reader failed
+  // rather than the file).
   Result<std::shared_ptr<const Read>> ReadFile(const std::string& path,
                                                std::optional<native::FileId> expect,
                                                const std::vector<uint64_t>& addrs,
-                                               bool file_offsets, bool* failed);
+                                               bool file_offsets, bool all_frames, bool* failed);
 
   std::unique_ptr<parse_worker::Parser> parser_;
   NativeStrings strings_;

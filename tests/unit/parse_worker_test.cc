@@ -243,6 +243,40 @@ PoolOptions TestPool(const std::string& exe) {
   return o;
 }
 
+// Without frames asked for, each answer carries only its innermost frame (the source position):
+// the same as the first of all its frames.
+TEST(ParseWorkerServe, WithoutFramesOnlyTheInnermostComes) {
+  const std::string self = testing::SelfPath();
+  std::vector<uint64_t> offsets;
+  const uint64_t base = FileOffsetOf(reinterpret_cast<const void*>(&FileOffsetOf));
+  for (uint64_t k = 0; k < 4096; ++k) offsets.push_back(base - 0x20000 + k * 64);
+  SymbolizeRequest all = RequestFor(self, offsets);
+  SymbolizeRequest innermost = all;
+  innermost.all_frames = false;
+  os::UniqueFd fd(::open(self.c_str(), O_RDONLY | O_CLOEXEC));
+  InProcessParser here(native::ModuleCache::Options{});
+  Result<SymbolizeReply> full = here.Symbolize(all, fd.get());
+  Result<SymbolizeReply> short_ = here.Symbolize(innermost, fd.get());
+  ASSERT_TRUE(full.ok() && short_.ok());
+  ASSERT_EQ(full->answers.size(), short_->answers.size());
+  size_t inlined = 0;
+  for (size_t k = 0; k < full->answers.size(); ++k) {
+    const AddressAnswer& a = full->answers[k];
+    const AddressAnswer& b = short_->answers[k];
+    ASSERT_EQ(a.state, b.state);
+    ASSERT_EQ(a.name, b.name);  // one numbering: the same ids
+    ASSERT_EQ(b.frame_count, std::min<uint32_t>(1, a.frame_count));
+    if (a.frame_count > 1) ++inlined;
+    if (b.frame_count == 1) {
+      const AnswerFrame& x = full->frames[a.first_frame];
+      const AnswerFrame& y = short_->frames[b.first_frame];
+      EXPECT_TRUE(x.name == y.name && x.file == y.file && x.line == y.line && x.column == y.column);
+    }
+  }
+  EXPECT_GT(inlined, 0u) << "no inlined frames in the addresses tried";
+  EXPECT_LT(short_->frames.size(), full->frames.size());
+}
+
 TEST(ParseWorkerPool, AWorkerAnswersExactlyAsThisProcessWould) {
   const std::string self = testing::SelfPath();
   const SymbolizeRequest request =
