@@ -3,6 +3,9 @@
 // files, every definition that ever covered the address with the times it was valid, files
 // that were ignored, and the answer with the rule that picked it. --json prints the report as
 // on the wire.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -188,6 +191,20 @@ int RunExplain(const GlobalOptions& globals, const std::vector<std::string>& arg
       std::error_code ec;
       const std::filesystem::path absolute = std::filesystem::absolute(*image, ec);
       if (!ec) request.image = absolute.string();
+    }
+  }
+  // A file is opened here and its descriptor passed: the daemon reads it, not the path.
+  struct OpenedFile {
+    int fd = -1;
+    ~OpenedFile() {
+      if (fd >= 0) ::close(fd);
+    }
+  } image_file;
+  if (request.image && request.image->find('/') != std::string::npos) {
+    image_file.fd = ::open(request.image->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (image_file.fd >= 0) {
+      request.image_fd = true;
+      request.image_descriptor = image_file.fd;
     }
   }
   if (time_text) {
