@@ -74,7 +74,8 @@ void AltFile::Open(Elf* debug_elf, const std::string& debug_file, uint32_t owner
       }
       // Inflated as the main file is: within the same bounds (elf_file.h) and budget.
       if (f.elf != nullptr) {
-        if (const std::string refusal = CompressedDebugRefusal(CompressedDebugSections(f.elf));
+        if (const std::string refusal =
+                CompressedDebugRefusal(CompressedDebugSections(f.elf), budget.inflated_left());
             !refusal.empty()) {
           error = c + ": " + refusal;
           f.Close();

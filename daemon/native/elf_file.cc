@@ -261,12 +261,14 @@ CompressedDebug CompressedDebugSections(Elf* elf) {
   return c;
 }
 
-std::string CompressedDebugRefusal(const CompressedDebug& c) {
+std::string CompressedDebugRefusal(const CompressedDebug& c, uint64_t bound) {
   if (c.claimed == 0) return "";
   const auto mib = [](uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
-  if (c.claimed > kMaxInflatedDebugBytes) {
+  bound = std::min(bound, kMaxInflatedDebugBytes);
+  if (c.claimed > bound) {
     return "compressed debug sections claim " + mib(c.claimed) + " inflated (" + c.largest + ": " +
-           mib(c.largest_claim) + "), more than " + mib(kMaxInflatedDebugBytes);
+           mib(c.largest_claim) + "), more than " + mib(bound) +
+           (bound < kMaxInflatedDebugBytes ? " (its owner's quota)" : "");
   }
   if (c.claimed / kMaxDebugInflation > c.compressed) {
     return "compressed debug sections claim " + mib(c.claimed) + " inflated from " +

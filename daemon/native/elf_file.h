@@ -74,12 +74,13 @@ struct CompressedDebug {
 CompressedDebug CompressedDebugSections(Elf* elf);
 
 // Real DWARF compresses 3 to 10 times with zlib; a file whose compressed debug sections claim
-// more than this many times their size, or more than kMaxInflatedDebugBytes in all, has its
-// DWARF not read (its symbol tables still answer). "" when the claims are within the bounds,
-// else why not, naming the section and the bound.
+// more than this many times their size, or more than `bound` in all (the owner's quota, at most
+// kMaxInflatedDebugBytes), has its DWARF not read (its symbol tables still answer). "" when the
+// claims are within the bounds, else why not, naming the section and the bound.
 inline constexpr uint64_t kMaxDebugInflation = 64;
 inline constexpr uint64_t kMaxInflatedDebugBytes = uint64_t{1} << 30;
-std::string CompressedDebugRefusal(const CompressedDebug& c);
+std::string CompressedDebugRefusal(const CompressedDebug& c,
+                                   uint64_t bound = kMaxInflatedDebugBytes);
 
 }  // namespace jitsym::native
 

@@ -101,6 +101,7 @@ std::shared_ptr<NativeModule> ModuleCache::GetByPath(const std::string& path, st
 bool ModuleCache::Load(const std::string& path, Slot* slot) {
   DebugSearch search;
   search.debug_dirs = options_.debug_dirs;
+  search.inflate_bytes = options_.inflate_bytes;
   if (debuginfod_ && !slot->fetched.empty()) search.extra_files.push_back(slot->fetched);
   const uint64_t t0 = MonotonicNowNs();
   slot->module = NativeModule::Open(path, search, &slot->error);

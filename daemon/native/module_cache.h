@@ -38,6 +38,7 @@ class ModuleCache {
   struct Options {
     std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
     size_t budget_bytes = size_t{1} << 30;
+    uint64_t inflate_bytes = kMaxInflatedDebugBytes;  // per module: DebugSearch::inflate_bytes
     // The path of the debug file debuginfod has for a build id, asking for it in the
     // background when there is none yet. Unset: a DebuginfodFetcher of this cache's own when
     // DEBUGINFOD_URLS names a server.

@@ -39,6 +39,8 @@ std::shared_ptr<NativeModule> NativeModule::Open(const std::string& path, const 
   OpenedElf main = OpenElf(path, error, ElfRead::kMap);
   if (main.elf == nullptr) return nullptr;
   std::shared_ptr<NativeModule> m(new NativeModule());
+  m->budget_.emplace(dwarf::BudgetLimits{std::min(search.inflate_bytes, kMaxInflatedDebugBytes),
+                                         uint64_t{1} << 32});
   m->path_ = path;
   m->main_ = std::move(main);
   if (struct stat st{}; ::fstat(m->main_.fd, &st) == 0) m->owner_ = st.st_uid;
@@ -118,7 +120,8 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   int fd = source == debug_.elf ? debug_.fd : main_.fd;
   // Compressed debug sections are inflated when the file is read: a file whose sections claim
   // far more than real DWARF compresses to is refused before any is (elf_file.h).
-  if (const std::string refusal = CompressedDebugRefusal(CompressedDebugSections(source));
+  if (const std::string refusal =
+          CompressedDebugRefusal(CompressedDebugSections(source), budget_->limits().inflated_bytes);
       !refusal.empty()) {
     dwarf_refusal_ = debug_file_ + ": DWARF not read: " + refusal;
     JITSYM_LOG(kWarning, dwarf_refusal_, "; symbol tables only");
@@ -126,7 +129,7 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
     return false;
   }
   Result<std::unique_ptr<DwarfFile>> file =
-      DwarfFile::FromElf(source == debug_.elf ? debug_ : main_, debug_file_, budget_);
+      DwarfFile::FromElf(source == debug_.elf ? debug_ : main_, debug_file_, *budget_);
   if (!file) {
     JITSYM_LOG(kWarning, "cannot read DWARF: ", file.error().message, "; symbol tables only");
     debug_file_.clear();
@@ -134,12 +137,12 @@ bool NativeModule::OpenDwarf(Elf* main, const DebugSearch& search) {
   }
   dwarf_ = std::move(*file);
   // dwz's shared file, before any unit is read.
-  alt_.Open(source, debug_file_, owner_, budget_);
+  alt_.Open(source, debug_file_, owner_, *budget_);
   if (alt_.context() != nullptr) dwarf_->context().set_supplementary(alt_.context());
   // Split DWARF: skeleton units whose DIEs are in .dwo files or a .dwp package (split_units.h).
-  cus_.Open(&dwarf_->context(), &budget_, debug_file_);
+  cus_.Open(&dwarf_->context(), &*budget_, debug_file_);
   if (cus_.has_skeletons()) {
-    split_ = SplitUnits::Open(path_, main_.fd, debug_file_, fd, &budget_);
+    split_ = SplitUnits::Open(path_, main_.fd, debug_file_, fd, &*budget_);
     cus_.UseSplitUnits(split_.get());
   }
   return true;

@@ -43,6 +43,9 @@ namespace jitsym::native {
 struct DebugSearch {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};  // roots of .build-id trees
   std::vector<std::string> extra_files;  // debug files known for this build-id (debuginfod)
+  // Bytes its compressed debug sections may inflate to, all its files together: the owner's
+  // quota (limit-user-bytes), at most kMaxInflatedDebugBytes.
+  uint64_t inflate_bytes = kMaxInflatedDebugBytes;
 };
 
 struct NativeFrame {
@@ -88,7 +91,7 @@ class NativeModule {
   const std::string& dwp_file() const { return split_ ? split_->dwp_file() : empty_; }
   bool has_dwarf() const { return dwarf_ != nullptr; }
   // What reading this module's DWARF has cost so far (bytes inflated, DIEs decoded).
-  const dwarf::Budget& dwarf_budget() const { return budget_; }
+  const dwarf::Budget& dwarf_budget() const { return *budget_; }
   // A file it maps (the binary, its debug file) shrank under it: pages past the new end read as
   // zeros (mapping_guard.h), so the module cache opens the files again.
   bool damaged() const { return main_.guard.faults() != 0 || debug_.guard.faults() != 0; }
@@ -145,8 +148,9 @@ class NativeModule {
   std::string minidebug_;  // decompressed .gnu_debugdata (libelf reads it in place)
   Elf* mini_elf_ = nullptr;
   // What reading the DWARF of this module may cost (its files together): inflation is bounded
-  // as CompressedDebugRefusal bounds what a file may claim (elf_file.h).
-  dwarf::Budget budget_{dwarf::BudgetLimits{kMaxInflatedDebugBytes, uint64_t{1} << 32}};
+  // as CompressedDebugRefusal bounds what a file may claim (elf_file.h), by the owner's quota
+  // (DebugSearch::inflate_bytes). Made at Open.
+  std::optional<dwarf::Budget> budget_;
   std::unique_ptr<DwarfFile> dwarf_;  // the DWARF of the binary or of its debug file
   AltFile alt_;                       // dwz's shared file, when the debug file names one
   // Split DWARF: where skeletons' split units come from; null without skeleton units.

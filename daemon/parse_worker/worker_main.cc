@@ -170,6 +170,7 @@ int RunParseWorker(const std::vector<std::string>& args) {
     if (key == "as") sandbox.address_space_bytes = Number(value);
     if (key == "cpu") cpu_seconds = Number(value);
     if (key == "cache") cache.budget_bytes = Number(value);
+    if (key == "inflate") cache.inflate_bytes = Number(value);
     if (key == "lanes")
       g_lanes = static_cast<int>(std::clamp<uint64_t>(Number(value), 1, kMaxLanes));
     if (key == "debug-dir") cache.debug_dirs.push_back(value);

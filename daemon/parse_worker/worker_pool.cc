@@ -157,6 +157,7 @@ Result<std::shared_ptr<WorkerPool::Worker>> WorkerPool::Spawn(const std::string&
                                    "cpu=" + std::to_string(options_.timeout_ms / 1000 + 1),
                                    "cache=" + std::to_string(options_.cache_bytes),
                                    "lanes=" + std::to_string(lanes),
+                                   "inflate=" + std::to_string(options_.inflate_bytes),
                                    "for=" + name,
                                    "log=" + options_.log_level};
   for (const std::string& d : options_.debug_dirs) args.push_back("debug-dir=" + d);

@@ -59,6 +59,9 @@ struct PoolOptions {
   // stopped, least recently used first.
   size_t cache_bytes = size_t{1} << 30;
   uint64_t address_space_bytes = uint64_t{4} << 30;
+  // Bytes one module's compressed debug sections may inflate to: the owner's quota
+  // (limit-user-bytes), at most native::kMaxInflatedDebugBytes.
+  uint64_t inflate_bytes = uint64_t{1} << 30;
   uint64_t timeout_ms = 30000;  // one request, end to end; also its CPU time
   size_t per_group = 2;         // requests of one group at once (main.cc: the query threads)
   size_t lanes = 2;             // requests of one worker at once
