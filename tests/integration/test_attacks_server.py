@@ -73,6 +73,13 @@ def stop(proc):
     proc.wait()
 
 
+def alice_named():
+    """Whether alice's map answers yet (for waiting on it: nothing fails before it does)."""
+    res = users.client(users.ALICE, S["client"], h.socket_path, "lookup", "--pid",
+                       S["alice_pid"], "--json", "0x20000010", timeout=60)
+    return res.returncode == 0 and '"alice_fn_0"' in res.stdout
+
+
 def alice_lookup():
     """One lookup as alice through the real client; returns (seconds, answer)."""
     t0 = time.monotonic()
@@ -107,7 +114,7 @@ def setup():
     write_map(users.ALICE, S["alice_pid"], 0x20000000, 100, "alice_fn")
     # Bob's map covers every address his requests ask for: every answer is found and long.
     write_map(users.BOB, S["bob_pid"], 0x10000000, (1 << 24) // 64, "bob_has_a_long_symbol_name")
-    wait_until(lambda: alice_lookup(), 20, "alice's map to be indexed")
+    wait_until(alice_named, 20, "alice's map to be indexed")
     wait_until(lambda: "bob_has" in users.client(users.BOB, S["client"], h.socket_path,
                                                   "lookup", "--pid", S["bob_pid"], "--json",
                                                   "0x10000040").stdout, 60, "bob's map")
@@ -116,7 +123,7 @@ def setup():
 @h.case
 def huge_unread_answers_stay_bounded_and_alice_is_served():
     restart("--max-user-connections", USER_CONNECTIONS)
-    wait_until(lambda: alice_lookup(), 20, "the maps after the restart")
+    wait_until(alice_named, 20, "the maps after the restart")
     rss_before = h.daemon_kb("VmRSS")
     # Bounded is not refused: alone, a request of the maximum size is answered whole.
     proc, lines = attacker("flood", 1, S["bob_pid"], BIG, "full")
