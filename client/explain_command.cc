@@ -3,9 +3,6 @@
 // files, every definition that ever covered the address with the times it was valid, files
 // that were ignored, and the answer with the rule that picked it. --json prints the report as
 // on the wire.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +11,7 @@
 #include "client/args.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
+#include "client/image_files.h"
 #include "client/output.h"
 #include "proto/protocol.h"
 
@@ -194,18 +192,10 @@ int RunExplain(const GlobalOptions& globals, const std::vector<std::string>& arg
     }
   }
   // A file is opened here and its descriptor passed: the daemon reads it, not the path.
-  struct OpenedFile {
-    int fd = -1;
-    ~OpenedFile() {
-      if (fd >= 0) ::close(fd);
-    }
-  } image_file;
-  if (request.image && request.image->find('/') != std::string::npos) {
-    image_file.fd = ::open(request.image->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (image_file.fd >= 0) {
-      request.image_fd = true;
-      request.image_descriptor = image_file.fd;
-    }
+  ImageFiles image_files;
+  if (request.image) {
+    request.image_descriptor = image_files.Open(*request.image);
+    request.image_fd = request.image_descriptor >= 0;
   }
   if (time_text) {
     request.time = proto::ParseTime(*time_text);

@@ -23,6 +23,8 @@ class ImageFiles {
   // cannot open, or one past kMaxOpen files, is left named by path (the daemon then checks what
   // this user may read and says why a file is not read).
   void Attach(proto::LookupRequest* request);
+  // The descriptor of the file at `path` (a path with a '/'), opened once; -1 when it cannot be.
+  int Open(const std::string& path);
 
  private:
   static constexpr size_t kMaxOpen = 256;

@@ -502,19 +502,11 @@ void Session::HandleLine(std::string_view line) {
     const uint64_t held = std::min(charge, DecodedBytes(*lookup));
     state_->memory.Release(peer_.person, charge - held);
     int descriptor = -1;
-    if (lookup->image_fd) {
-      if (descriptors_.empty()) {
-        state_->memory.Release(peer_.person, held);
-        Answer(proto::MakeErrorResponse(
-            request.id_json, proto::kErrBadRequest,
-            "member 'image_fd': no descriptor came with the request (it is passed with "
-            "SCM_RIGHTS on the request's bytes)"));
-        return;
-      }
-      descriptor = descriptors_.front();
-      descriptors_.pop_front();
-      lookup->image_descriptor = descriptor;
+    if (lookup->image_fd && (descriptor = TakeDescriptor(request.id_json)) < 0) {
+      state_->memory.Release(peer_.person, held);
+      return;
     }
+    lookup->image_descriptor = descriptor;
     StartStream(std::move(request), held, descriptor);
     return;
   }
@@ -522,20 +514,25 @@ void Session::HandleLine(std::string_view line) {
   if (auto* explain = std::get_if<proto::ExplainRequest>(&request.body);
       explain && explain->image_fd) {
     // Its descriptor is read while the answer is built, and closed after.
-    if (descriptors_.empty()) {
-      Answer(proto::MakeErrorResponse(
-          request.id_json, proto::kErrBadRequest,
-          "member 'image_fd': no descriptor came with the request (it is passed with "
-          "SCM_RIGHTS on the request's bytes)"));
-      return;
-    }
-    explain->image_descriptor = descriptors_.front();
-    descriptors_.pop_front();
+    explain->image_descriptor = TakeDescriptor(request.id_json);
+    if (explain->image_descriptor < 0) return;
     StartAnswer(request);
     ::close(explain->image_descriptor);
     return;
   }
   StartAnswer(request);
+}
+
+int Session::TakeDescriptor(const std::string& id_json) {
+  if (descriptors_.empty()) {
+    Answer(proto::MakeErrorResponse(id_json, proto::kErrBadRequest,
+                                    "member 'image_fd': no descriptor came with the request (it "
+                                    "is passed with SCM_RIGHTS on the request's bytes)"));
+    return -1;
+  }
+  const int fd = descriptors_.front();
+  descriptors_.pop_front();
+  return fd;
 }
 
 void Session::StartAnswer(const proto::Request& request) {

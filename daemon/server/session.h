@@ -82,6 +82,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void Continue();
   void OnWritten(const boost::system::error_code& ec, size_t n);
   void HandleLine(std::string_view line);
+  // The descriptor a request that says "image_fd" brought (the oldest received, now the
+  // caller's), or -1 once the request is answered with the error that it brought none.
+  int TakeDescriptor(const std::string& id_json);
   // Starts answering a lookup as a stream, taking over `charged` bytes of the memory budget;
   // false when it was answered whole instead (a small compact answer).
   // `descriptor` (or -1) came with it ("image_fd") and is closed with the stream.

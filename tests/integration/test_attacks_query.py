@@ -33,12 +33,20 @@ S = {}
 SIG = "00112233445566778899AABBCCDDEEFF"
 
 # Sends one request line on the daemon's socket and prints the response line (run as a user:
-# the client itself turns relative paths into absolute ones, an attacker need not).
+# the client itself turns relative paths into absolute ones, an attacker need not). With a file
+# and a mode ("r", "w", "path"), a descriptor of that file opened so goes with the line
+# (SCM_RIGHTS), as `jitsym lookup --image` passes one.
 RAW = r"""
-import socket, sys
+import array, os, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
+data = sys.argv[2].encode() + b"\n"
+if len(sys.argv) > 4:
+    flags = {"r": os.O_RDONLY, "w": os.O_WRONLY, "path": os.O_PATH}[sys.argv[4]]
+    fds = array.array("i", [os.open(sys.argv[3], flags)])
+    s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+else:
+    s.sendall(data)
 buf = b""
 while not buf.endswith(b"\n"):
     chunk = s.recv(65536)
@@ -287,32 +295,6 @@ def image_paths_bob_may_not_read_are_refused_alike():
     check("/" not in res.stderr.split("not_found", 1)[-1], f"a path in {res.stderr!r}")
 
 
-# Sends one lookup as a user, with a descriptor of FILE opened in MODE passed beside it
-# (SCM_RIGHTS), as `jitsym lookup --image` does: argv socket, request, file, mode ("r", "w",
-# "path", "none": no descriptor at all).
-RAW_FD = r"""
-import array, json, os, socket, sys
-sock, request, path, mode = sys.argv[1:5]
-fds = []
-if mode != "none":
-    flags = {"r": os.O_RDONLY, "w": os.O_WRONLY, "path": os.O_PATH}[mode]
-    fds = [os.open(path, flags)]
-s = socket.socket(socket.AF_UNIX)
-s.connect(sock)
-data = request.encode() + b"\n"
-if fds:
-    s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-else:
-    s.sendall(data)
-buf = b""
-while not buf.endswith(b"\n"):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-print(buf.decode().strip())
-"""
-
 BOB_C = r"""
 __attribute__((noinline)) int bob_own_function(int x) { return x * 5 + 1; }
 int main(int argc, char** argv) { return bob_own_function(argc); }
@@ -320,8 +302,9 @@ int main(int argc, char** argv) { return bob_own_function(argc); }
 
 
 def raw_with_descriptor(user, request, path, mode):
-    res = users.run(user, [sys.executable, "-c", RAW_FD, h.socket_path, json.dumps(request),
-                           path, mode])
+    """raw(), with a descriptor of `path` opened in `mode` ("none": none at all)."""
+    extra = [] if mode == "none" else [path, mode]
+    res = users.run(user, [sys.executable, "-c", RAW, h.socket_path, json.dumps(request)] + extra)
     check(res.returncode == 0, f"raw request with a descriptor as {user}: {res.stderr}")
     return json.loads(res.stdout)
 
@@ -349,6 +332,13 @@ def an_image_is_read_from_the_descriptor_the_client_passed_never_from_its_path()
     check(r.get("ok"), f"bob's descriptor under alice's name: {r}")
     check("alice_secret_function" not in json.dumps(r), f"alice's names came back: {r}")
     check(r["results"][0].get("name") == "bob_own_function", f"not read from bob's file: {r}")
+    # explain passes its image's descriptor too.
+    res = client(users.BOB, "explain", "--image", mine, hexaddr(own))
+    check(res.returncode == 0 and "bob_own_function" in res.stdout,
+          f"bob's explain of his file: {res.returncode} {res.stdout!r} {res.stderr!r}")
+    r = raw_with_descriptor(users.BOB, {"op": "explain", "image": S["prog"], "image_fd": True,
+                                        "addr": hexaddr(S["func"])}, mine, "r")
+    check("alice_secret_function" not in json.dumps(r), f"explain read alice's file: {r}")
     # A descriptor that reads nothing: O_PATH opens a file its opener may not read (alice's
     # 0600 file in a directory anyone may search), O_WRONLY one he may only write.
     private = os.path.join(S["app"], "alice-private")
