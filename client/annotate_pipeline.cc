@@ -24,7 +24,6 @@
 #include "client/command.h"
 #include "client/daemon_call.h"
 #include "client/frame_summary.h"
-#include "client/image_files.h"
 #include "client/line_reader.h"
 #include "client/output.h"
 #include "client/perf_recording.h"
@@ -176,7 +175,6 @@ class AnnotatePipeline {
       } else {
         lookup.image = target.image;
         lookup.file_offset = target.file_offset;
-        images_.Attach(&lookup);
       }
       lookup.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
                       proto::kFieldSource | proto::kFieldImage |
@@ -329,25 +327,13 @@ class AnnotatePipeline {
       const bool more = Fill(batch);
       if (!more && !reader_.error().empty()) writer_error_ = reader_.error();
       if (batch->lines.empty()) break;
-      in_flight_.Push(batch);
-      // The requests of the batch in one write, each image lookup's descriptor with them (at
-      // most kMaxDescriptors a write).
-      std::string error;
-      bool sent = true;
       encoded.clear();
-      std::vector<int> descriptors;
-      for (size_t i = 0; i < batch->targets.size() && sent; ++i) {
-        const auto& lookup = std::get<proto::LookupRequest>(batch->requests[i].body);
-        if (lookup.image_fd && descriptors.size() == proto::ClientConnection::kMaxDescriptors) {
-          sent = connection_.Send(encoded, &error, descriptors);
-          encoded.clear();
-          descriptors.clear();
-        }
+      for (size_t i = 0; i < batch->targets.size(); ++i) {
         proto::EncodeRequest(batch->requests[i], &encoded);
-        if (lookup.image_fd) descriptors.push_back(lookup.image_descriptor);
       }
-      if (sent && !encoded.empty()) sent = connection_.Send(encoded, &error, descriptors);
-      if (!sent) {
+      in_flight_.Push(batch);
+      std::string error;
+      if (!encoded.empty() && !connection_.Send(encoded, &error)) {
         if (writer_error_.empty()) writer_error_ = error;
         connection_.Shutdown();
         break;
@@ -508,7 +494,6 @@ class AnnotatePipeline {
   }
 
   proto::ClientConnection& connection_;
-  ImageFiles images_;  // the files image lookups name, opened here (the writer's only)
   const AnnotateOptions options_;
   StackSink* const sink_;  // null: the text goes back out, annotated
   LineReader reader_;

@@ -11,7 +11,6 @@
 #include "client/args.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
-#include "client/image_files.h"
 #include "client/output.h"
 #include "proto/protocol.h"
 
@@ -190,12 +189,6 @@ int RunExplain(const GlobalOptions& globals, const std::vector<std::string>& arg
       const std::filesystem::path absolute = std::filesystem::absolute(*image, ec);
       if (!ec) request.image = absolute.string();
     }
-  }
-  // A file is opened here and its descriptor passed: the daemon reads it, not the path.
-  ImageFiles image_files;
-  if (request.image) {
-    request.image_descriptor = image_files.Open(*request.image);
-    request.image_fd = request.image_descriptor >= 0;
   }
   if (time_text) {
     request.time = proto::ParseTime(*time_text);

@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <thread>
 
@@ -22,7 +21,6 @@
 #include "client/blocking_queue.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
-#include "client/image_files.h"
 #include "client/line_reader.h"
 #include "client/output.h"
 #include "client/pipeline.h"
@@ -311,10 +309,7 @@ class LookupPipeline {
       batch->via = Route(*batch);
       in_flight_.Push(batch);  // before sending: the reader then knows what to expect
       std::string error;
-      // A request naming a file the client opened carries its descriptor.
-      const int image = batch->lookup().image_fd ? batch->lookup().image_descriptor : -1;
-      const std::span<const int> descriptors(&image, image >= 0 ? 1 : 0);
-      if (send && !batch->via->Send(encoded, &error, descriptors)) {
+      if (send && !batch->via->Send(encoded, &error)) {
         if (writer_error_.empty()) writer_error_ = error;
         batch->via->Shutdown();
         break;
@@ -518,11 +513,6 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
       return parser.UsageError("--image '" + *image + "': no such file");
     }
   }
-  // A file is opened here, with this user's rights, and its descriptor goes with every request:
-  // the daemon reads that file and opens no path it was given. One that cannot be opened is
-  // named by path only (the daemon then says why it is not read).
-  ImageFiles image_files;
-  image_files.Attach(&prototype);
   prototype.build_id = build_id;
   prototype.file_offset = file_offset;
   if (!prototype.pid && !prototype.image && !prototype.build_id) {

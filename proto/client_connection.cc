@@ -135,33 +135,9 @@ ClientConnection::~ClientConnection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool ClientConnection::Send(std::string_view data, std::string* error,
-                            std::span<const int> descriptors) {
-  if (descriptors.size() > kMaxDescriptors) {
-    *error = "more than " + std::to_string(kMaxDescriptors) + " descriptors in one send";
-    return false;
-  }
+bool ClientConnection::Send(std::string_view data, std::string* error) {
   while (!data.empty()) {
-    ssize_t n;
-    if (!descriptors.empty()) {
-      // With the first bytes: the daemon takes them as those bytes arrive.
-      iovec iov{const_cast<char*>(data.data()), data.size()};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxDescriptors)] = {};
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = CMSG_SPACE(sizeof(int) * descriptors.size());
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int) * descriptors.size());
-      std::memcpy(CMSG_DATA(c), descriptors.data(), sizeof(int) * descriptors.size());
-      n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-      if (n > 0) descriptors = {};
-    } else {
-      n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-    }
+    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -179,16 +155,7 @@ bool ClientConnection::Send(std::string_view data, std::string* error,
 bool ClientConnection::SendRequest(const Request& request, std::string* error) {
   send_buffer_.clear();
   EncodeRequest(request, &send_buffer_);
-  // A request naming a file the client opened carries its descriptor.
-  int descriptor = -1;
-  if (const auto* lookup = std::get_if<LookupRequest>(&request.body); lookup && lookup->image_fd) {
-    descriptor = lookup->image_descriptor;
-  }
-  if (const auto* explain = std::get_if<ExplainRequest>(&request.body);
-      explain && explain->image_fd) {
-    descriptor = explain->image_descriptor;
-  }
-  return Send(send_buffer_, error, std::span<const int>(&descriptor, descriptor >= 0 ? 1 : 0));
+  return Send(send_buffer_, error);
 }
 
 bool ClientConnection::ReadLine(std::string_view* line, std::string* error) {

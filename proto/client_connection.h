@@ -22,7 +22,6 @@ namespace jitsym::proto {
 
 class ClientConnection {
  public:
-  static constexpr size_t kMaxDescriptors = 4;  // with one Send (what the daemon holds ahead)
   // Response lines longer than this are treated as a broken connection.
   static constexpr size_t kDefaultMaxLineBytes = size_t{1} << 30;
 
@@ -48,10 +47,8 @@ class ClientConnection {
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
 
-  // Writes all of `data` (one or more encoded request lines), with `descriptors` (SCM_RIGHTS,
-  // at most 4) on its first bytes: one for each request in `data` that says "image_fd", in
-  // order.
-  bool Send(std::string_view data, std::string* error, std::span<const int> descriptors = {});
+  // Writes all of `data` (one or more encoded request lines).
+  bool Send(std::string_view data, std::string* error);
   bool SendRequest(const Request& request, std::string* error);
 
   // Reads the next line, without its '\n' (and '\r'). The view stays valid until the next

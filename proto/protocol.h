@@ -104,12 +104,6 @@ struct LookupRequest {
   std::optional<std::string> image;     // image lookups (r2rmap, ELF); later formats
   std::optional<std::string> build_id;  // ELF image lookups by build-id (hex)
   bool file_offset = false;  // ELF image lookups: addrs are file offsets, not virtual addresses
-  // "image_fd": true: the client opened the image and passed the descriptor with the request's
-  // bytes (SCM_RIGHTS); the daemon reads that file, and "image" only names it.
-  bool image_fd = false;
-  // Not on the wire: that descriptor, as the server received it (-1: none); the server keeps it
-  // open while the request is answered.
-  int image_descriptor = -1;
   // Restrict answers to one kind of source (an Origin's name; any other name matches nothing).
   std::optional<std::string> origin;
   std::optional<uint64_t> time;  // batch time; absent = now / last known
@@ -142,8 +136,6 @@ struct ExplainRequest {
   std::optional<std::string> image;
   uint64_t addr = 0;
   std::optional<uint64_t> time;  // absent = now / last known
-  bool image_fd = false;      // as LookupRequest's
-  int image_descriptor = -1;  // as LookupRequest's (not on the wire)
 };
 
 struct ProcessesRequest {};

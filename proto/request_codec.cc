@@ -243,14 +243,6 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     }
     return r.ReadBool(&f->lookup.file_offset);
   }
-  if (key == "image_fd") {
-    if (r.Peek() == Kind::kNull) return r.ReadNull();
-    if (r.Peek() != Kind::kBool) {
-      SetOnce(&f->lookup_error, "member 'image_fd' must be true or false");
-      return r.Skip();
-    }
-    return r.ReadBool(&f->lookup.image_fd);
-  }
   if (key == "strings") {
     if (r.Peek() == Kind::kNull) return r.ReadNull();
     if (r.Peek() != Kind::kBool) {
@@ -353,10 +345,6 @@ DecodeRequestResult DecodeRequest(std::string_view line) {
       result.request.reset();
       return Error(f, kErrBadRequest, "lookup needs member 'pid' or 'image' (or 'build_id')");
     }
-    if (f.lookup.image_fd && !f.lookup.image) {
-      result.request.reset();
-      return Error(f, kErrBadRequest, "member 'image_fd' needs 'image' (the file's name)");
-    }
     if (!f.have_addrs) {
       result.request.reset();
       return Error(f, kErrBadRequest, "missing member 'addrs'");
@@ -386,16 +374,11 @@ DecodeRequestResult DecodeRequest(std::string_view line) {
     } else if (problem.empty() && !f.addr.error.empty()) {
       problem = "member 'addr' must be a hex string";
     }
-    if (problem.empty() && f.lookup.image_fd && !f.lookup.image) {
-      problem = "member 'image_fd' needs 'image' (the file's name)";
-    }
     if (!problem.empty()) {
       result.request.reset();
       return Error(f, kErrBadRequest, std::move(problem));
     }
-    ExplainRequest explain{f.lookup.pid, f.lookup.image, f.addr.addr, f.lookup.time};
-    explain.image_fd = f.lookup.image_fd;
-    request.body = std::move(explain);
+    request.body = ExplainRequest{f.lookup.pid, f.lookup.image, f.addr.addr, f.lookup.time};
   } else if (f.op == "processes") {
     request.body = ProcessesRequest{};
   } else if (f.op == "stats") {
@@ -435,7 +418,6 @@ void EncodeRequest(const Request& request, std::string* out) {
         json::AppendString(*lookup.build_id, out);
       }
       if (lookup.file_offset) out->append(",\"file_offset\":true");
-      if (lookup.image_fd) out->append(",\"image_fd\":true");
       if (lookup.origin) {
         out->append(",\"origin\":");
         json::AppendString(*lookup.origin, out);
@@ -492,7 +474,6 @@ void EncodeRequest(const Request& request, std::string* out) {
         out->append(",\"image\":");
         json::AppendString(*explain.image, out);
       }
-      if (explain.image_fd) out->append(",\"image_fd\":true");
       out->append(",\"addr\":");
       json::AppendHexString(explain.addr, out);
       if (explain.time) {

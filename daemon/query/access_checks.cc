@@ -1,63 +1,21 @@
 // Access decisions applied to lookup requests and answers: see access_checks.h.
 #include "daemon/query/access_checks.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include <cstring>
 #include <string>
 
-#include "daemon/os/mounts.h"
 #include "daemon/os/proc.h"
 
 namespace jitsym::query {
 
-namespace {
-
-// What a descriptor the client passed is, asking its filesystem nothing until its mount is
-// known to be an ordinary one. False: not to be touched (the path is walked instead).
-bool DescribeGiven(int fd, const std::string& name, security::WalkedPath* out) {
-  const std::optional<uint64_t> id = os::MountIdOf(fd);
-  const std::shared_ptr<const os::Mount> mount = id ? os::FindMount(*id) : nullptr;
-  if (mount == nullptr || mount->guarded()) return false;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return false;
-  out->resolved = name;
-  out->dev = st.st_dev;
-  out->ino = st.st_ino;
-  out->regular = S_ISREG(st.st_mode);
-  out->directory = S_ISDIR(st.st_mode);
-  return true;
-}
-
-}  // namespace
-
 std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest& request,
                                                       const security::PeerAccess& access,
-                                                      std::optional<security::WalkedPath>* walked,
-                                                      int* given) {
+                                                      std::optional<security::WalkedPath>* walked) {
   walked->reset();
-  *given = -1;
   if (!request.image || request.image->find('/') == std::string::npos) {
     return std::nullopt;  // an image name or signature (r2rmap), or a build id: no file named
   }
   const std::string& path = *request.image;
-  if (request.image_fd) {
-    const int fd = request.image_descriptor;
-    // O_PATH opens what its opener may not read: such a descriptor proves nothing.
-    const int flags = fd >= 0 ? ::fcntl(fd, F_GETFL) : -1;
-    if (flags < 0 || (flags & O_PATH) != 0 || (flags & O_ACCMODE) == O_WRONLY) {
-      return proto::ErrorResponse{std::string(proto::kErrBadRequest),
-                                  "member 'image_fd': the descriptor passed is not open for "
-                                  "reading"};
-    }
-    security::WalkedPath w;
-    if (DescribeGiven(fd, path, &w)) {
-      *walked = std::move(w);
-      *given = fd;
-      return std::nullopt;
-    }
-  }
   if (path[0] != '/') {
     return proto::ErrorResponse{std::string(proto::kErrBadRequest),
                                 "\"image\" must be an absolute path (or an image name)"};

@@ -22,16 +22,9 @@ namespace jitsym::query {
 // (PeerAccess::CheckRead), else permission_denied, the same for a file that does not exist in
 // a directory the client may not search as for an unreadable one, naming no path. `walked`
 // receives the walk of an absolute path the client may read (then only that file is opened).
-//
-// An image the client opened and passed ("image_fd", request.image_descriptor): that file is
-// read and no path is walked or opened; `walked` describes the descriptor (the path is only its
-// name) and *given is it. A descriptor not open for reading is a bad request. One on a guarded
-// mount (FUSE: even fstat asks its server), or on a mount the daemon's table does not list,
-// is not touched: the path is walked as above and *given is -1.
 std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest& request,
                                                       const security::PeerAccess& access,
-                                                      std::optional<security::WalkedPath>* walked,
-                                                      int* given);
+                                                      std::optional<security::WalkedPath>* walked);
 
 // The step of a pid lookup after the JIT index (before images and ELF mappings): makes what a
 // client that may not see the pid is told the same whether or not the daemon indexed it

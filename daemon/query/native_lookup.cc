@@ -115,13 +115,9 @@ NativeLookup::NativeLookup(NativeOptions options, ProcessSnapshots& processes)
 }
 
 bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
-                                        const security::WalkedPath* walked, int given) {
+                                        const security::WalkedPath* walked) {
   if (request.build_id) return true;
   if (walked == nullptr || !walked->regular) return false;
-  if (given >= 0) {
-    char magic[4] = {};
-    return ::pread(given, magic, 4, 0) == 4 && std::memcmp(magic, "\177ELF", 4) == 0;
-  }
   auto opened = os::OpenForReading(walked->resolved,
                                    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
   if (!opened || opened->error != 0) return false;
@@ -138,37 +134,25 @@ bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
 }
 
 Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
-    const FileToRead& file, const std::vector<uint64_t>& addrs, bool file_offsets, bool all_frames,
-    bool* failed) {
+    const std::string& path, std::optional<native::FileId> expect,
+    const std::vector<uint64_t>& addrs, bool file_offsets, bool all_frames, bool* failed) {
   *failed = false;
-  const std::string& path = file.path;
+  const native::FileOps& files = native::Files();
   parse_worker::SymbolizeRequest request;
+  bool served = false;
+  if (!files.stat(path, true, &request.st, &served)) {
+    return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
+  }
   const struct stat& st = request.st;
-  os::UniqueFd fd;
-  if (file.given >= 0) {
-    // The client's descriptor (CheckImageRequest looked at its mount): that very file.
-    if (::fstat(file.given, &request.st) != 0) {
-      return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode)) return MakeError(ErrorKind::kIo, path + ": not a regular file");
-    fd.reset(::fcntl(file.given, F_DUPFD_CLOEXEC, 0));
-    if (!fd.valid()) return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
-  } else {
-    const native::FileOps& files = native::Files();
-    bool served = false;
-    if (!files.stat(path, true, &request.st, &served)) {
-      return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
-    }
-    if (file.expect && (st.st_dev != file.expect->dev || st.st_ino != file.expect->ino)) {
-      return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
-    }
-    if (!S_ISREG(st.st_mode)) return MakeError(ErrorKind::kIo, path + ": not a regular file");
-    fd.reset(files.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-    if (!fd.valid()) return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
-    if (struct stat now{}; !served && (::fstat(fd.get(), &now) != 0 || now.st_dev != st.st_dev ||
-                                       now.st_ino != st.st_ino)) {
-      return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
-    }
+  if (expect && (st.st_dev != expect->dev || st.st_ino != expect->ino)) {
+    return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
+  }
+  if (!S_ISREG(st.st_mode)) return MakeError(ErrorKind::kIo, path + ": not a regular file");
+  os::UniqueFd fd(files.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
+  if (struct stat now{}; !served && (::fstat(fd.get(), &now) != 0 || now.st_dev != st.st_dev ||
+                                     now.st_ino != st.st_ino)) {
+    return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
   }
   request.path = path;
   request.file_offsets = file_offsets;
@@ -235,8 +219,7 @@ Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
 }
 
 std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch,
-                                                              const security::WalkedPath* walked,
-                                                              int given) {
+                                                              const security::WalkedPath* walked) {
   if (!batch.AllowsOrigin(proto::Origin::kElf)) return std::nullopt;
   const proto::LookupRequest& request = batch.request();
   std::string id = request.build_id.value_or("");
@@ -252,7 +235,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
     // A path the peer may read (checked by the caller): that very file, found by the walk,
     // and maybe the build id it must have.
     bool failed = false;
-    auto r = ReadFile({walked->resolved, native::FileId{walked->dev, walked->ino}, given}, addrs,
+    auto r = ReadFile(walked->resolved, native::FileId{walked->dev, walked->ino}, addrs,
                       request.file_offset, all_frames, &failed);
     if (r) {
       read = *r;
@@ -294,7 +277,7 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
     for (const std::string& c : candidates) {
       if (!batch.access().MayRead(c)) continue;
       bool failed = false;
-      auto r = ReadFile({c, std::nullopt}, addrs, request.file_offset, all_frames, &failed);
+      auto r = ReadFile(c, std::nullopt, addrs, request.file_offset, all_frames, &failed);
       if (r && (*r)->reply.build_id == id && ((*r)->owner == 0 || (*r)->owner == asker)) {
         read = *r;
         break;
@@ -361,7 +344,7 @@ std::optional<proto::ErrorResponse> NativeLookup::Resolve(LookupBatch& batch) {
         error = map->path +
                 " no longer names the file the process mapped there (replaced or deleted "
                 "since): not read";
-      } else if (auto r = ReadFile({path, std::nullopt}, offsets, true, all_frames, &failed)) {
+      } else if (auto r = ReadFile(path, std::nullopt, offsets, true, all_frames, &failed)) {
         read = *r;
       } else {
         error = r.error().message;

@@ -46,16 +46,13 @@ class NativeLookup : public Resolver {
 
   // Whether an "image" request is for an ELF file: it names a build-id, or its image is a path
   // (already walked and allowed: `walked`) to a regular file that starts with the ELF magic.
-  // `given`: the descriptor the client passed for it (CheckImageRequest), or -1.
   static bool IsNativeImageRequest(const proto::LookupRequest& request,
-                                   const security::WalkedPath* walked, int given = -1);
+                                   const security::WalkedPath* walked);
   // An image request; nullopt on success, else the error to send. `walked`: the image path the
-  // caller checked with access.CheckRead (only that file is opened), or the descriptor `given`
-  // the client passed (that file is read, nothing opened); null for a build id, whose candidate
-  // files are used only if the peer may read them.
+  // caller checked with access.CheckRead (only that file is opened); null for a build id, whose
+  // candidate files are used only if the peer may read them.
   std::optional<proto::ErrorResponse> LookupImage(LookupBatch& batch,
-                                                  const security::WalkedPath* walked,
-                                                  int given = -1);
+                                                  const security::WalkedPath* walked);
   // A pid request: answers the pending addresses that fall in an executable mapping of a file,
   // for a peer that may see the process.
   std::optional<proto::ErrorResponse> Resolve(LookupBatch& batch) override;
@@ -66,18 +63,13 @@ class NativeLookup : public Resolver {
 
  private:
   using ExecMapping = ProcessSnapshot::ExecMapping;
-  // A file to read: the one at `path`, opened here (with `expect`, only if it is still that
-  // file), or the descriptor `given` (a client's; `path` only names it).
-  struct FileToRead {
-    std::string path;
-    std::optional<native::FileId> expect;
-    int given = -1;
-  };
-  // The answers for `addrs` (virtual addresses, or file offsets) in `file`, with every inlined
-  // frame, or (`all_frames` false: no one asked for frames) only the innermost, the source
-  // position. An error for a file not read (its message names the path; `*failed` when its
-  // reader failed rather than the file).
-  Result<std::shared_ptr<const Read>> ReadFile(const FileToRead& file,
+  // The answers for `addrs` (virtual addresses, or file offsets) in the file at `path`, opened
+  // here; with `expect`, only if it is still that file; with every inlined frame, or
+  // (`all_frames` false: no one asked for frames) only the innermost, the source position. An
+  // error for a file not read (its message names `path`; `*failed` when its reader failed
+  // rather than the file).
+  Result<std::shared_ptr<const Read>> ReadFile(const std::string& path,
+                                               std::optional<native::FileId> expect,
                                                const std::vector<uint64_t>& addrs,
                                                bool file_offsets, bool all_frames, bool* failed);
 

@@ -84,15 +84,14 @@ std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupReque
   // An image named by path: only for a client that could read the file itself, decided before
   // anything is opened.
   std::optional<security::WalkedPath> walked;
-  int given = -1;  // the descriptor the client passed, to be read instead of the path
-  if (auto error = CheckImageRequest(body, access, &walked, &given)) {
+  if (auto error = CheckImageRequest(body, access, &walked)) {
     if (error->code == proto::kErrPermission) denied_.fetch_add(1, std::memory_order_relaxed);
     return error;
   }
   const security::WalkedPath* path = walked ? &*walked : nullptr;
-  if (NativeLookup::IsNativeImageRequest(body, path, given)) {
-    // An ELF file (by path, descriptor or build-id).
-    if (auto error = native_.LookupImage(batch, path, given)) return error;
+  if (NativeLookup::IsNativeImageRequest(body, path)) {
+    // An ELF file (by path or build-id).
+    if (auto error = native_.LookupImage(batch, path)) return error;
     ExplainImageMisses(batch, body.image ? *body.image : "build id " + body.build_id.value_or(""));
     return std::nullopt;
   }

@@ -1,13 +1,10 @@
 #include "daemon/server/session.h"
 
 #include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
@@ -23,8 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kReadChunk = 64 * 1024;
-// Descriptors a connection may have sent ahead of the requests that take them.
-constexpr size_t kMaxHeldDescriptors = 4;
 // Buffers are returned to this size once idle, so a single big batch does not pin memory.
 constexpr size_t kIdleInputBytes = kReadChunk;
 constexpr size_t kIdleOutputBytes = 4 << 20;
@@ -121,14 +116,6 @@ struct Session::Stream {
   proto::BinaryAnswerEncoder encoder;
   bool connection_strings = false;
   uint64_t charged = 0;  // charged to ServerState::memory for `addrs`
-  int descriptor = -1;   // the one that came with the request (request's image_descriptor)
-
-  Stream() = default;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (descriptor >= 0) ::close(descriptor);
-  }
 
   const std::vector<proto::LookupResult>& results() const {
     static const std::vector<proto::LookupResult> kNone;
@@ -147,7 +134,6 @@ Session::Session(std::shared_ptr<ServerState> state, Socket socket, PeerCredenti
       last_progress_(Clock::now()) {}
 
 Session::~Session() {
-  for (int fd : descriptors_) ::close(fd);
   state_->memory.Release(peer_.person, charged_);
   if (stream_) state_->memory.Release(peer_.person, stream_->charged);
   if (pulled_) state_->memory.Release(peer_.person, pulled_->charged());
@@ -276,59 +262,11 @@ void Session::ReadMore() {
   }
   reading_ = true;
   reading_since_ = Clock::now();
-  WaitReadable();
-}
-
-void Session::WaitReadable() {
-  socket_.async_wait(
-      Socket::wait_read,
+  socket_.async_read_some(
+      boost::asio::buffer(in_.data() + end_, in_.size() - end_),
       boost::asio::bind_executor(socket_.get_executor(),
-                                 [self = shared_from_this()](const boost::system::error_code& ec) {
-                                   self->OnReadable(ec);
-                                 }));
-}
-
-void Session::OnReadable(const boost::system::error_code& ec) {
-  if (ec || closed_) {
-    OnRead(ec ? ec : boost::asio::error::operation_aborted, 0);
-    return;
-  }
-  iovec iov{in_.data() + end_, in_.size() - end_};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxHeldDescriptors)];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  const ssize_t n =
-      ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_NOSIGNAL);
-  const int err = n < 0 ? errno : 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t k = 0; k < count; ++k) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-      if (descriptors_.size() < kMaxHeldDescriptors) {
-        descriptors_.push_back(fd);
-      } else {
-        ::close(fd);
-      }
-    }
-  }
-  if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
-    WaitReadable();  // woken for nothing: wait again
-    return;
-  }
-  if (n < 0) {
-    OnRead(boost::system::error_code(err, boost::system::system_category()), 0);
-    return;
-  }
-  if (n == 0) {
-    OnRead(boost::asio::error::eof, 0);
-    return;
-  }
-  OnRead({}, static_cast<size_t>(n));
+                                 [self = shared_from_this()](const boost::system::error_code& ec,
+                                                             size_t n) { self->OnRead(ec, n); }));
 }
 
 void Session::ShrinkInput() {
@@ -501,38 +439,11 @@ void Session::HandleLine(std::string_view line) {
     // Keep charged only what the request really holds.
     const uint64_t held = std::min(charge, DecodedBytes(*lookup));
     state_->memory.Release(peer_.person, charge - held);
-    int descriptor = -1;
-    if (lookup->image_fd && (descriptor = TakeDescriptor(request.id_json)) < 0) {
-      state_->memory.Release(peer_.person, held);
-      return;
-    }
-    lookup->image_descriptor = descriptor;
-    StartStream(std::move(request), held, descriptor);
+    StartStream(std::move(request), held);
     return;
   }
   state_->memory.Release(peer_.person, charge);
-  if (auto* explain = std::get_if<proto::ExplainRequest>(&request.body);
-      explain && explain->image_fd) {
-    // Its descriptor is read while the answer is built, and closed after.
-    explain->image_descriptor = TakeDescriptor(request.id_json);
-    if (explain->image_descriptor < 0) return;
-    StartAnswer(request);
-    ::close(explain->image_descriptor);
-    return;
-  }
   StartAnswer(request);
-}
-
-int Session::TakeDescriptor(const std::string& id_json) {
-  if (descriptors_.empty()) {
-    Answer(proto::MakeErrorResponse(id_json, proto::kErrBadRequest,
-                                    "member 'image_fd': no descriptor came with the request (it "
-                                    "is passed with SCM_RIGHTS on the request's bytes)"));
-    return -1;
-  }
-  const int fd = descriptors_.front();
-  descriptors_.pop_front();
-  return fd;
 }
 
 void Session::StartAnswer(const proto::Request& request) {
@@ -586,11 +497,10 @@ proto::Response Session::CallHandler(const proto::Request& request) {
   return Guarded(request, handle).response;
 }
 
-bool Session::StartStream(proto::Request request, uint64_t charged, int descriptor) {
+bool Session::StartStream(proto::Request request, uint64_t charged) {
   auto& lookup = std::get<proto::LookupRequest>(request.body);
   auto stream = std::make_unique<Stream>();
   stream->charged = charged;
-  stream->descriptor = descriptor;  // closed with the stream, whichever way it ends
   const size_t slice = std::max<size_t>(1, state_->options.answer_slice);
   // A binary answer streams whatever its size: each frame has its own string table.
   stream->binary = lookup.binary;

@@ -7,7 +7,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,22 +72,15 @@ class Session : public std::enable_shared_from_this<Session> {
   struct Stream;
 
   void ReadMore();
-  void WaitReadable();
-  // The socket is readable: reads what came, with the descriptors that came with it.
-  void OnReadable(const boost::system::error_code& ec);
   void OnRead(const boost::system::error_code& ec, size_t n);
   // Produces answers (the current stream, then complete buffered request lines) until the
   // output reaches the high-water mark, then writes, or reads more input.
   void Continue();
   void OnWritten(const boost::system::error_code& ec, size_t n);
   void HandleLine(std::string_view line);
-  // The descriptor a request that says "image_fd" brought (the oldest received, now the
-  // caller's), or -1 once the request is answered with the error that it brought none.
-  int TakeDescriptor(const std::string& id_json);
   // Starts answering a lookup as a stream, taking over `charged` bytes of the memory budget;
   // false when it was answered whole instead (a small compact answer).
-  // `descriptor` (or -1) came with it ("image_fd") and is closed with the stream.
-  bool StartStream(proto::Request request, uint64_t charged, int descriptor);
+  bool StartStream(proto::Request request, uint64_t charged);
   // Appends more of the current stream's text to out_.
   void Produce();
   // The end of a streamed answer: "]}\n", or a binary answer's end marker.
@@ -134,10 +126,6 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t end_ = 0;
   size_t scanned_ = 0;  // in_[begin_, scanned_) holds no '\n'
   std::string out_;
-  // Descriptors that came with the input (SCM_RIGHTS), oldest first: each is taken by the next
-  // request that says it brought one ("image_fd"). At most kMaxHeldDescriptors are held; more
-  // are closed as they come.
-  std::deque<int> descriptors_;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<PulledAnswer> pulled_;  // the answer being pulled from a producer
   // The connection's string table (binary answers that ask "string_table":"connection"): the

@@ -11,11 +11,7 @@ attacker; alice's home is 0700) against the real daemon and client. Each case na
   --r2rmap-dir map of the same image, by image or for alice's process (nor may bob's
   /tmp/perfinfo-<pid>.map place images in alice's process);
 - "permission denied" vs "not found": bob gets the same answer for alice's indexed dead pid as
-  for a pid the daemon never saw, and "permission denied" only for a live process of alice;
-- an image passed as a descriptor (SCM_RIGHTS, what `jitsym lookup --image` does): bob's own
-  file under the name of alice's is read from the descriptor (the daemon opens no path it is
-  given), and a descriptor that reads nothing (O_PATH of alice's 0600 file, O_WRONLY) is
-  refused."""
+  for a pid the daemon never saw, and "permission denied" only for a live process of alice."""
 
 import json
 import os
@@ -33,20 +29,12 @@ S = {}
 SIG = "00112233445566778899AABBCCDDEEFF"
 
 # Sends one request line on the daemon's socket and prints the response line (run as a user:
-# the client itself turns relative paths into absolute ones, an attacker need not). With a file
-# and a mode ("r", "w", "path"), a descriptor of that file opened so goes with the line
-# (SCM_RIGHTS), as `jitsym lookup --image` passes one.
+# the client itself turns relative paths into absolute ones, an attacker need not).
 RAW = r"""
-import array, os, socket, sys
+import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
-data = sys.argv[2].encode() + b"\n"
-if len(sys.argv) > 4:
-    flags = {"r": os.O_RDONLY, "w": os.O_WRONLY, "path": os.O_PATH}[sys.argv[4]]
-    fds = array.array("i", [os.open(sys.argv[3], flags)])
-    s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-else:
-    s.sendall(data)
+s.sendall(sys.argv[2].encode() + b"\n")
 buf = b""
 while not buf.endswith(b"\n"):
     chunk = s.recv(65536)
@@ -293,83 +281,6 @@ def image_paths_bob_may_not_read_are_refused_alike():
     check(without_numbers(res.stderr, S["build_id"]) == without_numbers(ref.stderr, "ab" * 20),
           f"build id known vs unknown: {res.stderr!r} vs {ref.stderr!r}")
     check("/" not in res.stderr.split("not_found", 1)[-1], f"a path in {res.stderr!r}")
-
-
-BOB_C = r"""
-__attribute__((noinline)) int bob_own_function(int x) { return x * 5 + 1; }
-int main(int argc, char** argv) { return bob_own_function(argc); }
-"""
-
-
-def raw_with_descriptor(user, request, path, mode):
-    """raw(), with a descriptor of `path` opened in `mode` ("none": none at all)."""
-    extra = [] if mode == "none" else [path, mode]
-    res = users.run(user, [sys.executable, "-c", RAW, h.socket_path, json.dumps(request)] + extra)
-    check(res.returncode == 0, f"raw request with a descriptor as {user}: {res.stderr}")
-    return json.loads(res.stdout)
-
-
-@h.case
-def an_image_is_read_from_the_descriptor_the_client_passed_never_from_its_path():
-    # bob's own program, at the address of alice's secret function in hers.
-    src = os.path.join(h.root, "bob.c")
-    with open(src, "w") as f:
-        f.write(BOB_C)
-    mine = os.path.join(S["bob"].pw_dir, "bobprog")
-    subprocess.run(["gcc", "-O1", "-g", "-o", mine, src], check=True, timeout=120)
-    os.chown(mine, S["bob"].pw_uid, S["bob"].pw_gid)
-    nm = subprocess.run(["nm", mine], capture_output=True, text=True, check=True).stdout
-    own = int(next(l.split()[0] for l in nm.splitlines() if l.endswith(" bob_own_function")), 16)
-    # The client passes the file it opened: answered from it.
-    res, docs = lookup_json(users.BOB, "--image", mine, hexaddr(own))
-    check(res.returncode == 0 and docs and docs[0].get("name") == "bob_own_function",
-          f"bob's own file: {res.returncode} {res.stderr!r} {docs}")
-    # A descriptor of his file under the name of alice's: the daemon reads the descriptor and
-    # opens no path it is given; nothing of hers comes back.
-    request = {"op": "lookup", "image": S["prog"], "image_fd": True,
-               "addrs": [hexaddr(own), hexaddr(S["func"])]}
-    r = raw_with_descriptor(users.BOB, request, mine, "r")
-    check(r.get("ok"), f"bob's descriptor under alice's name: {r}")
-    check("alice_secret_function" not in json.dumps(r), f"alice's names came back: {r}")
-    check(r["results"][0].get("name") == "bob_own_function", f"not read from bob's file: {r}")
-    # explain passes its image's descriptor too.
-    res = client(users.BOB, "explain", "--image", mine, hexaddr(own))
-    check(res.returncode == 0 and "bob_own_function" in res.stdout,
-          f"bob's explain of his file: {res.returncode} {res.stdout!r} {res.stderr!r}")
-    r = raw_with_descriptor(users.BOB, {"op": "explain", "image": S["prog"], "image_fd": True,
-                                        "addr": hexaddr(S["func"])}, mine, "r")
-    check("alice_secret_function" not in json.dumps(r), f"explain read alice's file: {r}")
-    # A descriptor that reads nothing: O_PATH opens a file its opener may not read (alice's
-    # 0600 file in a directory anyone may search), O_WRONLY one he may only write.
-    private = os.path.join(S["app"], "alice-private")
-    shutil.copy(S["prog"], private)
-    os.chown(private, S["alice"].pw_uid, S["alice"].pw_gid)
-    os.chmod(private, 0o600)
-    request = {"op": "lookup", "image": private, "image_fd": True, "addrs": [hexaddr(S["func"])]}
-    r = raw_with_descriptor(users.BOB, request, private, "path")
-    check(not r.get("ok") and r["error"]["code"] == "bad_request" and
-          "not open for reading" in r["error"]["message"], f"an O_PATH descriptor: {r}")
-    check("alice_secret_function" not in json.dumps(r), f"alice's names came back: {r}")
-    writable = os.path.join(S["bob"].pw_dir, "bobprog-w")
-    shutil.copy(mine, writable)
-    os.chown(writable, S["bob"].pw_uid, S["bob"].pw_gid)
-    os.chmod(writable, 0o200)
-    request = {"op": "lookup", "image": writable, "image_fd": True, "addrs": [hexaddr(own)]}
-    r = raw_with_descriptor(users.BOB, request, writable, "w")
-    check(not r.get("ok") and r["error"]["code"] == "bad_request", f"an O_WRONLY descriptor: {r}")
-    # "image_fd" with no descriptor: an error answer, and the connection's next request works.
-    request = {"op": "lookup", "image": mine, "image_fd": True, "addrs": [hexaddr(own)]}
-    r = raw_with_descriptor(users.BOB, request, mine, "none")
-    check(not r.get("ok") and r["error"]["code"] == "bad_request" and
-          "no descriptor" in r["error"]["message"], f"no descriptor: {r}")
-    # Every descriptor passed is closed once its request is answered (or refused).
-    fds = lambda: len(os.listdir(f"/proc/{h.daemon.proc.pid}/fd"))
-    before = fds()
-    for k in range(40):
-        request = {"op": "lookup", "image": mine, "image_fd": True, "addrs": [hexaddr(own)]}
-        raw_with_descriptor(users.BOB, request, mine if k % 2 else writable, "r" if k % 2 else "w")
-    wait_until(lambda: fds() <= before + 2, 5, f"the daemon's descriptors to go back to {before}")
-    check(h.daemon.alive(), f"the daemon died: {h.log_tail()}")
 
 
 @h.case

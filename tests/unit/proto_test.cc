@@ -342,25 +342,6 @@ TEST(RequestCodecTest, ImageAloneIsEnough) {
   EXPECT_FALSE(std::get<LookupRequest>(r.request->body).pid);
 }
 
-// "image_fd": the image's descriptor comes with the request; it needs "image" (the name), and
-// the descriptor itself is not on the wire.
-TEST(RequestCodecTest, ImageDescriptorFlag) {
-  const auto r = Decode(R"({"op":"lookup","image":"/lib/x.so","image_fd":true,"addrs":["0x10"]})");
-  ASSERT_TRUE(r.request);
-  const auto& lookup = std::get<LookupRequest>(r.request->body);
-  EXPECT_TRUE(lookup.image_fd);
-  EXPECT_EQ(lookup.image_descriptor, -1);
-  std::string encoded;
-  EncodeRequest(*r.request, &encoded);
-  EXPECT_NE(encoded.find(R"("image_fd":true)"), std::string::npos) << encoded;
-  const auto alone =
-      Decode(R"({"op":"lookup","build_id":"abcd","image_fd":true,"addrs":["0x10"]})");
-  ASSERT_FALSE(alone.request);
-  EXPECT_EQ(std::get<ErrorResponse>(alone.error->body).code, kErrBadRequest);
-  const auto wrong = Decode(R"({"op":"lookup","image":"/x","image_fd":3,"addrs":["0x10"]})");
-  ASSERT_FALSE(wrong.request);
-}
-
 TEST(RequestCodecTest, NullMeansAbsent) {
   const auto r = Decode(R"({"op":"lookup","pid":3,"image":null,"time":null,"addrs":[]})");
   ASSERT_TRUE(r.request);
