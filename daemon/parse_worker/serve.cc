@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <system_error>
 #include <thread>
-#include <unordered_map>
 
 #include "daemon/util/thread_budget.h"
 
@@ -16,14 +15,19 @@ namespace {
 // costs more than it saves.
 constexpr size_t kMinParallelAddresses = 2048;
 
+// Where a string's probe starts in a table of mask + 1 slots: by its bytes' address and size.
+size_t FirstSlot(std::string_view s, size_t mask) {
+  const uint64_t key = reinterpret_cast<uintptr_t>(s.data()) ^ (uint64_t{s.size()} << 48);
+  return (key * 0x9e3779b97f4a7c15ull) >> 32 & mask;
+}
+
 }  // namespace
 
 uint32_t StringIds::Table::Of(std::string_view s) {
   if (s.empty()) return 0;
   if (slots_.size() < 2 * by_id.size()) Grow();
   const size_t mask = slots_.size() - 1;
-  const uint64_t key = reinterpret_cast<uintptr_t>(s.data()) ^ (uint64_t{s.size()} << 48);
-  for (size_t at = (key * 0x9e3779b97f4a7c15ull) >> 32 & mask;; at = (at + 1) & mask) {
+  for (size_t at = FirstSlot(s, mask);; at = (at + 1) & mask) {
     const uint32_t id = slots_[at];
     if (id == 0) {
       slots_[at] = static_cast<uint32_t>(by_id.size());
@@ -38,9 +42,7 @@ void StringIds::Table::Grow() {
   std::vector<uint32_t> slots(std::max<size_t>(1024, slots_.size() * 2));
   const size_t mask = slots.size() - 1;
   for (uint32_t id = 1; id < by_id.size(); ++id) {
-    const std::string_view s = by_id[id];
-    const uint64_t key = reinterpret_cast<uintptr_t>(s.data()) ^ (uint64_t{s.size()} << 48);
-    size_t at = (key * 0x9e3779b97f4a7c15ull) >> 32 & mask;
+    size_t at = FirstSlot(by_id[id], mask);
     while (slots[at] != 0) at = (at + 1) & mask;
     slots[at] = id;
   }
