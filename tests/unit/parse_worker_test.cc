@@ -461,6 +461,30 @@ TEST_F(FakeWorkerTest, TwoRequestsForOneFileAreServedAtOnceByTheWorkerThatHasIt)
   EXPECT_EQ(pool.Stats().started, 1u);
 }
 
+// A worker that dies while it serves two requests: the one that finds it dead first reports
+// what happened and counts the failure; the other says it ended while serving another request.
+TEST_F(FakeWorkerTest, AWorkerThatDiesUnderTwoRequestsIsReportedOnce) {
+  const std::string exe = FakeWorker(dir_,
+                                     "recv()\n"
+                                     "s = socket.socket(fileno=4)\n"
+                                     "recv()\n"
+                                     "os.kill(os.getpid(), 9)\n");
+  PoolOptions o = TestPool(exe);
+  o.timeout_ms = 5000;
+  WorkerPool pool(o);
+  Result<SymbolizeReply> a = MakeError(ErrorKind::kLimit, "not asked");
+  std::thread other([&] { a = Ask(pool); });
+  Result<SymbolizeReply> b = Ask(pool);
+  other.join();
+  ASSERT_FALSE(a.ok());
+  ASSERT_FALSE(b.ok());
+  const std::string both = a.error().message + "\n" + b.error().message;
+  EXPECT_NE(both.find("was killed by SIGKILL"), std::string::npos) << both;
+  EXPECT_NE(both.find("while serving another request"), std::string::npos) << both;
+  EXPECT_EQ(pool.Stats().failed, 1u);
+  EXPECT_EQ(pool.Stats().started, 1u);
+}
+
 TEST_F(FakeWorkerTest, AWorkerThatHangsIsKilledAtTheDeadlineAndItsFileBacksOff) {
   const std::string exe =
       FakeWorker(dir_, "recv()\nout.write('%d\\n' % os.getpid())\nout.flush()\ntime.sleep(600)\n");
