@@ -1,11 +1,14 @@
 #include "daemon/native/debuginfod_fetcher.h"
 
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <type_traits>
 
 #include "daemon/util/clock.h"
 #include "daemon/util/log.h"
@@ -16,6 +19,44 @@ namespace {
 constexpr uint64_t kRetryNs = 600ull * 1000000000ull;
 constexpr size_t kMaxQueued = 1024;
 constexpr size_t kMaxEntries = 65536;
+
+// libdebuginfod, loaded when the first download is asked for: linked, it and what it links
+// (libcurl, GnuTLS, Kerberos, LDAP: some forty libraries) were loaded by every start of the
+// daemon and of each parse worker, which run the same binary and never download.
+struct Debuginfod {
+  decltype(&debuginfod_begin) begin;
+  decltype(&debuginfod_end) end;
+  decltype(&debuginfod_set_user_data) set_user_data;
+  decltype(&debuginfod_get_user_data) get_user_data;
+  decltype(&debuginfod_set_progressfn) set_progressfn;
+  decltype(&debuginfod_find_debuginfo) find_debuginfo;
+};
+
+// The library's functions, or nullopt (logged) when it cannot be loaded. Never unloaded.
+std::optional<Debuginfod> LoadDebuginfod() {
+  void* lib = ::dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    JITSYM_LOG(kWarning, "debuginfod: ", ::dlerror(), "; no downloads");
+    return std::nullopt;
+  }
+  Debuginfod d{};
+  bool all = true;
+  auto get = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+    all = all && fn != nullptr;
+  };
+  get(d.begin, "debuginfod_begin");
+  get(d.end, "debuginfod_end");
+  get(d.set_user_data, "debuginfod_set_user_data");
+  get(d.get_user_data, "debuginfod_get_user_data");
+  get(d.set_progressfn, "debuginfod_set_progressfn");
+  get(d.find_debuginfo, "debuginfod_find_debuginfo");
+  if (!all) {
+    JITSYM_LOG(kWarning, "debuginfod: libdebuginfod.so.1 lacks a function we call; no downloads");
+    return std::nullopt;
+  }
+  return d;
+}
 
 }  // namespace
 
@@ -69,14 +110,15 @@ void DebuginfodFetcher::Request(const std::string& build_id) {
 
 void DebuginfodFetcher::Run(std::shared_ptr<State> state) {
   State& s = *state;
-  debuginfod_client* client = debuginfod_begin();
-  if (client == nullptr) {
+  static const std::optional<Debuginfod> lib = LoadDebuginfod();
+  debuginfod_client* client = lib ? lib->begin() : nullptr;
+  if (lib && client == nullptr) {
     JITSYM_LOG(kWarning, "debuginfod: cannot create a client; no downloads");
-  } else {
-    debuginfod_set_user_data(client, &s);
+  } else if (client != nullptr) {
+    lib->set_user_data(client, &s);
     // Called during transfers: a non-zero return aborts, so shutdown does not wait on them.
-    debuginfod_set_progressfn(client, [](debuginfod_client* c, long, long) -> int {
-      auto* st = static_cast<State*>(debuginfod_get_user_data(c));
+    lib->set_progressfn(client, [](debuginfod_client* c, long, long) -> int {
+      auto* st = static_cast<State*>(lib->get_user_data(c));
       std::lock_guard lock(st->mu);
       return st->stop ? 1 : 0;
     });
@@ -90,8 +132,8 @@ void DebuginfodFetcher::Run(std::shared_ptr<State> state) {
     lock.unlock();
     char* path = nullptr;
     const uint64_t t0 = MonotonicNowNs();
-    const int fd = debuginfod_find_debuginfo(
-        client, reinterpret_cast<const unsigned char*>(id.c_str()), 0, &path);
+    const int fd =
+        lib->find_debuginfo(client, reinterpret_cast<const unsigned char*>(id.c_str()), 0, &path);
     std::string found;
     if (fd >= 0) {
       ::close(fd);
@@ -109,7 +151,7 @@ void DebuginfodFetcher::Run(std::shared_ptr<State> state) {
     e.path = found;
   }
   if (lock.owns_lock()) lock.unlock();
-  if (client != nullptr) debuginfod_end(client);
+  if (client != nullptr) lib->end(client);
   lock.lock();
   s.running = false;
   s.cv.notify_all();
