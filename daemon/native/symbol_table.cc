@@ -31,6 +31,7 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
     stored_.clear();  // keys are offsets into this section's string table
     uint32_t file = kNoFile, file_size = 0;
     const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, 1u << 24);
+    symbols_.reserve(symbols_.size() + count);
     for (size_t i = 1; i < count; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
@@ -62,8 +63,7 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
       if (type == STT_NOTYPE && name[0] == '$') continue;  // mapping symbols
       any = true;
       // The version (in .symtab names made by .symver) and a clone suffix come off first: the
-      // demangler reads neither, and the function is the same function. Names are stored
-      // demangled: each is shown many times, demangled once.
+      // demangler reads neither, and the function is the same function.
       SymbolVersion version;
       const std::string_view unversioned = StripVersion(name, &version);
       const bool local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
@@ -82,19 +82,20 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
       }
       const CloneSplit split = SplitClone(unversioned);
       const bool clone = !split.clone.empty() && split.clone.size() <= 0xff;
-      const std::string demangled = Demangled(clone ? split.base : unversioned);
+      std::string_view base = clone ? split.base : unversioned;
+      if (base.size() > kMaxNameBytes) base = base.substr(0, kMaxNameBytes);
       const std::string_view clone_text = clone ? split.clone : std::string_view();
-      if (!HasRoomFor(demangled.size() + clone_text.size() + 2)) {
+      if (!HasRoomFor(base.size() + clone_text.size() + 2)) {
         JITSYM_LOG(kWarning, "native: ", path_, ": symbol names past ", names_.size() >> 20,
                    " MiB from string tables of ", strtab_bytes_ >> 20,
                    " MiB; the rest of this symbol table is not read");
         return any;
       }
       const uint32_t at = static_cast<uint32_t>(names_.size());
-      if (!Add(sym.st_value, sym.st_size, demangled, clone_text, sym_file, sym_file_size, facts)) {
+      if (!Add(sym.st_value, sym.st_size, base, clone_text, sym_file, sym_file_size, facts)) {
         return any;
       }
-      stored_.emplace(sym.st_name, Stored{at, static_cast<uint32_t>(demangled.size()),
+      stored_.emplace(sym.st_name, Stored{at, static_cast<uint32_t>(base.size()),
                                           static_cast<uint8_t>(clone_text.size())});
     }
   }
@@ -120,6 +121,9 @@ void SymbolTable::AddPltEntries(Elf* elf) {
   Elf_Data* rel_data = SectionData(rel);
   Elf_Data* sym_data = SectionData(dynsym);
   if (rel_data == nullptr || sym_data == nullptr) return;
+  if (GElf_Shdr dynstr; Elf_Scn* str = elf_getscn(elf, dynsym_hdr.sh_link)) {
+    if (gelf_getshdr(str, &dynstr) != nullptr) strtab_bytes_ += dynstr.sh_size;
+  }
   const uint64_t entry = 16;
   const uint64_t first = sec != nullptr ? sec_hdr.sh_addr : plt_hdr.sh_addr + entry;
   const uint64_t end =
@@ -142,11 +146,16 @@ void SymbolTable::AddPltEntries(Elf* elf) {
     }
     const char* name = elf_strptr(elf, dynsym_hdr.sh_link, sym.st_name);
     if (name == nullptr || name[0] == '\0') continue;
-    if (!Add(first + i * entry, entry, Demangled(name) + "@plt", {}, kNoFile, 0, kFunction)) return;
+    // Demangled now: there are a few hundred, and "@plt" follows the demangled name.
+    const std::string shown = Demangled(name, names_.size()) + "@plt";
+    if (!HasRoomFor(shown.size() + 1) ||
+        !Add(first + i * entry, entry, shown, {}, kNoFile, 0, kFunction)) {
+      return;
+    }
   }
 }
 
-bool SymbolTable::Add(uint64_t addr, uint64_t size, const std::string& base, std::string_view clone,
+bool SymbolTable::Add(uint64_t addr, uint64_t size, std::string_view base, std::string_view clone,
                       uint32_t file, uint32_t file_size, uint8_t facts) {
   if (names_.size() + base.size() + clone.size() + 2 > 0xffffffffu) return false;
   symbols_.push_back({addr, size, static_cast<uint32_t>(names_.size()), file,
@@ -162,32 +171,60 @@ bool SymbolTable::Add(uint64_t addr, uint64_t size, const std::string& base, std
 }
 
 void SymbolTable::Finish() {
-  // Of the symbols that start at one address, the best by BetterAlias (symbol_names.h) names
-  // it; the order of the symbol table plays no part.
-  auto facts = [this](const Symbol& s) {
+  std::stable_sort(symbols_.begin(), symbols_.end(),
+                   [](const Symbol& a, const Symbol& b) { return a.addr < b.addr; });
+  for (size_t i = 1; i < symbols_.size(); ++i) {
+    if (symbols_[i].addr == symbols_[i - 1].addr) {
+      symbols_[i - 1].facts &= static_cast<uint8_t>(~kAliased);
+      symbols_[i].facts |= kAliased;
+    }
+  }
+  symbols_.shrink_to_fit();
+  stored_ = {};
+  demangled_ = std::make_unique<std::atomic<const std::string*>[]>(symbols_.size());
+  choice_ = std::make_unique<std::atomic<uint32_t>[]>(symbols_.size());
+  std::vector<uint64_t> keys(symbols_.size());
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = symbols_[i].addr;
+  index_.Build(std::move(keys));
+}
+
+size_t SymbolTable::ChooseAlias(size_t last) const {
+  std::lock_guard lock(mu_);
+  if (const uint32_t c = choice_[last].load(std::memory_order_relaxed)) return c - 1;
+  // The best by BetterAlias (symbol_names.h); of equals, the first in the symbol table: the
+  // order of the table plays no part otherwise.
+  auto facts = [this](size_t i) {
+    const Symbol& s = symbols_[i];
     AliasFacts f;
     f.size = s.size;
     f.local = (s.facts & kLocal) != 0;
     f.function = (s.facts & kFunction) != 0;
     f.version = static_cast<SymbolVersion>((s.facts >> kVersionShift) & 3);
-    f.name = Name(s);
+    f.name = (s.facts & kMangled) != 0 ? DemangledLocked(i) : Raw(s);
     f.clone = Clone(s);
     return f;
   };
-  std::stable_sort(symbols_.begin(), symbols_.end(), [&](const Symbol& a, const Symbol& b) {
-    return a.addr != b.addr ? a.addr < b.addr : BetterAlias(facts(a), facts(b));
-  });
-  size_t out = 0;
-  for (size_t i = 0; i < symbols_.size(); ++i) {
-    if (out > 0 && symbols_[out - 1].addr == symbols_[i].addr) continue;
-    symbols_[out++] = symbols_[i];
+  size_t first = last;
+  while (first > 0 && symbols_[first - 1].addr == symbols_[last].addr) --first;
+  size_t best = first;
+  for (size_t j = first + 1; j <= last; ++j) {
+    if (BetterAlias(facts(j), facts(best))) best = j;
   }
-  symbols_.resize(out);
-  symbols_.shrink_to_fit();
-  stored_ = {};
-  std::vector<uint64_t> keys(symbols_.size());
-  for (size_t i = 0; i < keys.size(); ++i) keys[i] = symbols_[i].addr;
-  index_.Build(std::move(keys));
+  choice_[last].store(static_cast<uint32_t>(best + 1), std::memory_order_release);
+  return best;
+}
+
+std::string_view SymbolTable::DemangledLocked(size_t i) const {
+  const Symbol& s = symbols_[i];
+  std::atomic<const std::string*>& slot = demangled_[i];
+  if (const std::string* d = slot.load(std::memory_order_relaxed)) return *d;
+  std::unique_ptr<const std::string>& name = demangled_names_[s.name];
+  if (name == nullptr) {
+    name = std::make_unique<const std::string>(Demangled(Raw(s), demangled_bytes_));
+    demangled_bytes_ += name->size();
+  }
+  slot.store(name.get(), std::memory_order_release);
+  return *name;
 }
 
 void SymbolTable::Clear() {
@@ -195,11 +232,15 @@ void SymbolTable::Clear() {
   names_.clear();
   stored_.clear();
   strtab_bytes_ = 0;
+  demangled_.reset();
+  choice_.reset();
+  demangled_names_.clear();
+  demangled_bytes_ = 0;
 }
 
-std::string SymbolTable::Demangled(std::string_view raw) {
+std::string SymbolTable::Demangled(std::string_view raw, uint64_t kept) const {
   if (raw.size() > kMaxNameBytes) raw = raw.substr(0, kMaxNameBytes);  // never a mangled name
-  if (names_.size() > NamesBudget()) return std::string(raw);
+  if (kept > NamesBudget()) return std::string(raw);
   std::string out = Demangle(raw, budget_);
   if (out.size() > kMaxNameBytes) out.resize(kMaxNameBytes);
   if (budget_ && budget_->TakeExhaustedReport()) {
