@@ -245,6 +245,7 @@ int main(int argc, char** argv) {
 #endif
   query_options.native.pool.timeout_ms = std::max<uint64_t>(settings.parse_worker_timeout_ms, 100);
   query_options.native.pool.log_level = settings.log_level;
+  query_options.native.pool.prestart_root = true;
   query_options.native.pool.per_group = static_cast<size_t>(std::max(settings.threads, 2));
   // A module's inflated debug sections count against its owner's quota as side files do.
   query_options.native.pool.inflate_bytes = settings.limit_user_bytes;
