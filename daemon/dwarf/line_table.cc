@@ -264,42 +264,65 @@ Status RunProgram(ByteReader& r, uint64_t base, const Header& h, unsigned addres
 }
 
 // Puts rows in libdw's order (line_table.h: a stable sort by RowBefore). Programs hold sequences
-// sorted within and out of order among them: sorting the sequences by their first rows gives
-// the same order, at a fraction of the cost, whenever each sequence's rows all come before the
-// next one's (no two rows of different sequences tie); else all rows are sorted.
+// sorted within (but for a sequence's end, which RowBefore puts before the rows at its address)
+// and out of order among them. Each sequence is put in order on its own first (for the usual
+// case, the end moved before the rows at its address); then, ordered by their first rows,
+// sequences that lie wholly before the next keep their rows as they are, and only those that
+// overlap (the functions a linker discarded, all at address 0, say) are sorted among themselves.
+// A stable sort restricted to a part of the rows orders it as the whole sort does, and rows of
+// different clusters never tie: the result is the stable sort's.
 void SortRows(std::vector<LineRow>* rows) {
   if (std::is_sorted(rows->begin(), rows->end(), RowBefore)) return;
   struct Sequence {
     size_t begin, end;
   };
   std::vector<Sequence> sequences;
-  bool sorted_within = true;
   for (size_t i = 0, begin = 0; i < rows->size(); ++i) {
-    if (i > begin && RowBefore((*rows)[i], (*rows)[i - 1])) sorted_within = false;
     if ((*rows)[i].end_sequence || i + 1 == rows->size()) {
       sequences.push_back({begin, i + 1});
       begin = i + 1;
     }
   }
-  if (sorted_within) {
-    std::stable_sort(sequences.begin(), sequences.end(), [&](const Sequence& a, const Sequence& b) {
-      return RowBefore((*rows)[a.begin], (*rows)[b.begin]);
-    });
-    bool apart = true;
-    for (size_t i = 1; i < sequences.size() && apart; ++i) {
-      apart = RowBefore((*rows)[sequences[i - 1].end - 1], (*rows)[sequences[i].begin]);
+  for (const Sequence& q : sequences) {
+    auto b = rows->begin() + q.begin, e = rows->begin() + q.end;
+    if (std::is_sorted(b, e, RowBefore)) continue;
+    if ((e - 1)->end_sequence) {
+      // The end after rows at its own address: before them.
+      auto tail = e - 1;
+      while (tail != b && (tail - 1)->addr == (e - 1)->addr) --tail;
+      std::rotate(tail, e - 1, e);
     }
-    if (apart) {
-      std::vector<LineRow> out;
-      out.reserve(rows->size());
-      for (const Sequence& q : sequences) {
-        out.insert(out.end(), rows->begin() + q.begin, rows->begin() + q.end);
-      }
-      *rows = std::move(out);
-      return;
-    }
+    if (!std::is_sorted(b, e, RowBefore)) std::stable_sort(b, e, RowBefore);
   }
-  std::stable_sort(rows->begin(), rows->end(), RowBefore);
+  const std::vector<LineRow>& in = *rows;
+  std::sort(sequences.begin(), sequences.end(), [&](const Sequence& a, const Sequence& b) {
+    if (RowBefore(in[a.begin], in[b.begin])) return true;
+    if (RowBefore(in[b.begin], in[a.begin])) return false;
+    return a.begin < b.begin;
+  });
+  std::vector<LineRow> out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < sequences.size();) {
+    // The cluster from i: the sequences that start before all rows before them have ended.
+    size_t j = i + 1;
+    const LineRow* last = &in[sequences[i].end - 1];
+    while (j < sequences.size() && !RowBefore(*last, in[sequences[j].begin])) {
+      if (RowBefore(*last, in[sequences[j].end - 1])) last = &in[sequences[j].end - 1];
+      ++j;
+    }
+    const size_t from = out.size();
+    if (j > i + 1) {
+      // In the program's order, then stably sorted: as the whole sort would place them.
+      std::sort(sequences.begin() + i, sequences.begin() + j,
+                [](const Sequence& a, const Sequence& b) { return a.begin < b.begin; });
+    }
+    for (size_t k = i; k < j; ++k) {
+      out.insert(out.end(), in.begin() + sequences[k].begin, in.begin() + sequences[k].end);
+    }
+    if (j > i + 1) std::stable_sort(out.begin() + from, out.end(), RowBefore);
+    i = j;
+  }
+  *rows = std::move(out);
 }
 
 }  // namespace

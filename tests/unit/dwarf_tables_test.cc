@@ -3,8 +3,11 @@
 // 4 unit read through its skeleton's bases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "daemon/dwarf/constants.h"
@@ -99,6 +102,50 @@ TEST(DwarfLineTable, SequencesInAddressOrderTheLastRowEnded) {
       got,
       (std::vector<std::pair<uint64_t, bool>>{
           {0x1000, false}, {0x1004, false}, {0x1008, false}, {0x2000, false}, {0x2004, true}}));
+}
+
+TEST(DwarfLineTable, RowsInTheOrderOfAStableSortWhateverTheSequences) {
+  // Random programs of sequences that start anywhere (several at 0, as a linker leaves the
+  // functions it discarded), overlap or not, and end at their last row's address or past it:
+  // the rows come in the order of a stable sort of the rows as the program wrote them (the last
+  // one ended).
+  std::mt19937 rng(7);
+  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  for (int trial = 0; trial < 500; ++trial) {
+    ByteWriter p;
+    std::vector<LineRow> written;
+    uint32_t id = 2;
+    for (uint32_t q = 0, n = 1 + pick(8); q < n; ++q) {
+      const uint64_t starts[] = {0, 0, 0x10, 0x1000, 0x1000 + pick(64)};
+      uint64_t addr = starts[pick(5)];
+      uint32_t line = 1;
+      p.s += SetAddress(addr);
+      for (uint32_t r = 0, rows = pick(6); r < rows; ++r) {
+        const uint32_t step = r == 0 ? 0 : pick(3);
+        p.U8(DW_LNS_advance_pc).Uleb(step).U8(DW_LNS_advance_line).Sleb(int64_t{id} - line);
+        p.U8(DW_LNS_copy);
+        addr += step;
+        line = id++;
+        written.push_back({addr, 1, line, 0, false});
+      }
+      const uint32_t step = pick(3);
+      p.U8(DW_LNS_advance_pc).Uleb(step);
+      p.s += kEndSequence;
+      written.push_back({addr + step, 1, line, 0, true});
+    }
+    Result<LineTable> t = ReadLines(Program4(p.s));
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    std::vector<LineRow> want = written;
+    std::stable_sort(want.begin(), want.end(), RowBefore);
+    want.back().end_sequence = true;  // as libdw ends the last row
+    ASSERT_EQ(t->rows.size(), want.size()) << "trial " << trial;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const LineRow& g = t->rows[i];
+      ASSERT_EQ(std::tie(g.addr, g.line, g.end_sequence),
+                std::tie(want[i].addr, want[i].line, want[i].end_sequence))
+          << "trial " << trial << ", row " << i;
+    }
+  }
 }
 
 TEST(DwarfLineTable, LineRegisterWrapsInsteadOfOverflowing) {
