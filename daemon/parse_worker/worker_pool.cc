@@ -85,17 +85,15 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
   if (native::DebuginfodFetcher::Configured()) {
     debuginfod_ = std::make_unique<native::DebuginfodFetcher>();
   }
-  if (options_.prestart_root) {
-    groups_["root"].prestarting = true;
-    prestart_ = std::thread([this] { Prestart(); });
-  }
+  // On this thread, which lives as long as the pool: a worker dies with the thread that
+  // started it (PR_SET_PDEATHSIG), so not on a thread of its own.
+  if (options_.prestart_root) Prestart();
 }
 
 void WorkerPool::Prestart() {
   Result<std::shared_ptr<Worker>> w = Spawn("root", 0);
   std::lock_guard lock(mu_);
   Group& g = groups_["root"];
-  g.prestarting = false;
   if (w) {
     g.workers.push_back(*w);
   } else {
@@ -107,7 +105,6 @@ void WorkerPool::Prestart() {
 }
 
 WorkerPool::~WorkerPool() {
-  if (prestart_.joinable()) prestart_.join();
   std::lock_guard lock(mu_);
   for (auto& [name, g] : groups_) {
     while (!g.workers.empty()) BuryLocked(&g, *g.workers.back(), true);
@@ -303,9 +300,7 @@ Result<WorkerPool::Lease> WorkerPool::Take(const std::string& name, Group& g,
     }
     std::shared_ptr<Worker> pick;
     bool spawn = false;
-    // While the group's first worker starts ahead of requests, they wait for it.
-    if (g.busy < options_.per_group && !(g.prestarting && g.workers.empty()) &&
-        (holder != nullptr || g.starting.count(key) == 0)) {
+    if (g.busy < options_.per_group && (holder != nullptr || g.starting.count(key) == 0)) {
       if (holder != nullptr) {
         if (holder->busy < holder->lanes.size()) pick = holder;
       } else if (idle != nullptr) {

@@ -41,7 +41,6 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "daemon/native/debuginfod_fetcher.h"
@@ -117,7 +116,6 @@ class WorkerPool : public Parser {
     std::string last_failure;
     uint64_t last_used_ns = 0;
     std::map<std::string, int> starting;  // file identity -> workers starting for it
-    bool prestarting = false;             // its first worker is starting ahead of requests
   };
   struct Backoff {
     uint64_t until_ns = 0;
@@ -129,7 +127,7 @@ class WorkerPool : public Parser {
                      uint64_t deadline_ns, std::unique_lock<std::mutex>& lock);
   Lease LeaseLocked(Group& g, const std::shared_ptr<Worker>& w, const std::string& key);
   Result<std::shared_ptr<Worker>> Spawn(const std::string& name, uint32_t owner);
-  // Starts root's worker (PoolOptions::prestart_root), on prestart_.
+  // Starts root's worker (PoolOptions::prestart_root).
   void Prestart();
   // Kills (if needed) and reaps a worker, and takes it out of its group; what became of it,
   // for a person. Once.
@@ -154,7 +152,6 @@ class WorkerPool : public Parser {
   // out are the daemon's, opened for any worker that asks for that build id.
   std::unique_ptr<native::DebuginfodFetcher> debuginfod_;
   std::set<std::string> fetched_;
-  std::thread prestart_;
 };
 
 }  // namespace jitsym::parse_worker
