@@ -24,6 +24,7 @@
 #include "client/command.h"
 #include "client/daemon_call.h"
 #include "client/frame_summary.h"
+#include "client/image_files.h"
 #include "client/line_reader.h"
 #include "client/output.h"
 #include "client/perf_recording.h"
@@ -175,6 +176,7 @@ class AnnotatePipeline {
       } else {
         lookup.image = target.image;
         lookup.file_offset = target.file_offset;
+        images_.Attach(&lookup);
       }
       lookup.fields = proto::kFieldName | proto::kFieldOffset | proto::kFieldOrigin |
                       proto::kFieldSource | proto::kFieldImage |
@@ -494,6 +496,7 @@ class AnnotatePipeline {
   }
 
   proto::ClientConnection& connection_;
+  ImageFiles images_;  // the files image lookups name, opened here (the writer's only)
   const AnnotateOptions options_;
   StackSink* const sink_;  // null: the text goes back out, annotated
   LineReader reader_;

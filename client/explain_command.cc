@@ -11,6 +11,7 @@
 #include "client/args.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
+#include "client/image_files.h"
 #include "client/output.h"
 #include "proto/protocol.h"
 
@@ -190,6 +191,9 @@ int RunExplain(const GlobalOptions& globals, const std::vector<std::string>& arg
       if (!ec) request.image = absolute.string();
     }
   }
+  // A file is opened here and its descriptor named: the daemon reads it, not the path.
+  ImageFiles image_files;
+  image_files.Attach(&request);
   if (time_text) {
     request.time = proto::ParseTime(*time_text);
     if (!request.time) {

@@ -21,6 +21,7 @@
 #include "client/blocking_queue.h"
 #include "client/command.h"
 #include "client/daemon_call.h"
+#include "client/image_files.h"
 #include "client/line_reader.h"
 #include "client/output.h"
 #include "client/pipeline.h"
@@ -513,6 +514,11 @@ int RunLookup(const GlobalOptions& globals, const std::vector<std::string>& args
       return parser.UsageError("--image '" + *image + "': no such file");
     }
   }
+  // A file is opened here, with this user's rights, and every request names its descriptor: the
+  // daemon reads that file and opens no path it was given. One that cannot be opened is named
+  // by path only (the daemon then says why it is not read).
+  ImageFiles image_files;
+  image_files.Attach(&prototype);
   prototype.build_id = build_id;
   prototype.file_offset = file_offset;
   if (!prototype.pid && !prototype.image && !prototype.build_id) {

@@ -46,6 +46,7 @@ const proto::LookupResponse* PcResolver::Call(const proto::LookupRequest& protot
   lookup.fields = proto::kFieldName | proto::kFieldOrigin | proto::kFieldFrames |
                   proto::kFieldPosition | proto::kFieldBuildId;
   lookup.strings = true;
+  images_.Attach(&lookup);
   for (size_t k = 0; k < n; ++k) lookup.addrs.push_back({addrs[i + k], {}, {}, {}});
   request.body = std::move(lookup);
   std::string error;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/frame_summary.h"
+#include "client/image_files.h"
 #include "proto/client_connection.h"
 #include "proto/protocol.h"
 
@@ -87,6 +88,7 @@ class PcResolver {
               FrameSummary* summary);
 
   proto::ClientConnection& connection_;
+  ImageFiles images_;  // the files image lookups name, opened here
   proto::Response response_;
   std::set<std::string> reported_;
   proto::Reason process_problem_ = proto::Reason::kNone;

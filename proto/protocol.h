@@ -104,6 +104,10 @@ struct LookupRequest {
   std::optional<std::string> image;     // image lookups (r2rmap, ELF); later formats
   std::optional<std::string> build_id;  // ELF image lookups by build-id (hex)
   bool file_offset = false;  // ELF image lookups: addrs are file offsets, not virtual addresses
+  // "image_fd": N: the client opened the image itself and holds it as its descriptor N while
+  // the request is answered; the daemon reads that very file (through /proc/<client>/fd/N,
+  // checked to be open for reading), and "image" only names it (docs/protocol.md, *ELF images*).
+  std::optional<int32_t> image_fd;
   // Restrict answers to one kind of source (an Origin's name; any other name matches nothing).
   std::optional<std::string> origin;
   std::optional<uint64_t> time;  // batch time; absent = now / last known
@@ -135,7 +139,8 @@ struct ExplainRequest {
   std::optional<int64_t> pid;
   std::optional<std::string> image;
   uint64_t addr = 0;
-  std::optional<uint64_t> time;  // absent = now / last known
+  std::optional<uint64_t> time;     // absent = now / last known
+  std::optional<int32_t> image_fd;  // as LookupRequest's
 };
 
 struct ProcessesRequest {};

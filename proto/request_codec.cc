@@ -243,6 +243,24 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     }
     return r.ReadBool(&f->lookup.file_offset);
   }
+  if (key == "image_fd") {
+    if (r.Peek() == Kind::kNull) {
+      f->lookup.image_fd.reset();
+      return r.ReadNull();
+    }
+    if (r.Peek() == Kind::kNumber) {
+      if (!r.ReadNumber(&text)) return false;
+      const std::optional<uint64_t> fd = ParseDecimal(text);
+      if (fd && *fd <= static_cast<uint64_t>(INT32_MAX)) {
+        f->lookup.image_fd = static_cast<int32_t>(*fd);
+        return true;
+      }
+    } else if (!r.Skip()) {
+      return false;
+    }
+    SetOnce(&f->lookup_error, "member 'image_fd' must be a descriptor number (0 or more)");
+    return true;
+  }
   if (key == "strings") {
     if (r.Peek() == Kind::kNull) return r.ReadNull();
     if (r.Peek() != Kind::kBool) {
@@ -345,6 +363,10 @@ DecodeRequestResult DecodeRequest(std::string_view line) {
       result.request.reset();
       return Error(f, kErrBadRequest, "lookup needs member 'pid' or 'image' (or 'build_id')");
     }
+    if (f.lookup.image_fd && (!f.lookup.image || f.lookup.image->find('/') == std::string::npos)) {
+      result.request.reset();
+      return Error(f, kErrBadRequest, "member 'image_fd' needs 'image' (the file's path)");
+    }
     if (!f.have_addrs) {
       result.request.reset();
       return Error(f, kErrBadRequest, "missing member 'addrs'");
@@ -373,12 +395,16 @@ DecodeRequestResult DecodeRequest(std::string_view line) {
       problem = "explain needs member 'addr'";
     } else if (problem.empty() && !f.addr.error.empty()) {
       problem = "member 'addr' must be a hex string";
+    } else if (problem.empty() && f.lookup.image_fd &&
+               (!f.lookup.image || f.lookup.image->find('/') == std::string::npos)) {
+      problem = "member 'image_fd' needs 'image' (the file's path)";
     }
     if (!problem.empty()) {
       result.request.reset();
       return Error(f, kErrBadRequest, std::move(problem));
     }
-    request.body = ExplainRequest{f.lookup.pid, f.lookup.image, f.addr.addr, f.lookup.time};
+    request.body =
+        ExplainRequest{f.lookup.pid, f.lookup.image, f.addr.addr, f.lookup.time, f.lookup.image_fd};
   } else if (f.op == "processes") {
     request.body = ProcessesRequest{};
   } else if (f.op == "stats") {
@@ -416,6 +442,10 @@ void EncodeRequest(const Request& request, std::string* out) {
       if (lookup.build_id) {
         out->append(",\"build_id\":");
         json::AppendString(*lookup.build_id, out);
+      }
+      if (lookup.image_fd) {
+        out->append(",\"image_fd\":");
+        json::AppendInt(*lookup.image_fd, out);
       }
       if (lookup.file_offset) out->append(",\"file_offset\":true");
       if (lookup.origin) {
@@ -473,6 +503,10 @@ void EncodeRequest(const Request& request, std::string* out) {
       if (explain.image) {
         out->append(",\"image\":");
         json::AppendString(*explain.image, out);
+      }
+      if (explain.image_fd) {
+        out->append(",\"image_fd\":");
+        json::AppendInt(*explain.image_fd, out);
       }
       out->append(",\"addr\":");
       json::AppendHexString(explain.addr, out);

@@ -294,6 +294,11 @@ std::optional<FdMount> ParseFdinfoOf(const std::string& path) {
     }
     if (key == "mnt_id") found = ParseNumber(value, &out.mount_id);
     if (key == "ino") ParseNumber(value, &out.ino);
+    if (key == "flags") {
+      uint64_t flags = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), flags, 8);
+      if (ec == std::errc() && end == value.data() + value.size()) out.flags = flags;
+    }
   }
   if (!found) {
     errno = EIO;

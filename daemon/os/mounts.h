@@ -79,11 +79,13 @@ std::shared_ptr<const MountTable> MountsOf(uint32_t pid);
 // is asked), or nullopt with errno set (EMFILE: no descriptor to read it with).
 std::optional<uint64_t> MountIdOf(int fd);
 
-// What an fdinfo file (/proc/PID/fdinfo/FD) says of a descriptor: its mount id and the inode
-// number the kernel shows there (0 when it shows none); nullopt with errno set.
+// What an fdinfo file (/proc/PID/fdinfo/FD) says of a descriptor: its mount id, the inode
+// number the kernel shows there (0 when it shows none) and its open flags (O_ACCMODE, O_PATH:
+// nullopt when not shown); nullopt with errno set.
 struct FdMount {
   uint64_t mount_id = 0;
   uint64_t ino = 0;
+  std::optional<uint64_t> flags;
 };
 std::optional<FdMount> ParseFdinfoOf(const std::string& fdinfo_path);
 

@@ -21,6 +21,19 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
                                 "\"image\" must be an absolute path (or an image name)"};
   }
   security::WalkedPath w;
+  if (request.image_fd) {
+    // The client's own descriptor: that file, not the path, which only names it.
+    std::string why;
+    switch (access.CheckDescriptor(*request.image_fd, &w, &why)) {
+      case security::FileAccess::kAllowed:
+        *walked = std::move(w);
+        return std::nullopt;
+      case security::FileAccess::kNotFound:
+        return proto::ErrorResponse{std::string(proto::kErrBadRequest), "\"image_fd\": " + why};
+      default:
+        return proto::ErrorResponse{std::string(proto::kErrPermission), "\"image_fd\": " + why};
+    }
+  }
   switch (access.CheckRead(path, &w)) {
     case security::FileAccess::kAllowed:
       *walked = std::move(w);

@@ -22,6 +22,9 @@ namespace jitsym::query {
 // (PeerAccess::CheckRead), else permission_denied, the same for a file that does not exist in
 // a directory the client may not search as for an unreadable one, naming no path. `walked`
 // receives the walk of an absolute path the client may read (then only that file is opened).
+// With "image_fd", the client's own descriptor is that file instead (PeerAccess::
+// CheckDescriptor): bad_request for a descriptor its process does not hold, permission_denied
+// for one not open for reading; the path is not looked at.
 std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest& request,
                                                       const security::PeerAccess& access,
                                                       std::optional<security::WalkedPath>* walked);

@@ -221,6 +221,7 @@ proto::LookupRequest ExplainLookup(const proto::ExplainRequest& request) {
   proto::LookupRequest lookup;
   lookup.pid = request.pid;
   lookup.image = request.image;
+  lookup.image_fd = request.image_fd;
   lookup.time = request.time;
   proto::AddressQuery& q = lookup.addrs.emplace_back();
   q.addr = request.addr;

@@ -115,17 +115,27 @@ NativeLookup::NativeLookup(NativeOptions options, ProcessSnapshots& processes)
 }
 
 bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
-                                        const security::WalkedPath* walked) {
+                                        const security::WalkedPath* walked,
+                                        std::string* unanswered) {
   if (request.build_id) return true;
   if (walked == nullptr || !walked->regular) return false;
-  auto opened = os::OpenForReading(walked->resolved,
-                                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
-  if (!opened || opened->error != 0) return false;
+  // A client's descriptor is a /proc link, followed to the file it holds.
+  auto opened =
+      os::OpenForReading(walked->resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+                                               (walked->client_descriptor ? 0 : O_NOFOLLOW));
+  if (!opened) {
+    *unanswered = opened.error().message;
+    return false;
+  }
+  if (opened->error != 0) return false;
   const struct stat& st = opened->st;
   int fd = opened->fd.get();
   if (opened->mirror) {
     // On a FUSE mount: its first bytes, copied by a worker.
-    if (!opened->mirror->Copy(0, 0, 4).ok()) return false;
+    if (Status copied = opened->mirror->Copy(0, 0, 4); !copied.ok()) {
+      *unanswered = copied.error().message;
+      return false;
+    }
     fd = opened->mirror->fd();
   }
   char magic[4] = {};
@@ -135,26 +145,28 @@ bool NativeLookup::IsNativeImageRequest(const proto::LookupRequest& request,
 
 Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
     const std::string& path, std::optional<native::FileId> expect,
-    const std::vector<uint64_t>& addrs, bool file_offsets, bool all_frames, bool* failed) {
+    const std::vector<uint64_t>& addrs, bool file_offsets, bool all_frames, bool* failed,
+    const std::string& name_or_empty) {
   *failed = false;
+  const std::string& name = name_or_empty.empty() ? path : name_or_empty;
   const native::FileOps& files = native::Files();
   parse_worker::SymbolizeRequest request;
   bool served = false;
   if (!files.stat(path, true, &request.st, &served)) {
-    return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
+    return MakeError(ErrorKind::kIo, name + ": " + std::strerror(errno));
   }
   const struct stat& st = request.st;
   if (expect && (st.st_dev != expect->dev || st.st_ino != expect->ino)) {
-    return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
+    return MakeError(ErrorKind::kIo, name + ": replaced while being opened");
   }
-  if (!S_ISREG(st.st_mode)) return MakeError(ErrorKind::kIo, path + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) return MakeError(ErrorKind::kIo, name + ": not a regular file");
   os::UniqueFd fd(files.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd.valid()) return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
+  if (!fd.valid()) return MakeError(ErrorKind::kIo, name + ": " + std::strerror(errno));
   if (struct stat now{}; !served && (::fstat(fd.get(), &now) != 0 || now.st_dev != st.st_dev ||
                                      now.st_ino != st.st_ino)) {
-    return MakeError(ErrorKind::kIo, path + ": replaced while being opened");
+    return MakeError(ErrorKind::kIo, name + ": replaced while being opened");
   }
-  request.path = path;
+  request.path = name;
   request.file_offsets = file_offsets;
   request.all_frames = all_frames;
   request.addrs = addrs;
@@ -182,7 +194,7 @@ Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
     }
     if (attempt == 1) {
       *failed = true;
-      return MakeError(ErrorKind::kLimit, path + ": " + table.error().message);
+      return MakeError(ErrorKind::kLimit, name + ": " + table.error().message);
     }
   }
   // Every id an answer names must be one the daemon has.
@@ -196,10 +208,10 @@ Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
   }
   if (!ok) {
     *failed = true;
-    return MakeError(ErrorKind::kLimit, path + ": its reader named a string it never sent");
+    return MakeError(ErrorKind::kLimit, name + ": its reader named a string it never sent");
   }
   read->owner = st.st_uid;
-  read->path = path;
+  read->path = name;
   read->build_id = read->store->build_id;  // at one address from answer to answer
   read->frames.reserve(read->reply.frames.size());
   for (const parse_worker::AnswerFrame& f : read->reply.frames) {
@@ -207,13 +219,13 @@ Result<std::shared_ptr<const NativeLookup::Read>> NativeLookup::ReadFile(
   }
   if (read->reply.answers.size() != addrs.size()) {
     *failed = true;
-    return MakeError(ErrorKind::kLimit, path + ": its reader answered " +
+    return MakeError(ErrorKind::kLimit, name + ": its reader answered " +
                                             std::to_string(read->reply.answers.size()) + " of " +
                                             std::to_string(addrs.size()) + " addresses");
   }
   if (!read->reply.build_id.empty()) {
     std::lock_guard lock(build_ids_mu_);
-    if (build_id_paths_.size() < 65536) build_id_paths_[{read->reply.build_id, read->owner}] = path;
+    if (build_id_paths_.size() < 65536) build_id_paths_[{read->reply.build_id, read->owner}] = name;
   }
   return std::shared_ptr<const Read>(std::move(read));
 }
@@ -236,7 +248,8 @@ std::optional<proto::ErrorResponse> NativeLookup::LookupImage(LookupBatch& batch
     // and maybe the build id it must have.
     bool failed = false;
     auto r = ReadFile(walked->resolved, native::FileId{walked->dev, walked->ino}, addrs,
-                      request.file_offset, all_frames, &failed);
+                      request.file_offset, all_frames, &failed,
+                      walked->client_descriptor ? *request.image : std::string());
     if (r) {
       read = *r;
       if (request.build_id && read->reply.build_id != id) {

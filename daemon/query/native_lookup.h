@@ -46,8 +46,9 @@ class NativeLookup : public Resolver {
 
   // Whether an "image" request is for an ELF file: it names a build-id, or its image is a path
   // (already walked and allowed: `walked`) to a regular file that starts with the ELF magic.
+  // *unanswered: why that could not be told (its filesystem did not answer), else unchanged.
   static bool IsNativeImageRequest(const proto::LookupRequest& request,
-                                   const security::WalkedPath* walked);
+                                   const security::WalkedPath* walked, std::string* unanswered);
   // An image request; nullopt on success, else the error to send. `walked`: the image path the
   // caller checked with access.CheckRead (only that file is opened); null for a build id, whose
   // candidate files are used only if the peer may read them.
@@ -67,11 +68,14 @@ class NativeLookup : public Resolver {
   // here; with `expect`, only if it is still that file; with every inlined frame, or
   // (`all_frames` false: no one asked for frames) only the innermost, the source position. An
   // error for a file not read (its message names `path`; `*failed` when its reader failed
-  // rather than the file).
+  // rather than the file). `name`, when not empty, is what the file is called instead of `path`
+  // (a client's descriptor, /proc/PID/fd/N, is named by the client's path: its messages, and the
+  // directory its debug link is looked for in).
   Result<std::shared_ptr<const Read>> ReadFile(const std::string& path,
                                                std::optional<native::FileId> expect,
                                                const std::vector<uint64_t>& addrs,
-                                               bool file_offsets, bool all_frames, bool* failed);
+                                               bool file_offsets, bool all_frames, bool* failed,
+                                               const std::string& name = {});
 
   std::unique_ptr<parse_worker::Parser> parser_;
   NativeStrings strings_;

@@ -89,11 +89,17 @@ std::optional<proto::ErrorResponse> QueryEngine::Lookup(const proto::LookupReque
     return error;
   }
   const security::WalkedPath* path = walked ? &*walked : nullptr;
-  if (NativeLookup::IsNativeImageRequest(body, path)) {
+  std::string unanswered;
+  if (NativeLookup::IsNativeImageRequest(body, path, &unanswered)) {
     // An ELF file (by path or build-id).
     if (auto error = native_.LookupImage(batch, path)) return error;
     ExplainImageMisses(batch, body.image ? *body.image : "build id " + body.build_id.value_or(""));
     return std::nullopt;
+  }
+  if (!unanswered.empty()) {
+    // Its filesystem did not answer (a FUSE server): whether it is an ELF file is unknown.
+    return proto::ErrorResponse{std::string(proto::kErrTimeout),
+                                "the image file was not read: " + unanswered};
   }
   // The trusted group reads as root; others as themselves.
   const uint32_t as_uid = access.trusted() ? 0 : access.uid();

@@ -1,6 +1,8 @@
 // Pure access rules: see access_rules.h.
 #include "daemon/security/access_rules.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 
 namespace jitsym::security {
@@ -25,6 +27,16 @@ FileAccess DecideFileRead(const PeerFacts& peer, const PathFacts& path) {
   }
   if (!path.file) return FileAccess::kNotFound;
   return ModeAllows(peer, *path.file, 4) ? FileAccess::kAllowed : FileAccess::kDenied;
+}
+
+DescriptorAccess DecideDescriptor(const PeerFacts& peer, const DescriptorFacts& d) {
+  if (d.holder_uid != peer.uid) return DescriptorAccess::kNotTheClients;
+  if (peer.trusted) return DescriptorAccess::kAllowed;  // reads every image as root
+  const uint64_t mode = d.flags & O_ACCMODE;
+  if ((d.flags & O_PATH) != 0 || (mode != O_RDONLY && mode != O_RDWR)) {
+    return DescriptorAccess::kNotOpenForReading;
+  }
+  return DescriptorAccess::kAllowed;
 }
 
 ProcessAccess DecideProcess(const PeerFacts& peer, std::optional<uint32_t> owner,

@@ -49,6 +49,24 @@ enum class FileAccess {
   kUnanswered,  // a filesystem on its path did not answer, and the peer could have got there
 };
 
+// A descriptor a client names as its own (a lookup's "image_fd"), as /proc shows it: whose is
+// the process that holds it (the owner of /proc/PID, as for every process), and the flags it was
+// opened with (fdinfo).
+struct DescriptorFacts {
+  uint32_t holder_uid = 0;
+  uint64_t flags = 0;
+};
+
+enum class DescriptorAccess {
+  kAllowed,
+  kNotTheClients,      // the process that holds it is not the client's (any more)
+  kNotOpenForReading,  // O_PATH or write-only: the client may not have been able to read it
+};
+
+// A file is read for a client through a descriptor only when the client's own process holds it
+// open for reading: what the client could read itself, whatever the file's path or mode now.
+DescriptorAccess DecideDescriptor(const PeerFacts& peer, const DescriptorFacts& d);
+
 // Whether the peer may read a file: search permission on every directory searched, read
 // permission on the file. A missing file is "not found" only if the peer could search every
 // directory up to where the path ended; otherwise it is "denied", exactly like an existing

@@ -21,6 +21,9 @@ struct WalkedPath {
   ino_t ino = 0;
   bool regular = false;
   bool directory = false;  // the path names a directory (for saying so)
+  // `resolved` is /proc/PID/fd/N, a client's own descriptor (PeerAccess::CheckDescriptor): the
+  // link is followed when the file is opened, to the object the kernel holds for it.
+  bool client_descriptor = false;
   // A filesystem on the way (FUSE) did not answer, or is not asked now: what and why. The walk
   // ended there; the facts are those seen before it.
   std::string unanswered;

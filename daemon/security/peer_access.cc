@@ -1,5 +1,6 @@
 #include "daemon/security/peer_access.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -8,10 +9,13 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
+#include "daemon/os/mounts.h"
 #include "daemon/os/proc.h"
+#include "daemon/os/unique_fd.h"
 
 namespace jitsym::security {
 
@@ -78,7 +82,7 @@ std::vector<uint32_t> CachedGroupsOfUser(uint32_t uid, uint32_t gid) {
 }  // namespace
 
 PeerAccess::PeerAccess(const PeerCredentials& peer, const AccessPolicy& policy)
-    : uid_(peer.uid), gid_(peer.gid) {
+    : uid_(peer.uid), gid_(peer.gid), pid_(peer.pid) {
   groups_.assign(peer.groups.begin(), peer.groups.end());
   std::sort(groups_.begin(), groups_.end());
   trusted_ = uid_ == 0 || (policy.trusted_gid && InGroup(*policy.trusted_gid));
@@ -118,6 +122,77 @@ FileAccess PeerAccess::CheckRead(const std::string& path, WalkedPath* walked) co
 bool PeerAccess::MayRead(const std::string& path) const {
   WalkedPath walked;
   return CheckRead(path, &walked) == FileAccess::kAllowed;
+}
+
+FileAccess PeerAccess::CheckDescriptor(int32_t fd, WalkedPath* walked, std::string* why) const {
+  *walked = WalkedPath();
+  if (pid_ <= 0) {
+    *why = "the daemon cannot see your process (another pid namespace): name the file by path";
+    return FileAccess::kDenied;
+  }
+  const std::string proc = "/proc/" + std::to_string(pid_);
+  const std::string n = std::to_string(fd);
+  const std::optional<os::ProcessIdentity> before = os::ReadProcessIdentity(pid_);
+  const std::optional<os::FdMount> held = os::ParseFdinfoOf(proc + "/fdinfo/" + n);
+  const int held_errno = errno;
+  if (!before) {
+    *why = "your process (pid " + std::to_string(pid_) + ") is gone";
+    return FileAccess::kDenied;
+  }
+  if (!held || !held->flags) {
+    *why = "descriptor " + n + " is not open in your process (pid " + std::to_string(pid_) + ")" +
+           (held ? "" : ": " + std::string(std::strerror(held_errno)));
+    return FileAccess::kNotFound;
+  }
+  switch (DecideDescriptor(facts_, DescriptorFacts{before->uid, *held->flags})) {
+    case DescriptorAccess::kAllowed:
+      break;
+    case DescriptorAccess::kNotTheClients:
+      *why = "pid " + std::to_string(pid_) + " is not your process";
+      return FileAccess::kDenied;
+    case DescriptorAccess::kNotOpenForReading:
+      *why = "descriptor " + n + " is not open for reading (O_PATH or write-only)";
+      return FileAccess::kDenied;
+  }
+  // The object the descriptor holds, reached by the kernel (no filesystem asked), and where it
+  // lies: it must be the one the fdinfo above describes.
+  os::UniqueFd ours(::open((proc + "/fd/" + n).c_str(), O_PATH | O_CLOEXEC));
+  if (!ours.valid()) {
+    *why = "descriptor " + n + " of your process: " + std::strerror(errno);
+    return FileAccess::kNotFound;
+  }
+  const std::optional<os::FdMount> mine =
+      os::ParseFdinfoOf("/proc/self/fdinfo/" + std::to_string(ours.get()));
+  const std::shared_ptr<const os::Mount> mount =
+      mine ? os::FindMount(mine->mount_id, static_cast<uint32_t>(pid_)) : nullptr;
+  if (!mine || mount == nullptr) {
+    *why = "descriptor " + n + ": its file lies on a mount the daemon cannot see";
+    return FileAccess::kDenied;
+  }
+  uint64_t dev = mount->dev, ino = mine->ino;
+  bool regular = true;  // on a guarded mount, the open says (only regular files are read)
+  if (!mount->guarded()) {
+    struct stat st {};
+    if (::fstat(ours.get(), &st) != 0) {
+      *why = "descriptor " + n + ": " + std::strerror(errno);
+      return FileAccess::kDenied;
+    }
+    dev = st.st_dev;
+    ino = st.st_ino;
+    regular = S_ISREG(st.st_mode);
+  }
+  const std::optional<os::ProcessIdentity> after = os::ReadProcessIdentity(pid_);
+  if (ino == 0 || mine->mount_id != held->mount_id || (held->ino != 0 && held->ino != ino) ||
+      !after || after->start_ticks != before->start_ticks || after->uid != before->uid) {
+    *why = "descriptor " + n + " changed while it was looked at";
+    return FileAccess::kDenied;
+  }
+  walked->resolved = proc + "/fd/" + n;
+  walked->dev = static_cast<dev_t>(dev);
+  walked->ino = static_cast<ino_t>(ino);
+  walked->regular = regular;
+  walked->client_descriptor = true;
+  return FileAccess::kAllowed;
 }
 
 }  // namespace jitsym::security

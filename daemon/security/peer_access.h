@@ -56,12 +56,22 @@ class PeerAccess {
   // receives the resolved path and the file's identity, to open and verify that file only.
   FileAccess CheckRead(const std::string& path, WalkedPath* walked) const;
   bool MayRead(const std::string& path) const;
+  // Whether the peer's own descriptor `fd` (a lookup's "image_fd") may be read for it
+  // (DecideDescriptor): its process (the one that connected, by SO_PEERCRED's pid) must be the
+  // peer's, the same before and after, and hold `fd` open for reading. `walked` then receives
+  // /proc/PID/fd/FD, to open following that link, and the identity (device, inode) of the file
+  // the link led to when checked: what is opened later must be it. Nothing of the file's
+  // filesystem is asked (a FUSE server may never answer): the kernel's fdinfo and mount tables
+  // say where it lies, fstat only on an ordinary mount. Otherwise *why says why (kNotFound: no
+  // such descriptor; kDenied: the rest), for the peer, whose descriptor it is.
+  FileAccess CheckDescriptor(int32_t fd, WalkedPath* walked, std::string* why) const;
 
   const PeerFacts& facts() const { return facts_; }
 
  private:
   uint32_t uid_ = 0;
   uint32_t gid_ = 0;
+  int pid_ = 0;  // the process that connected, as SO_PEERCRED said (0: not in our pid namespace)
   std::vector<uint32_t> groups_;  // supplementary, sorted
   bool trusted_ = false;
   PeerFacts facts_;

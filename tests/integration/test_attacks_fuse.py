@@ -15,7 +15,9 @@ query threads that touched the mount hung the same way, and the daemon could nev
     worker processes) and answered;
   - native lookups of bob's process, whose executable lies on the mount, answer with a reason
     (image_unreadable), and alice's lookups are not stalled meanwhile; so does a lookup of an
-    image path on the mount;
+    image path on the mount, and one naming bob's own descriptor of a file on it (the daemon
+    reaches it through /proc with O_PATH, which asks the server nothing, and never holds it
+    open: closing such a descriptor would ask the server, as root, and wait for good);
   - the daemon exits on SIGTERM at once, the request it gave up on still unanswered.
 
 Lines starting with FIGURE are the measurements docs/robustness.md gives.
@@ -286,6 +288,47 @@ def an_image_path_through_bobs_mount_is_answered_with_a_reason():
           f"bob's --image lookup: status {res.returncode}, {res.stderr.strip()!r}")
     check(took < 2, f"bob's --image lookup took {took:.2f} s")
     check(alice_answered(), "alice's lookup was not answered after bob's")
+
+
+# bob opens a file of his mount himself (his server answers him) and names the descriptor in
+# lookups ("image_fd"), as `jitsym lookup --image` does, keeping it open until answered.
+RAW_FD = r"""
+import json, os, socket, sys
+fd = os.open(sys.argv[2], os.O_RDONLY)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+req = json.dumps({"op": "lookup", "image": sys.argv[2], "image_fd": fd, "addrs": ["0x1000"]})
+s.sendall(((req + "\n") * int(sys.argv[3])).encode())
+buf = b""
+while buf.count(b"\n") < int(sys.argv[3]):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+print(buf.decode().strip())
+"""
+
+
+@h.case
+def a_descriptor_of_a_file_on_bobs_mount_is_answered_and_never_held():
+    path = os.path.join(S["mnt"], "jit_mapper")
+    for _ in range(3):
+        t0 = time.monotonic()
+        res = users.run(users.BOB, [sys.executable, "-c", RAW_FD, h.socket_path, path, "4"],
+                        timeout=60)
+        took = time.monotonic() - t0
+        check(res.returncode == 0, f"bob's raw lookups: {res.returncode} {res.stderr[-300:]}")
+        answers = json_lines(res.stdout)
+        check(len(answers) == 4, f"bob's lookups with descriptors: {res.stdout[-500:]!r}")
+        # Not read: the daemon's reads of it go to workers, which his server never answers;
+        # and said so, naming the mount.
+        check(all(not a.get("ok") and a["error"]["code"] == "timeout" and
+                  "fuse.silent_to_root" in a["error"]["message"] for a in answers),
+              f"bob's lookups with descriptors: {answers}")
+        check(took < 10, f"bob's lookups with descriptors took {took:.2f} s")
+    print(f"  bob's descriptors: {answers[0]}"[:300])
+    check(alice_answered(), "alice's lookup was not answered after bob's descriptors")
+    check(h.daemon.alive(), f"the daemon died: {h.log_tail()}")
 
 
 @h.case

@@ -2,6 +2,7 @@
 // that gathers the facts for files, with a symlink out of a readable directory.
 #include "daemon/security/access_rules.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,6 +57,22 @@ TEST(DecideFileRead, EveryDirectorySearchedAndTheFileRead) {
   // A readable directory chain and an unreadable file.
   PathFacts unreadable{{root_dir}, Inode(kAlice, kAlice, 0600)};
   EXPECT_EQ(DecideFileRead(Bob(), unreadable), FileAccess::kDenied);
+}
+
+TEST(DecideDescriptor, OnlyTheClientsOwnDescriptorOpenForReading) {
+  using A = DescriptorAccess;
+  EXPECT_EQ(DecideDescriptor(Bob(), {kBob, O_RDONLY}), A::kAllowed);
+  EXPECT_EQ(DecideDescriptor(Bob(), {kBob, O_RDWR | O_CLOEXEC | O_NONBLOCK}), A::kAllowed);
+  // O_PATH needs no read permission on the file (O_RDONLY's bits are 0 too).
+  EXPECT_EQ(DecideDescriptor(Bob(), {kBob, O_PATH}), A::kNotOpenForReading);
+  EXPECT_EQ(DecideDescriptor(Bob(), {kBob, O_PATH | O_RDONLY | O_CLOEXEC}), A::kNotOpenForReading);
+  EXPECT_EQ(DecideDescriptor(Bob(), {kBob, O_WRONLY}), A::kNotOpenForReading);
+  // A process of someone else's (a pid taken over, a setuid program: /proc shows it as root's).
+  EXPECT_EQ(DecideDescriptor(Bob(), {kAlice, O_RDONLY}), A::kNotTheClients);
+  EXPECT_EQ(DecideDescriptor(Bob(), {0, O_RDONLY}), A::kNotTheClients);
+  // Root reads every file: any of its descriptors, but still only its own process's.
+  EXPECT_EQ(DecideDescriptor(Root(), {0, O_PATH}), A::kAllowed);
+  EXPECT_EQ(DecideDescriptor(Root(), {kBob, O_RDONLY}), A::kNotTheClients);
 }
 
 TEST(DecideProcess, SameAnswerForIndexedAndUnknownDeadPids) {

@@ -324,6 +324,13 @@ TEST(RequestCodecTest, MalformedShapes) {
       {R"({"op":"lookup","pid":1,"time":true,"addrs":[]})", "'time'"},
       {R"({"op":"lookup","pid":1,"time":-3,"addrs":[]})", "'time'"},
       {R"({"op":"lookup","pid":1,"addrs":[1,]})", "trailing comma"},
+      {R"({"op":"lookup","image":"/x.so","image_fd":-1,"addrs":[]})", "'image_fd'"},
+      {R"({"op":"lookup","image":"/x.so","image_fd":"3","addrs":[]})", "'image_fd'"},
+      {R"({"op":"lookup","image":"/x.so","image_fd":2147483648,"addrs":[]})", "'image_fd'"},
+      {R"({"op":"lookup","image":"/x.so","image_fd":true,"addrs":[]})", "'image_fd'"},
+      {R"({"op":"lookup","pid":1,"image_fd":3,"addrs":[]})", "'image_fd' needs 'image'"},
+      {R"({"op":"lookup","image":"libc","image_fd":3,"addrs":[]})", "'image_fd' needs 'image'"},
+      {R"({"op":"explain","image":"libc","image_fd":3,"addr":"0x1"})", "'image_fd' needs"},
       {"{\"op\":\"ping\",\"x\":\"a\x01\"}", "control character"},
   };
   for (const Case& c : cases) {
@@ -340,6 +347,25 @@ TEST(RequestCodecTest, ImageAloneIsEnough) {
   const auto r = Decode(R"({"op":"lookup","image":"/lib/x.so","addrs":["0x10"]})");
   ASSERT_TRUE(r.request);
   EXPECT_FALSE(std::get<LookupRequest>(r.request->body).pid);
+}
+
+TEST(RequestCodecTest, ImageDescriptorRoundTrips) {
+  for (const char* line : {R"({"op":"lookup","image":"/lib/x.so","image_fd":7,"addrs":["0x10"]})",
+                           R"({"op":"explain","image":"/lib/x.so","image_fd":0,"addr":"0x10"})"}) {
+    const auto r = Decode(line);
+    ASSERT_TRUE(r.request) << line;
+    std::string wire;
+    EncodeRequest(*r.request, &wire);
+    const auto again = Decode(wire);
+    ASSERT_TRUE(again.request) << wire;
+    std::optional<int32_t> fd;
+    if (auto* l = std::get_if<LookupRequest>(&again.request->body)) fd = l->image_fd;
+    if (auto* e = std::get_if<ExplainRequest>(&again.request->body)) fd = e->image_fd;
+    EXPECT_EQ(fd, std::string(line).find("\"image_fd\":7") != std::string::npos ? 7 : 0) << wire;
+  }
+  const auto none = Decode(R"({"op":"lookup","image":"/lib/x.so","image_fd":null,"addrs":[]})");
+  ASSERT_TRUE(none.request);
+  EXPECT_FALSE(std::get<LookupRequest>(none.request->body).image_fd);
 }
 
 TEST(RequestCodecTest, NullMeansAbsent) {
