@@ -21,10 +21,12 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
                                 "\"image\" must be an absolute path (or an image name)"};
   }
   security::WalkedPath w;
-  if (request.image_fd) {
+  std::string why;
+  const std::optional<security::FileAccess> held =
+      request.image_fd ? access.CheckDescriptor(*request.image_fd, &w, &why) : std::nullopt;
+  if (held) {
     // The client's own descriptor: that file, not the path, which only names it.
-    std::string why;
-    switch (access.CheckDescriptor(*request.image_fd, &w, &why)) {
+    switch (*held) {
       case security::FileAccess::kAllowed:
         *walked = std::move(w);
         return std::nullopt;
@@ -34,6 +36,7 @@ std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest
         return proto::ErrorResponse{std::string(proto::kErrPermission), "\"image_fd\": " + why};
     }
   }
+  // No descriptor, or one the daemon cannot look at: the path, walked as the client would.
   switch (access.CheckRead(path, &w)) {
     case security::FileAccess::kAllowed:
       *walked = std::move(w);

@@ -24,7 +24,8 @@ namespace jitsym::query {
 // receives the walk of an absolute path the client may read (then only that file is opened).
 // With "image_fd", the client's own descriptor is that file instead (PeerAccess::
 // CheckDescriptor): bad_request for a descriptor its process does not hold, permission_denied
-// for one not open for reading; the path is not looked at.
+// for one not open for reading; the path is not looked at, unless the daemon cannot look at
+// the client's descriptors (another pid namespace, no right to its /proc).
 std::optional<proto::ErrorResponse> CheckImageRequest(const proto::LookupRequest& request,
                                                       const security::PeerAccess& access,
                                                       std::optional<security::WalkedPath>* walked);

@@ -124,12 +124,10 @@ bool PeerAccess::MayRead(const std::string& path) const {
   return CheckRead(path, &walked) == FileAccess::kAllowed;
 }
 
-FileAccess PeerAccess::CheckDescriptor(int32_t fd, WalkedPath* walked, std::string* why) const {
+std::optional<FileAccess> PeerAccess::CheckDescriptor(int32_t fd, WalkedPath* walked,
+                                                      std::string* why) const {
   *walked = WalkedPath();
-  if (pid_ <= 0) {
-    *why = "the daemon cannot see your process (another pid namespace): name the file by path";
-    return FileAccess::kDenied;
-  }
+  if (pid_ <= 0) return std::nullopt;  // another pid namespace
   const std::string proc = "/proc/" + std::to_string(pid_);
   const std::string n = std::to_string(fd);
   const std::optional<os::ProcessIdentity> before = os::ReadProcessIdentity(pid_);
@@ -139,6 +137,7 @@ FileAccess PeerAccess::CheckDescriptor(int32_t fd, WalkedPath* walked, std::stri
     *why = "your process (pid " + std::to_string(pid_) + ") is gone";
     return FileAccess::kDenied;
   }
+  if (!held && (held_errno == EACCES || held_errno == EPERM)) return std::nullopt;
   if (!held || !held->flags) {
     *why = "descriptor " + n + " is not open in your process (pid " + std::to_string(pid_) + ")" +
            (held ? "" : ": " + std::string(std::strerror(held_errno)));

@@ -63,8 +63,10 @@ class PeerAccess {
   // the link led to when checked: what is opened later must be it. Nothing of the file's
   // filesystem is asked (a FUSE server may never answer): the kernel's fdinfo and mount tables
   // say where it lies, fstat only on an ordinary mount. Otherwise *why says why (kNotFound: no
-  // such descriptor; kDenied: the rest), for the peer, whose descriptor it is.
-  FileAccess CheckDescriptor(int32_t fd, WalkedPath* walked, std::string* why) const;
+  // such descriptor; kDenied: the rest), for the peer, whose descriptor it is. nullopt when the
+  // daemon cannot look at the peer's descriptors at all (a pid namespace it does not see, a
+  // /proc it may not read: a daemon without privileges): the path is then checked instead.
+  std::optional<FileAccess> CheckDescriptor(int32_t fd, WalkedPath* walked, std::string* why) const;
 
   const PeerFacts& facts() const { return facts_; }
 

@@ -9,7 +9,9 @@ client names. Two real users, jsalice and jsbob, each with raw clients of their 
 - bob holds alice's 0600 library only as O_PATH (its directory is searchable): refused, and so
   is a write-only descriptor of his own file; a descriptor his process does not hold is a bad
   request; a path naming alice's file beside his own descriptor answers from his file only,
-  and without a descriptor her path is refused as before.
+  and without a descriptor her path is refused as before;
+- a daemon that may not look at the client's descriptors (alice's own, unprivileged, asked by
+  root) checks the path instead, as before descriptors.
 
 Against the daemon before descriptors, the path was walked as the client and opened again
 by the daemon: the renamed file answered, whatever the client had opened."""
@@ -165,6 +167,32 @@ def the_path_is_refused_as_before_without_a_descriptor():
               name=S["secret"])
     check(not got.get("ok") and got["error"]["code"] == "permission_denied",
           f"bob naming her file by path: {got}")
+
+
+@h.case
+def a_daemon_that_may_not_look_at_the_clients_descriptors_checks_the_path():
+    # alice's own daemon (no privileges) cannot read root's /proc/PID/fdinfo: root's client
+    # still gets its answer, the path checked as without a descriptor.
+    d = os.path.join(h.root, "alices-daemon")
+    os.mkdir(d)
+    os.chown(d, S["alice"].pw_uid, S["alice"].pw_gid)
+    sock = os.path.join(d, "j.sock")
+    daemon = h.spawn(users.argv(users.ALICE, [h.jitsymd, "--watch", d, "--socket", sock,
+                                              "--log-level", "warning"]),
+                     env=users.env(users.ALICE), stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(sock) and time.monotonic() < deadline and daemon.poll() is None:
+        time.sleep(0.05)
+    check(os.path.exists(sock), "alice's daemon did not start")
+    res = subprocess.run([h.jitsym, "--socket", sock, "lookup", "--json", "--image", S["bob_lib"],
+                          hexaddr(S["bob_addrs"]["bob_fn_5"])], capture_output=True, text=True,
+                         timeout=60)
+    daemon.terminate()
+    daemon.wait(10)
+    check(res.returncode == 0 and json.loads(res.stdout.splitlines()[0]).get("name") ==
+          "bob_fn_5", f"root's lookup through alice's daemon: {res.returncode} {res.stdout} "
+          f"{res.stderr}")
 
 
 h.main()
