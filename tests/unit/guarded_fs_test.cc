@@ -109,6 +109,25 @@ TEST(MountTable, OwnMountsKnowTheMountOfADescriptor) {
   EXPECT_FALSE(m->guarded());
 }
 
+TEST(MountTable, FdinfoSaysHowADescriptorWasOpened) {
+  char name[] = "/tmp/jitsym-fdinfo-XXXXXX";
+  UniqueFd made(::mkstemp(name));
+  ASSERT_TRUE(made.valid());
+  struct stat st {};
+  ASSERT_EQ(::fstat(made.get(), &st), 0);
+  for (int flags : {O_RDONLY, O_WRONLY, O_RDWR, O_PATH}) {
+    UniqueFd fd(::open(name, flags | O_CLOEXEC));
+    ASSERT_TRUE(fd.valid()) << flags;
+    const std::optional<FdMount> info =
+        ParseFdinfoOf("/proc/self/fdinfo/" + std::to_string(fd.get()));
+    ASSERT_TRUE(info && info->flags) << flags;
+    EXPECT_EQ(*info->flags & (O_ACCMODE | O_PATH), static_cast<uint64_t>(flags)) << flags;
+    EXPECT_EQ(info->mount_id, MountIdOf(made.get()).value_or(0));
+    EXPECT_TRUE(info->ino == 0 || info->ino == st.st_ino);  // shown since Linux 5.14
+  }
+  ::unlink(name);
+}
+
 // A mount for the pool's bookkeeping; only its device, owner and words matter.
 Mount FakeMount(uint64_t dev, uint32_t owner) {
   Mount m;
