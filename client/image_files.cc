@@ -66,24 +66,22 @@ bool OnFuseMount(const std::string& path) {
 
 int ImageFiles::Open(const std::string& path) {
   if (path.find('/') == std::string::npos) return -1;  // an image name, not a file
+  if (auto it = open_.find(path); it != open_.end()) return it->second;
+  if (open_.size() >= kMaxOpen) return -1;
+  int fd = -1;
   // /proc links (a process's exe, cwd, root) are the daemon's to refuse, not this process's to
-  // follow; a FUSE file is not opened here (see OnFuseMount).
-  if (path.empty() || path[0] != '/' || path == "/proc" || path.rfind("/proc/", 0) == 0 ||
-      OnFuseMount(std::filesystem::path(path).lexically_normal().string())) {
-    return -1;
-  }
-  auto it = open_.find(path);
-  if (it == open_.end()) {
-    if (open_.size() >= kMaxOpen) return -1;
-    // Regular files only (a device's open may do something); O_NONBLOCK: a FIFO put there
-    // meanwhile does not hold the client up (the daemon refuses it).
+  // follow; a FUSE file is not opened here (see OnFuseMount). Otherwise regular files only (a
+  // device's open may do something); O_NONBLOCK: a FIFO put there meanwhile does not hold the
+  // client up (the daemon refuses it).
+  if (path[0] == '/' && path != "/proc" && path.rfind("/proc/", 0) != 0 &&
+      !OnFuseMount(std::filesystem::path(path).lexically_normal().string())) {
     struct stat st {};
-    const int fd = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)
-                       ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-                       : -1;
-    it = open_.emplace(path, fd).first;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    }
   }
-  return it->second;
+  open_.emplace(path, fd);  // once per path: the mount table is read once per file too
+  return fd;
 }
 
 }  // namespace jitsym::client

@@ -30,7 +30,8 @@ class ImageFiles {
     const int fd = Open(*request->image);
     if (fd >= 0) request->image_fd = fd;
   }
-  // The descriptor of the file at `path` (a path with a '/'), opened once; -1 when it cannot be.
+  // The descriptor of the file at `path` (a path with a '/'), opened once; -1 when it cannot be
+  // (also decided once per path).
   int Open(const std::string& path);
 
  private:
