@@ -139,6 +139,32 @@ bool ReadOptionalString(JsonReader& r, std::string_view name, std::optional<std:
   }
 }
 
+// An integer member in [min, max] into *out, or null (absent); anything else leaves *out as it
+// is and sets *error to `message` (once).
+template <typename T>
+bool ReadOptionalInteger(JsonReader& r, uint64_t min, uint64_t max, std::optional<T>* out,
+                         std::string* error, std::string_view message) {
+  std::string_view text;
+  switch (r.Peek()) {
+    case Kind::kNull:
+      out->reset();
+      return r.ReadNull();
+    case Kind::kNumber: {
+      if (!r.ReadNumber(&text)) return false;
+      const std::optional<uint64_t> v = ParseDecimal(text);
+      if (v && *v >= min && *v <= max) {
+        *out = static_cast<T>(*v);
+        return true;
+      }
+      break;
+    }
+    default:
+      if (!r.Skip()) return false;
+  }
+  SetOnce(error, std::string(message));
+  return true;
+}
+
 bool ReadAddrs(JsonReader& r, std::string_view line, RequestFields* f) {
   if (r.Peek() != Kind::kArray) {
     SetOnce(&f->lookup_error, "member 'addrs' must be an array");
@@ -199,23 +225,8 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     return true;
   }
   if (key == "pid") {
-    const Kind kind = r.Peek();
-    if (kind == Kind::kNull) {
-      f->lookup.pid.reset();
-      return r.ReadNull();
-    }
-    if (kind == Kind::kNumber) {
-      if (!r.ReadNumber(&text)) return false;
-      const std::optional<uint64_t> pid = ParseDecimal(text);
-      if (pid && *pid > 0 && *pid <= static_cast<uint64_t>(INT64_MAX)) {
-        f->lookup.pid = static_cast<int64_t>(*pid);
-        return true;
-      }
-    } else if (!r.Skip()) {
-      return false;
-    }
-    SetOnce(&f->lookup_error, "member 'pid' must be a positive integer");
-    return true;
+    return ReadOptionalInteger(r, 1, INT64_MAX, &f->lookup.pid, &f->lookup_error,
+                               "member 'pid' must be a positive integer");
   }
   if (key == "time") {
     if (r.Peek() == Kind::kNull) {
@@ -244,22 +255,8 @@ bool ReadMember(JsonReader& r, std::string_view key, std::string_view line, Requ
     return r.ReadBool(&f->lookup.file_offset);
   }
   if (key == "image_fd") {
-    if (r.Peek() == Kind::kNull) {
-      f->lookup.image_fd.reset();
-      return r.ReadNull();
-    }
-    if (r.Peek() == Kind::kNumber) {
-      if (!r.ReadNumber(&text)) return false;
-      const std::optional<uint64_t> fd = ParseDecimal(text);
-      if (fd && *fd <= static_cast<uint64_t>(INT32_MAX)) {
-        f->lookup.image_fd = static_cast<int32_t>(*fd);
-        return true;
-      }
-    } else if (!r.Skip()) {
-      return false;
-    }
-    SetOnce(&f->lookup_error, "member 'image_fd' must be a descriptor number (0 or more)");
-    return true;
+    return ReadOptionalInteger(r, 0, INT32_MAX, &f->lookup.image_fd, &f->lookup_error,
+                               "member 'image_fd' must be a descriptor number (0 or more)");
   }
   if (key == "strings") {
     if (r.Peek() == Kind::kNull) return r.ReadNull();
