@@ -101,7 +101,6 @@ void WorkerPool::Prestart() {
     JITSYM_LOG(kWarning, "parse worker for root: ", w.error().message,
                "; started with the first request instead");
   }
-  freed_.notify_all();
 }
 
 WorkerPool::~WorkerPool() {

@@ -382,6 +382,14 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
+// The answers to two requests for one file made at once (FakeWorkerTest::AskTwiceAtOnce), and
+// the pool's counts when both were answered.
+struct TwoAnswers {
+  Result<SymbolizeReply> a = MakeError(ErrorKind::kLimit, "not asked");
+  Result<SymbolizeReply> b = MakeError(ErrorKind::kLimit, "not asked");
+  ParserStats stats;
+};
+
 class FakeWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -406,6 +414,18 @@ class FakeWorkerTest : public ::testing::Test {
   Result<SymbolizeReply> Ask(WorkerPool& pool) {
     os::UniqueFd fd(::open(file_.c_str(), O_RDONLY | O_CLOEXEC));
     return pool.Symbolize(RequestFor(file_, {1}), fd.get());
+  }
+  // Two requests for one file at once, from two threads, to a pool of workers `exe`.
+  TwoAnswers AskTwiceAtOnce(const std::string& exe) {
+    PoolOptions o = TestPool(exe);
+    o.timeout_ms = 5000;
+    WorkerPool pool(o);
+    TwoAnswers out;
+    std::thread other([&] { out.a = Ask(pool); });
+    out.b = Ask(pool);
+    other.join();
+    out.stats = pool.Stats();
+    return out;
   }
 
   std::string dir_, other_, file_, own_;
@@ -448,17 +468,13 @@ TEST_F(FakeWorkerTest, TwoRequestsForOneFileAreServedAtOnceByTheWorkerThatHasIt)
                                      "s = first\n"
                                      "reply_error('first')\n"
                                      "recv()\n");
-  PoolOptions o = TestPool(exe);
-  o.timeout_ms = 5000;
-  WorkerPool pool(o);
-  Result<SymbolizeReply> a = MakeError(ErrorKind::kLimit, "not asked");
-  std::thread other([&] { a = Ask(pool); });
-  Result<SymbolizeReply> b = Ask(pool);
-  other.join();
+  const TwoAnswers r = AskTwiceAtOnce(exe);
+  const Result<SymbolizeReply>& a = r.a;
+  const Result<SymbolizeReply>& b = r.b;
   ASSERT_TRUE(a.ok()) << a.error().message;
   ASSERT_TRUE(b.ok()) << b.error().message;
   EXPECT_NE(a->error, b->error);
-  EXPECT_EQ(pool.Stats().started, 1u);
+  EXPECT_EQ(r.stats.started, 1u);
 }
 
 // A worker that dies while it serves two requests: the one that finds it dead first reports
@@ -469,20 +485,16 @@ TEST_F(FakeWorkerTest, AWorkerThatDiesUnderTwoRequestsIsReportedOnce) {
                                      "s = socket.socket(fileno=4)\n"
                                      "recv()\n"
                                      "os.kill(os.getpid(), 9)\n");
-  PoolOptions o = TestPool(exe);
-  o.timeout_ms = 5000;
-  WorkerPool pool(o);
-  Result<SymbolizeReply> a = MakeError(ErrorKind::kLimit, "not asked");
-  std::thread other([&] { a = Ask(pool); });
-  Result<SymbolizeReply> b = Ask(pool);
-  other.join();
+  const TwoAnswers r = AskTwiceAtOnce(exe);
+  const Result<SymbolizeReply>& a = r.a;
+  const Result<SymbolizeReply>& b = r.b;
   ASSERT_FALSE(a.ok());
   ASSERT_FALSE(b.ok());
   const std::string both = a.error().message + "\n" + b.error().message;
   EXPECT_NE(both.find("was killed by SIGKILL"), std::string::npos) << both;
   EXPECT_NE(both.find("while serving another request"), std::string::npos) << both;
-  EXPECT_EQ(pool.Stats().failed, 1u);
-  EXPECT_EQ(pool.Stats().started, 1u);
+  EXPECT_EQ(r.stats.failed, 1u);
+  EXPECT_EQ(r.stats.started, 1u);
 }
 
 TEST_F(FakeWorkerTest, AWorkerThatHangsIsKilledAtTheDeadlineAndItsFileBacksOff) {
