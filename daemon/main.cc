@@ -134,6 +134,14 @@ void ApplyReloadable(const Settings& next, Settings* running, jitsym::ingest::In
   });
 }
 
+// The daemon is stopping; a service manager that is still impatient sends SIGKILL.
+void IgnoreStopSignals() {
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ignore, nullptr);
+  ::sigaction(SIGTERM, &ignore, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -319,8 +327,11 @@ int main(int argc, char** argv) {
   };
   wait_hup();
 
-  boost::asio::signal_set signals(server_io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+  // Once stopping, a further SIGINT or SIGTERM changes nothing: the set holds it while it
+  // lives, and when it is dropped (below) the signals are ignored from then on, so one during
+  // the destructors and the exit still leaves a clean exit status.
+  std::optional<boost::asio::signal_set> signals(std::in_place, server_io, SIGINT, SIGTERM);
+  signals->async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     JITSYM_LOG(kInfo, "received ", ::strsignal(sig), "; stopping");
     service::Notify("STOPPING=1");
@@ -346,6 +357,8 @@ int main(int argc, char** argv) {
   server_io.run();
   for (auto& t : query_threads) t.join();
   ingest_thread.join();
+  signals.reset();  // restores the default action, which kills
+  IgnoreStopSignals();
   JITSYM_LOG(kInfo, "stopped");
   return 0;
 }

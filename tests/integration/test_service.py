@@ -196,6 +196,12 @@ def notify_ready_status_watchdog_reload_stopping():
         notify.wait_for("WATCHDOG", 5, "1")
         d.proc.send_signal(signal.SIGTERM)
         notify.wait_for("STOPPING", 10, "1")
+        # A service manager or an operator may signal again while the daemon stops: every
+        # further SIGTERM, until the very end, must leave a clean exit.
+        deadline = time.monotonic() + 10
+        while d.proc.poll() is None and time.monotonic() < deadline:
+            d.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.001)
         stop(d)
     finally:
         notify.close()
