@@ -8,7 +8,8 @@ namespace {
 
 constexpr std::string_view kNames[kSectionCount] = {
     "info",     "types", "abbrev",      "str",      "line_str", "line", "ranges",
-    "rnglists", "addr",  "str_offsets", "cu_index", "tu_index", "sup",  "gnu_debugaltlink"};
+    "rnglists", "addr",  "str_offsets", "cu_index", "tu_index", "sup",  "gnu_debugaltlink",
+    "aranges"};
 
 }  // namespace
 

@@ -39,6 +39,7 @@ enum class SectionId : uint8_t {
   kTuIndex,
   kSup,         // .debug_sup (DWARF 5 supplementary files)
   kGnuAltLink,  // .gnu_debugaltlink (dwz)
+  kAranges,
   kCount
 };
 inline constexpr size_t kSectionCount = static_cast<size_t>(SectionId::kCount);

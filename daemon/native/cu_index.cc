@@ -6,6 +6,7 @@
 #include <system_error>
 #include <thread>
 
+#include "daemon/dwarf/aranges.h"
 #include "daemon/dwarf/constants.h"
 #include "daemon/dwarf/unit.h"
 #include "daemon/dwarf/unit_symbols.h"
@@ -18,10 +19,45 @@ CuIndex::~CuIndex() {
   for (size_t i = 0; i < count_; ++i) delete cus_[i].tables.load();
 }
 
-void CuIndex::Open(const dwarf::Context* context, dwarf::Budget* budget, std::string file) {
+void CuIndex::Open(const dwarf::Context* context, dwarf::Budget* budget, std::string file,
+                   UnitRangesFrom from) {
   file_ = std::move(file);
   context_ = context;
   budget_ = budget;
+  // The units' ranges from .debug_aranges where a set lists them: no unit DIE, no abbreviation
+  // table read (most of an open of a large module otherwise). A DWARF 4 unit may be a GNU
+  // skeleton, known only from its DIE: when the file has .debug_addr (which such skeletons'
+  // split units need), DWARF 4 units are read from their DIEs.
+  dwarf::Aranges aranges;
+  std::vector<const dwarf::ArangeSet*> sets;  // sorted by info_offset
+  if (from == UnitRangesFrom::kArangesWhereListed) {
+    aranges = dwarf::ReadAranges(context->section(dwarf::SectionId::kAranges), context->order());
+    if (aranges.first_error) {
+      JITSYM_LOG(kWarning, file_, ": ", aranges.first_error->message, " (", aranges.bad_sets,
+                 " set(s) not read); those units' ranges are read from their DIEs");
+    }
+    for (const dwarf::ArangeSet& set : aranges.sets) sets.push_back(&set);
+    std::stable_sort(sets.begin(), sets.end(),
+                     [](const auto* a, const auto* b) { return a->info_offset < b->info_offset; });
+  }
+  const bool v4_may_be_skeletons = !context->section(dwarf::SectionId::kAddr).empty();
+  auto listed = [&](const dwarf::UnitHeader& h) -> std::pair<size_t, size_t> {
+    if (sets.empty() || h.in_types || h.unit_type != dwarf::DW_UT_compile ||
+        (h.version < 5 && v4_may_be_skeletons)) {
+      return {0, 0};
+    }
+    auto lo = std::lower_bound(sets.begin(), sets.end(), h.offset,
+                               [](const auto* s, uint64_t o) { return s->info_offset < o; });
+    auto hi = lo;
+    while (hi != sets.end() && (*hi)->info_offset == h.offset &&
+           (*hi)->address_size == h.address_size) {
+      ++hi;
+    }
+    // A set of another address size than its unit's is not believed: the DIE says.
+    if (hi != sets.end() && (*hi)->info_offset == h.offset) return {0, 0};
+    return {static_cast<size_t>(lo - sets.begin()), static_cast<size_t>(hi - sets.begin())};
+  };
+
   std::vector<uint32_t> headers;
   size_t unreadable = 0;
   std::string first_error;
@@ -32,6 +68,18 @@ void CuIndex::Open(const dwarf::Context* context, dwarf::Budget* budget, std::st
         h.unit_type != dwarf::DW_UT_skeleton) {
       continue;
     }
+    const uint32_t index = static_cast<uint32_t>(headers.size());
+    if (auto [first, last] = listed(h); first != last) {
+      headers.push_back(static_cast<uint32_t>(i));
+      ++units_from_aranges_;
+      for (size_t k = first; k < last; ++k) {
+        for (uint32_t j = 0; j < sets[k]->count; ++j) {
+          const dwarf::AddressRange& r = aranges.ranges[sets[k]->first + j];
+          ranges_.push_back({r.lo, r.hi, index});
+        }
+      }
+      continue;
+    }
     // The unit DIE alone: its ranges say which addresses the unit covers. A skeleton's split
     // unit is looked for when its tables are built.
     Result<dwarf::Unit> unit = dwarf::Unit::Open(*context, h, *budget, nullptr, true);
@@ -40,7 +88,6 @@ void CuIndex::Open(const dwarf::Context* context, dwarf::Budget* budget, std::st
       continue;
     }
     has_skeletons_ = has_skeletons_ || unit->unit_type() == dwarf::DW_UT_skeleton;
-    const uint32_t index = static_cast<uint32_t>(headers.size());
     headers.push_back(static_cast<uint32_t>(i));
     for (const dwarf::AddressRange& r : unit->unit_ranges()) {
       if (r.hi > r.lo) ranges_.push_back({r.lo, r.hi, index});

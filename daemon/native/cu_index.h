@@ -1,7 +1,7 @@
 // The compilation units of one module's DWARF, and when their tables are built. Open() reads
-// only the unit DIEs' address ranges; a unit's tables (cu_tables.h) are built the first time an
-// address falls in it, or ahead of time by Prefetch() on several threads at once (the reader's
-// Context is safe to share).
+// only the units' address ranges (from .debug_aranges, or from the unit DIEs); a unit's tables
+// (cu_tables.h) are built the first time an address falls in it, or ahead of time by Prefetch() on
+// several threads at once (the reader's Context is safe to share).
 //
 // Thread safety: after Open(), every member is safe to call from several threads. A CU is claimed
 // through an atomic state (unread -> building -> built) and published through an atomic pointer:
@@ -34,10 +34,15 @@ class CuIndex {
   CuIndex(const CuIndex&) = delete;
   CuIndex& operator=(const CuIndex&) = delete;
 
+  // Where the units' address ranges come from: .debug_aranges for the units it lists (and
+  // their unit DIEs for the others), or every unit's DIE (what the first is checked against).
+  enum class UnitRangesFrom { kArangesWhereListed, kUnitDies };
+
   // Indexes the units of `context` (the file named `file` in messages), read within `budget`;
   // both must outlive this object. Called once, before any other member but
   // UseDemangleBudget and UseSplitUnits.
-  void Open(const dwarf::Context* context, dwarf::Budget* budget, std::string file);
+  void Open(const dwarf::Context* context, dwarf::Budget* budget, std::string file,
+            UnitRangesFrom from = UnitRangesFrom::kArangesWhereListed);
   // Whether a unit is a skeleton (split DWARF: a DWARF 5 skeleton unit, or a DWARF 4 compile
   // unit naming a dwo id).
   bool has_skeletons() const { return has_skeletons_; }
@@ -78,6 +83,11 @@ class CuIndex {
   // `extra_threads` more. Returns when they are built.
   void Prefetch(const std::vector<uint64_t>& addrs, unsigned extra_threads);
 
+  // The offset of a CU's unit in its section (for messages and tests).
+  uint64_t UnitOffset(uint32_t cu) const { return context_->units()[cus_[cu].header].offset; }
+  // Units whose ranges came from .debug_aranges (the others' from their unit DIEs).
+  size_t units_from_aranges() const { return units_from_aranges_; }
+
   // CUs not read yet (nor being read).
   size_t unread() const { return unread_.load(std::memory_order_relaxed); }
   // Bytes of the index itself, and of the tables built so far.
@@ -109,6 +119,7 @@ class CuIndex {
   dwarf::Budget* budget_ = nullptr;
   SplitUnits* split_ = nullptr;
   bool has_skeletons_ = false;
+  size_t units_from_aranges_ = 0;
   DemangleBudget* demangle_budget_ = nullptr;
   std::unique_ptr<Cu[]> cus_;
   size_t count_ = 0;

@@ -1,11 +1,13 @@
 // The DWARF reader's small parsers from hostile bytes: a package index (.debug_cu_index), a
 // unit header, an abbreviation table, compressed sections (SHF_COMPRESSED, .zdebug) inflated
-// within a budget. The first byte picks the byte order and which part reads the rest.
+// within a budget, address range sets (.debug_aranges). The first byte picks the byte order and
+// which part reads the rest.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "daemon/dwarf/abbrev.h"
+#include "daemon/dwarf/aranges.h"
 #include "daemon/dwarf/dwp_index.h"
 #include "daemon/dwarf/inflate.h"
 #include "daemon/dwarf/unit_header.h"
@@ -17,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ByteOrder order = (data[0] & 1) ? ByteOrder::kBig : ByteOrder::kLittle;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   dwarf::Budget budget(dwarf::BudgetLimits{16 << 20, 1 << 20});
-  switch ((data[0] >> 1) % 5) {
+  switch ((data[0] >> 1) % 6) {
     case 0:
       if (Result<dwarf::DwpIndex> index = dwarf::ReadDwpIndex(in, order, "cu_index")) {
         for (const dwarf::DwpRow& row : index->rows) {
@@ -55,6 +57,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (s->size() > (16u << 20)) __builtin_trap();
       }
       break;
+    case 5: {
+      const dwarf::Aranges a = dwarf::ReadAranges(in, order);
+      if (a.ranges.size() > in.size() / 4) __builtin_trap();
+      for (const dwarf::ArangeSet& set : a.sets) {
+        if (set.first + uint64_t{set.count} > a.ranges.size()) __builtin_trap();
+      }
+      for (const dwarf::AddressRange& r : a.ranges) {
+        if (r.lo >= r.hi) __builtin_trap();
+      }
+      if (a.first_error.has_value() != (a.bad_sets != 0)) __builtin_trap();
+      break;
+    }
   }
   return 0;
 }

@@ -4,7 +4,8 @@
 // compression, split DWARF with .dwo files and a .dwp package, dwz with a common file) and writes
 // DIR/<target>/seed-<kind>-N: whole ELF files (dwarf_elf_fuzz), their sections packed as
 // tests/fuzz/dwarf_fuzz.h says (dwarf_sections_fuzz), line tables (dwarf_line_fuzz), package
-// indexes, unit headers, abbreviation tables and compressed sections (dwarf_parts_fuzz).
+// indexes, unit headers, abbreviation tables, compressed sections and address range sets
+// (dwarf_parts_fuzz).
 // A compiler or tool that is missing skips its kinds.
 #include <sys/stat.h>
 
@@ -71,12 +72,15 @@ void Seeds(const std::string& kind, const std::string& main, const std::string& 
             line + std::string(s[SectionId::kLine]) + std::string(strings));
       Write("dwarf_parts_fuzz", kind + "-units", '\x02' + std::string(s[SectionId::kInfo]));
       Write("dwarf_parts_fuzz", kind + "-abbrev", '\x04' + std::string(s[SectionId::kAbbrev]));
+      if (!s[SectionId::kAranges].empty()) {
+        Write("dwarf_parts_fuzz", kind + "-aranges", '\x0a' + std::string(s[SectionId::kAranges]));
+      }
       // Compressed sections as they are in the file.
       jitsym::Result<jitsym::dwarf::ElfImage> image = jitsym::dwarf::ReadElfImage(f->bytes);
       for (const jitsym::dwarf::ElfSection& e : image->sections) {
         if ((e.flags & jitsym::dwarf::kShfCompressed) != 0) {
           Write("dwarf_parts_fuzz", kind + "-shf" + std::string(e.name),
-                "\x16" + std::string(e.data));
+                "\x12" + std::string(e.data));
         } else if (e.name.starts_with(".zdebug")) {
           Write("dwarf_parts_fuzz", kind + "-z" + std::string(e.name),
                 "\x08" + std::string(e.data));
