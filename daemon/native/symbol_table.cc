@@ -14,6 +14,36 @@
 
 namespace jitsym::native {
 
+namespace {
+
+// String table offsets to a number (0: none yet), open-addressed: one array for a table of
+// `count` symbols, where a node-based map allocated per symbol.
+class FirstByOffset {
+ public:
+  explicit FirstByOffset(size_t count) {
+    size_t size = 16;
+    while (size < 2 * count) size <<= 1;
+    slots_.resize(size);
+    mask_ = size - 1;
+  }
+  uint32_t& Slot(uint32_t offset) {
+    for (size_t i = (offset * uint64_t{0x9e3779b97f4a7c15}) >> 32 & mask_;; i = (i + 1) & mask_) {
+      Entry& e = slots_[i];
+      if (e.value == 0) e.offset = offset;  // claimed: the caller sets the value
+      if (e.offset == offset) return e.value;
+    }
+  }
+
+ private:
+  struct Entry {
+    uint32_t offset = 0, value = 0;
+  };
+  std::vector<Entry> slots_;
+  size_t mask_;
+};
+
+}  // namespace
+
 bool SymbolTable::Load(Elf* elf, bool dynamic) {
   const Elf64_Word want = dynamic ? SHT_DYNSYM : SHT_SYMTAB;
   bool any = false;
@@ -24,14 +54,18 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
     }
     Elf_Data* data = SectionData(scn);
     if (data == nullptr) continue;
-    GElf_Shdr strtab;
+    GElf_Shdr strtab{};
     if (Elf_Scn* str = elf_getscn(elf, shdr.sh_link); str && gelf_getshdr(str, &strtab)) {
       strtab_bytes_ += strtab.sh_size;
     }
-    stored_.clear();  // keys are offsets into this section's string table
     uint32_t file = kNoFile, file_size = 0;
     const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, 1u << 24);
     symbols_.reserve(symbols_.size() + count);
+    // Names as long as the string table, rarely more (hostile tables share suffixes: bounded
+    // by HasRoomFor): one allocation, not a copy per doubling.
+    names_.reserve(names_.size() + std::min<uint64_t>(strtab.sh_size, NamesBudget()));
+    // The first symbol naming each string table offset, to share its stored name.
+    FirstByOffset first_by_offset(count);
     for (size_t i = 1; i < count; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
@@ -73,9 +107,10 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
           (mangled ? kMangled : 0) | (static_cast<uint8_t>(version) << kVersionShift));
       const uint32_t sym_file = local ? file : kNoFile;
       const uint32_t sym_file_size = local ? file_size : 0;
-      if (auto it = stored_.find(sym.st_name); it != stored_.end()) {
+      uint32_t& first = first_by_offset.Slot(sym.st_name);
+      if (first != 0) {
         // Another symbol with this very string: its stored name, not another copy.
-        const Stored& n = it->second;
+        const Symbol& n = symbols_[first - 1];
         symbols_.push_back({sym.st_value, sym.st_size, n.name, sym_file, n.name_size,
                             static_cast<uint16_t>(sym_file_size), n.clone_size, facts});
         continue;
@@ -91,12 +126,10 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
                    " MiB; the rest of this symbol table is not read");
         return any;
       }
-      const uint32_t at = static_cast<uint32_t>(names_.size());
       if (!Add(sym.st_value, sym.st_size, base, clone_text, sym_file, sym_file_size, facts)) {
         return any;
       }
-      stored_.emplace(sym.st_name, Stored{at, static_cast<uint32_t>(base.size()),
-                                          static_cast<uint8_t>(clone_text.size())});
+      first = static_cast<uint32_t>(symbols_.size());
     }
   }
   return any;
@@ -180,7 +213,6 @@ void SymbolTable::Finish() {
     }
   }
   symbols_.shrink_to_fit();
-  stored_ = {};
   demangled_ = std::make_unique<std::atomic<const std::string*>[]>(symbols_.size());
   choice_ = std::make_unique<std::atomic<uint32_t>[]>(symbols_.size());
   std::vector<uint64_t> keys(symbols_.size());
@@ -230,7 +262,6 @@ std::string_view SymbolTable::DemangledLocked(size_t i) const {
 void SymbolTable::Clear() {
   symbols_.clear();
   names_.clear();
-  stored_.clear();
   strtab_bytes_ = 0;
   demangled_.reset();
   choice_.reset();

@@ -142,12 +142,6 @@ class SymbolTable {
   uint64_t strtab_bytes_ = 0;  // of the string tables the symbols read name into
   std::string path_;
   DemangleBudget* budget_ = nullptr;
-  // A symbol naming (string table, offset) stored before: the name and clone of its first one.
-  struct Stored {
-    uint32_t name, name_size;
-    uint8_t clone_size;
-  };
-  std::unordered_map<uint64_t, Stored> stored_;
 
   // Per symbol, its demangled name once asked for (null before); the names, by their offset in
   // names_ (symbols naming one string share one), and what they take, under mu_.
