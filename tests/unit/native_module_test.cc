@@ -333,7 +333,9 @@ TEST(NativeModule, SurvivesTruncatedAndLyingFiles) {
 }
 
 TEST(ModuleCache, SharesModules) {
-  ModuleCache cache(ModuleCache::Options{{"/nonexistent"}, 1u << 30});
+  ModuleCache::Options options;
+  options.debug_dirs = {"/nonexistent"};
+  ModuleCache cache(options);
   std::string error;
   auto a = cache.GetByPath(SelfPath(), &error);
   ASSERT_TRUE(a) << error;
@@ -342,7 +344,10 @@ TEST(ModuleCache, SharesModules) {
 }
 
 TEST(ModuleCache, DropsLeastRecentlyUsedOverBudget) {
-  ModuleCache cache(ModuleCache::Options{{}, 1});  // one byte: nothing stays
+  ModuleCache::Options options;
+  options.debug_dirs = {};
+  options.budget_bytes = 1;  // one byte: nothing stays
+  ModuleCache cache(options);
   std::string error;
   auto a = cache.GetByPath(SelfPath(), &error);
   ASSERT_TRUE(a);
