@@ -62,8 +62,10 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
     const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, 1u << 24);
     symbols_.reserve(symbols_.size() + count);
     // Names as long as the string table, rarely more (hostile tables share suffixes: bounded
-    // by HasRoomFor): one allocation, not a copy per doubling.
-    names_.reserve(names_.size() + std::min<uint64_t>(strtab.sh_size, NamesBudget()));
+    // by HasRoomFor), and room for the PLT's names after: one allocation, not a copy of all
+    // names per doubling.
+    names_.reserve(names_.size() + std::min<uint64_t>(strtab.sh_size, NamesBudget()) +
+                   (64 << 10));
     // The first symbol naming each string table offset, to share its stored name.
     FirstByOffset first_by_offset(count);
     for (size_t i = 1; i < count; ++i) {
