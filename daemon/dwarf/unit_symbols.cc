@@ -1,6 +1,7 @@
 // Reading one unit's subprogram/inline tree and line table (unit_symbols.h).
 #include "daemon/dwarf/unit_symbols.h"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -9,6 +10,7 @@
 #include "daemon/dwarf/constants.h"
 #include "daemon/dwarf/die_cursor.h"
 #include "daemon/dwarf/errors.h"
+#include "daemon/util/flat_map.h"
 
 namespace jitsym::dwarf {
 namespace {
@@ -150,7 +152,7 @@ class NameResolver {
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
-      return std::hash<uint64_t>()(k.offset * 2 + k.types) ^ std::hash<const void*>()(k.context);
+      return MixBits((k.offset * 2 + k.types) ^ reinterpret_cast<uintptr_t>(k.context));
     }
   };
 
@@ -209,27 +211,33 @@ class NameResolver {
 
   const ChainDie* Lookup(const DieRef& ref) {
     const Key key{ref.context, ref.offset, ref.types};
-    if (auto it = dies_.find(key); it != dies_.end()) return it->second.get();
-    std::unique_ptr<ChainDie> found;
+    if (const uint32_t* i = dies_.Find(key)) return *i == kNoDie ? nullptr : &die_store_[*i];
+    uint32_t found = kNoDie;
     if (const Unit* u = UnitOf(ref); u != nullptr) {
       DieCursor c(*u, budget_);
       ChainAttrs a;
       Status s = c.Seek(ref.offset);
       if (s.ok()) s = c.ForEachAttr([&a](const AttrValue& v) { a.Take(v); });
       if (s.ok()) {
-        found = std::make_unique<ChainDie>(Resolve(*u, a));
+        found = static_cast<uint32_t>(die_store_.size());
+        die_store_.push_back(Resolve(*u, a));
       } else {
         notes_.Add(std::move(s).error());
       }
     }
-    return dies_.emplace(key, std::move(found)).first->second.get();
+    dies_.Insert(key, found);
+    return found == kNoDie ? nullptr : &die_store_[found];
   }
 
   const Unit& unit_;
   Budget& budget_;
   Notes& notes_;
   std::unordered_map<Key, std::unique_ptr<Unit>, KeyHash> units_;
-  std::unordered_map<Key, std::unique_ptr<ChainDie>, KeyHash> dies_;
+  // The DIEs looked up, each once: their index in die_store_ (which never moves them), or
+  // kNoDie for one that could not be read.
+  static constexpr uint32_t kNoDie = UINT32_MAX;
+  FlatMap32<Key, KeyHash> dies_;
+  std::deque<ChainDie> die_store_;
 };
 
 // The node DIE's attributes the tree keeps.

@@ -10,6 +10,7 @@
 
 #include "daemon/native/demangle.h"
 #include "daemon/native/string_pool.h"
+#include "daemon/util/flat_map.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
@@ -82,6 +83,10 @@ class AddressDieMap {
   alignas(Map) unsigned char storage_[sizeof(Map)];
   Map* map_;
   Map::iterator last_;
+};
+
+struct PointerHash {
+  size_t operator()(const char* p) const { return MixBits(reinterpret_cast<uintptr_t>(p)); }
 };
 
 // libdw's order of line rows: by address, an end_sequence row before others at its address,
@@ -166,22 +171,24 @@ std::unique_ptr<CuTables> BuildCuTables(const dwarf::UnitSymbols& symbols,
   // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach. A string
   // of .debug_str is one pointer for all CUs: demangled once per module per thread
   // (DemangledNames), interned once per CU.
-  std::unordered_map<const char*, uint32_t> name_ids;
+  FlatMap32<const char*, PointerHash> name_ids(t->nodes.size() / 2);
   for (size_t i = 0; i < t->nodes.size(); ++i) {
     const dwarf::SymbolNode& s = symbols.nodes[i];
     if (!used[i] || s.name.empty()) continue;
-    auto [it, inserted] = name_ids.try_emplace(s.name.data(), 0);
-    if (inserted) {
-      it->second = static_cast<uint32_t>(strings.size());
-      if (!s.linkage) {
-        strings.emplace_back(s.name);
-      } else {
-        auto [d, fresh] = demangled->names.try_emplace(s.name.data());
-        if (fresh) d->second = Demangle(s.name, demangled->budget);
-        strings.push_back(d->second);
-      }
+    if (const uint32_t* id = name_ids.Find(s.name.data())) {
+      t->nodes[i].name = *id;
+      continue;
     }
-    t->nodes[i].name = it->second;
+    const uint32_t id = static_cast<uint32_t>(strings.size());
+    name_ids.Insert(s.name.data(), id);
+    if (!s.linkage) {
+      strings.emplace_back(s.name);
+    } else {
+      auto [d, fresh] = demangled->names.try_emplace(s.name.data());
+      if (fresh) d->second = Demangle(s.name, demangled->budget);
+      strings.push_back(d->second);
+    }
+    t->nodes[i].name = id;
   }
   pool->InternAll(strings, &t->strings);
   t->intervals.shrink_to_fit();

@@ -10,36 +10,15 @@
 #include "daemon/native/demangle.h"
 #include "daemon/native/elf_file.h"
 #include "daemon/native/symbol_names.h"
+#include "daemon/util/flat_map.h"
 #include "daemon/util/log.h"
 
 namespace jitsym::native {
 
 namespace {
 
-// String table offsets to a number (0: none yet), open-addressed: one array for a table of
-// `count` symbols, where a node-based map allocated per symbol.
-class FirstByOffset {
- public:
-  explicit FirstByOffset(size_t count) {
-    size_t size = 16;
-    while (size < 2 * count) size <<= 1;
-    slots_.resize(size);
-    mask_ = size - 1;
-  }
-  uint32_t& Slot(uint32_t offset) {
-    for (size_t i = (offset * uint64_t{0x9e3779b97f4a7c15}) >> 32 & mask_;; i = (i + 1) & mask_) {
-      Entry& e = slots_[i];
-      if (e.value == 0) e.offset = offset;  // claimed: the caller sets the value
-      if (e.offset == offset) return e.value;
-    }
-  }
-
- private:
-  struct Entry {
-    uint32_t offset = 0, value = 0;
-  };
-  std::vector<Entry> slots_;
-  size_t mask_;
+struct OffsetHash {
+  size_t operator()(uint32_t offset) const { return MixBits(offset); }
 };
 
 }  // namespace
@@ -64,10 +43,9 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
     // Names as long as the string table, rarely more (hostile tables share suffixes: bounded
     // by HasRoomFor), and room for the PLT's names after: one allocation, not a copy of all
     // names per doubling.
-    names_.reserve(names_.size() + std::min<uint64_t>(strtab.sh_size, NamesBudget()) +
-                   (64 << 10));
-    // The first symbol naming each string table offset, to share its stored name.
-    FirstByOffset first_by_offset(count);
+    names_.reserve(names_.size() + std::min<uint64_t>(strtab.sh_size, NamesBudget()) + (64 << 10));
+    // The first symbol (its index + 1) naming each string table offset, to share its name.
+    FlatMap32<uint32_t, OffsetHash> first_by_offset(count);
     for (size_t i = 1; i < count; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
@@ -109,10 +87,9 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
           (mangled ? kMangled : 0) | (static_cast<uint8_t>(version) << kVersionShift));
       const uint32_t sym_file = local ? file : kNoFile;
       const uint32_t sym_file_size = local ? file_size : 0;
-      uint32_t& first = first_by_offset.Slot(sym.st_name);
-      if (first != 0) {
+      if (const uint32_t* first = first_by_offset.Find(sym.st_name)) {
         // Another symbol with this very string: its stored name, not another copy.
-        const Symbol& n = symbols_[first - 1];
+        const Symbol& n = symbols_[*first];
         symbols_.push_back({sym.st_value, sym.st_size, n.name, sym_file, n.name_size,
                             static_cast<uint16_t>(sym_file_size), n.clone_size, facts});
         continue;
@@ -131,7 +108,7 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
       if (!Add(sym.st_value, sym.st_size, base, clone_text, sym_file, sym_file_size, facts)) {
         return any;
       }
-      first = static_cast<uint32_t>(symbols_.size());
+      first_by_offset.Insert(sym.st_name, static_cast<uint32_t>(symbols_.size() - 1));
     }
   }
   return any;
