@@ -145,6 +145,15 @@ TEST(NativeCuIndex, UnitsFromArangesAreTheUnitsOfTheDies) {
   }
 }
 
+TEST(NativeCuIndex, UnitsFromArangesAfterDwz) {
+  // dwz rewrites .debug_info (partial units, moved DIEs) and the sets' unit offsets with it.
+  TestPrograms programs;
+  const std::string one = programs.Build("g++", "-O2 -g", "dwz-one");
+  ASSERT_FALSE(one.empty());
+  ASSERT_TRUE(programs.Run("dwz dwz-one"));
+  EXPECT_GT(ExpectSameUnits(one), 0u);
+}
+
 TEST(NativeCuIndex, GnuSplitDwarfFourUnitsAreReadFromTheirDies) {
   // A DWARF 4 skeleton is a compile unit known only by its DIE's dwo id: with .debug_addr in the
   // file, no DWARF 4 unit is taken from .debug_aranges, and the skeletons are found.
