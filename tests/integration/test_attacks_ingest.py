@@ -359,7 +359,9 @@ def many_gzip_bombs_of_one_user_do_not_delay_another_users_file():
     h.wait_resolves(alice_pid, 0x4d00_0000, "among_many_bombs", timeout=60)
     delay = time.monotonic() - t0
     print(f"  alice's jitdump answered {delay * 1000:.0f} ms after it was written")
-    check(delay < 1.0, f"alice's jitdump answered only after {delay:.2f}s")
+    # Before the per-owner turn: 17 s. ASan's build is two to three times slower.
+    limit = 2.5 if asan_build(h.jitsymd) else 1.0
+    check(delay < limit, f"alice's jitdump answered only after {delay:.2f}s")
     # A start with these files still there reads them for at most 10 s before serving; the
     # rest is read in turns, and a SIGTERM is handled at the next turn. (Each turn of that
     # start-up reading used to leave one more turn queued, all run before the SIGTERM's stop.)
