@@ -2,6 +2,7 @@
 #include "daemon/native/cu_tables.h"
 
 #include <algorithm>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <memory_resource>
@@ -110,7 +111,10 @@ std::unique_ptr<CuTables> BuildCuTables(const dwarf::UnitSymbols& symbols,
   auto t = std::make_unique<CuTables>();
   t->missing = std::move(missing);
   const std::string comp(comp_dir);
-  std::vector<std::string> strings;  // t->strings' texts, pooled at the end
+  // t->strings' texts, pooled at the end: views of the unit's sections and of `demangled`'s
+  // names, and of the paths made here.
+  std::vector<std::string_view> strings;
+  std::deque<std::string> paths;
   // A file table's entries -> our strings, made once each.
   auto table_ids = [&](const std::vector<std::string>* files) {
     std::vector<uint32_t> ids(files != nullptr ? files->size() : 0, kNone);
@@ -122,7 +126,7 @@ std::unique_ptr<CuTables> BuildCuTables(const dwarf::UnitSymbols& symbols,
     uint32_t& id = ids[file];
     if (id == kNone) {
       id = static_cast<uint32_t>(strings.size());
-      strings.push_back(AbsolutePath(files[file].c_str(), comp.c_str()));
+      strings.push_back(paths.emplace_back(AbsolutePath(files[file].c_str(), comp.c_str())));
     }
     return id;
   };
@@ -182,7 +186,7 @@ std::unique_ptr<CuTables> BuildCuTables(const dwarf::UnitSymbols& symbols,
     const uint32_t id = static_cast<uint32_t>(strings.size());
     name_ids.Insert(s.name.data(), id);
     if (!s.linkage) {
-      strings.emplace_back(s.name);
+      strings.push_back(s.name);
     } else {
       auto [d, fresh] = demangled->names.try_emplace(s.name.data());
       if (fresh) d->second = Demangle(s.name, demangled->budget);

@@ -6,12 +6,12 @@
 
 namespace jitsym::native {
 
-void StringPool::InternAll(const std::vector<std::string>& texts,
+void StringPool::InternAll(const std::vector<std::string_view>& texts,
                            std::vector<std::string_view>* out) {
   out->clear();
   out->reserve(texts.size());
   std::lock_guard lock(mu_);
-  for (const std::string& text : texts) out->push_back(InternLocked(text));
+  for (std::string_view text : texts) out->push_back(InternLocked(text));
 }
 
 std::string_view StringPool::Intern(std::string_view text) {

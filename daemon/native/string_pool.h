@@ -27,7 +27,7 @@ class StringPool {
  public:
   // Replaces each string of `texts` by the pool's copy of its text (stored now if new), in
   // `out` (same order), under one lock.
-  void InternAll(const std::vector<std::string>& texts, std::vector<std::string_view>* out);
+  void InternAll(const std::vector<std::string_view>& texts, std::vector<std::string_view>* out);
   std::string_view Intern(std::string_view text);
   // Bytes held: the chunks and the set over them.
   size_t Bytes() const;

@@ -262,10 +262,11 @@ TEST(StringPool, EqualTextsShareStorageAcrossThreads) {
   std::vector<std::thread> threads;
   for (size_t t = 0; t < seen.size(); ++t) {
     threads.emplace_back([&, t] {
-      std::vector<std::string> texts;
-      for (int i = 0; i < 20000; ++i) texts.push_back("name" + std::to_string(i % 5000));
-      texts.push_back(long_text);
-      texts.emplace_back();
+      std::vector<std::string> owned;
+      for (int i = 0; i < 20000; ++i) owned.push_back("name" + std::to_string(i % 5000));
+      owned.push_back(long_text);
+      owned.emplace_back();
+      const std::vector<std::string_view> texts(owned.begin(), owned.end());
       pool.InternAll(texts, &seen[t]);
       for (size_t i = 0; i < texts.size(); ++i) ASSERT_EQ(seen[t][i], texts[i]);
     });
