@@ -311,10 +311,17 @@ class AnnotatePipeline {
 
   bool Fill(Batch* batch) {
     std::string_view line;
+    LineReader::Clock::time_point deadline;
     while (batch->queries.size() < options_.batch_size && batch->text.size() < kMaxBatchText &&
            batch->lines.size() < kMaxBatchLines) {
-      if (!batch->lines.empty() && !reader_.Ready()) return true;  // interactive: send now
-      if (!reader_.Next(&line)) return false;
+      if (batch->lines.empty()) {
+        if (!reader_.Next(&line)) return false;
+        deadline = LineReader::Clock::now() + kBatchDelay;
+      } else {
+        // Sent when the input pauses, and at the latest kBatchDelay after its first line.
+        if (LineReader::Clock::now() >= deadline || !reader_.Ready(deadline)) return true;
+        if (!reader_.Next(&line)) return false;
+      }
       AddLine(line, batch);
     }
     return true;

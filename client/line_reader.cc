@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace jitsym::client {
@@ -34,10 +35,18 @@ void LineReader::Wake() {
   }
 }
 
-bool LineReader::Ready() {
+bool LineReader::Ready(Clock::time_point deadline) {
   if (eof_ || std::memchr(buffer_.data() + begin_, '\n', end_ - begin_) != nullptr) return true;
-  pollfd pfd{fd_, POLLIN, 0};
-  return ::poll(&pfd, 1, 0) > 0;
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    const int timeout =
+        left.count() <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1000));
+    pollfd pfds[2] = {{fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+    const int n = ::poll(pfds, wake_pipe_[0] >= 0 ? 2 : 1, timeout);
+    if (n > 0) return true;  // input, or woken (Next() then returns false at once)
+    if (n < 0 && errno != EINTR) return true;  // Next() reports the error
+    if (n == 0 && timeout == 0) return false;
+  }
 }
 
 // Reads more input after the unconsumed bytes; false at end of input, on error or when woken.

@@ -3,12 +3,19 @@
 #ifndef JITSYM_CLIENT_LINE_READER_H_
 #define JITSYM_CLIENT_LINE_READER_H_
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace jitsym::client {
+
+// How long a batch of input lines waits for more input once it has one: requests are cut by
+// size, or after this when the input pauses. An interactive user does not notice it; a
+// producer writing through a pipe (perf script: some forty lines a write) fills batches instead
+// of sending a request per write.
+inline constexpr std::chrono::milliseconds kBatchDelay{10};
 
 class LineReader {
  public:
@@ -26,9 +33,12 @@ class LineReader {
   // The next line without its newline; the view is valid until the next call. False at end of
   // input, after Wake(), or on a read error (error() is then non-empty).
   bool Next(std::string_view* line);
-  // True if Next() would return without waiting for more input (a line is buffered, or the fd
-  // is readable). Lets the caller send a partial batch when the input is interactive.
-  bool Ready();
+  // True if Next() would return without waiting for more input (a line is buffered, the fd is
+  // readable, or Wake() was called), waiting for that until `deadline` at most. Lets the caller
+  // send a partial batch when the input pauses, rather than whenever a pipe runs dry for a
+  // moment between two writes of its producer.
+  using Clock = std::chrono::steady_clock;
+  bool Ready(Clock::time_point deadline = Clock::time_point::min());
   // Thread-safe: makes a blocked or later Next() return false.
   void Wake();
 

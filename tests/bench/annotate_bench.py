@@ -3,6 +3,7 @@
 
   plain     perf script -i DATA > /dev/null
   alone     jitsym annotate < saved perf script text > /dev/null   (the filter's own cost)
+  base      perf script -i DATA | BASE_JITSYM annotate > /dev/null  (with --base-jitsym)
   annotate  perf script -i DATA | jitsym annotate > /dev/null
   inject    perf inject --jit -i DATA -o INJ && perf script -i INJ > /dev/null
 
@@ -46,6 +47,8 @@ def main():
     ap.add_argument("--ms", default="8", help="ms each function runs")
     ap.add_argument("--freq", default="999", help="perf record -F (samples per second)")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--base-jitsym", help="another build's jitsym: its annotate pipeline too, "
+                    "against the same daemon")
     args = ap.parse_args()
     perf = shutil.which("perf")
     if perf is None:
@@ -93,21 +96,37 @@ def main():
             # The filter by itself, on saved perf script text: its own cost.
             "alone": f"{jitsym} annotate < {text} > /dev/null",
         }
+        if args.base_jitsym:
+            base = f"{os.path.abspath(args.base_jitsym)} --socket {sock}"
+            cmds["base"] = f"{perf} script -i {data} | {base} annotate > /dev/null"
         times = {k: [] for k in cmds}
+        daemon_cpu = {k: [] for k in cmds}
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def cpu():
+            with open(f"/proc/{daemon.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+
         for _ in range(args.repeat):
             for k, c in cmds.items():
                 for f in glob.glob(os.path.join(watch, "jitted-*.so")):
                     os.unlink(f)
+                c0 = cpu()
                 times[k].append(timed(c))
+                daemon_cpu[k].append(cpu() - c0)
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"recording: -F {args.freq}, workload {args.rounds} x {args.per_round} functions "
               f"x {args.ms} ms, {lines} lines of perf script output, jitdump {size / 1e6:.1f} MB"
               f", {args.repeat} interleaved runs")
         for k in cmds:
-            print(f"  {k:9s} median {med[k]:7.3f} s   runs " +
+            print(f"  {k:9s} median {med[k]:7.3f} s   daemon CPU "
+                  f"{statistics.median(daemon_cpu[k]):.3f} s   runs " +
                   " ".join(f"{t:.3f}" for t in times[k]))
         print(f"annotate / plain  = {med['annotate'] / med['plain']:.2f}x  (target <= 1.25x)")
         print(f"inject / annotate = {med['inject'] / med['annotate']:.2f}x  (target >= 3x)")
+        if "base" in med:
+            print(f"base annotate / plain = {med['base'] / med['plain']:.2f}x")
     finally:
         if daemon is not None:
             daemon.terminate()

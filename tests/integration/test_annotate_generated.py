@@ -6,6 +6,7 @@ sample, unknown pids) passed through untouched, and large input streamed in batc
 
 import subprocess
 import sys
+import threading
 import time
 
 import jitdump
@@ -144,6 +145,44 @@ def large_input_streams_in_batches():
     check(got.count(b"new_fn+0x1 ") == n and got.count(b"new_fn+0x2 ") == n, "answers lost")
     folded = annotate(one * 10, "--folded").decode()
     check(folded == "app;new_fn;new_fn 10\n", f"folded: {folded!r}")
+
+
+@h.case
+def piped_perf_script_is_cut_by_size_and_pauses_not_by_pipe_reads():
+    # perf script writes some forty lines at a time: each write used to become a request.
+    pid = FIX["pid"]
+    one = sample(pid, "100.000700", [(A + 1, "[unknown] (//anon)"), (A + 2, "[unknown] (//anon)")])
+    lines = (one * 3000).splitlines(keepends=True)  # 12,000 lines
+    writer = ("import sys, time\n"
+              "lines = sys.stdin.buffer.read().splitlines(keepends=True)\n"
+              "for i in range(0, len(lines), 40):\n"
+              "    sys.stdout.buffer.write(b''.join(lines[i:i + 40]))\n"
+              "    sys.stdout.flush()\n"
+              "    time.sleep(0.0005)\n")
+    stats = lambda: int(subprocess.run([h.jitsym, "--socket", h.socket_path, "stats", "--json"],
+                                       capture_output=True, text=True).stdout
+                        .split('"queries":')[1].split(",")[0])
+    before = stats()
+    producer = subprocess.Popen([sys.executable, "-c", writer], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+    consumer = subprocess.Popen([h.jitsym, "--socket", h.socket_path, "annotate"],
+                                stdin=producer.stdout, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    producer.stdout.close()
+    t0 = time.monotonic()
+    feed = threading.Thread(target=producer.communicate, args=(b"".join(lines),))
+    feed.start()
+    out, err = consumer.communicate(timeout=60)
+    feed.join()
+    elapsed = time.monotonic() - t0
+    requests = stats() - before - 1
+    print(f"  {len(lines)} lines in {len(lines) // 40} writes over {elapsed:.2f}s: "
+          f"{requests} requests")
+    check(consumer.returncode == 0, f"annotate exited {consumer.returncode}: {err[-300:]}")
+    check(out.count(b"new_fn+0x1 ") == 3000 and out.count(b"new_fn+0x2 ") == 3000,
+          "answers lost")
+    check(requests <= elapsed / 0.010 + 2 and requests < 100,
+          f"{requests} requests for {len(lines) // 40} writes in {elapsed:.2f}s")
 
 
 h.main()

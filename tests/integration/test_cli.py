@@ -7,6 +7,10 @@ import json
 import os
 import random
 import re
+import select
+import subprocess
+import sys
+import threading
 import time
 
 import jitdump
@@ -287,6 +291,71 @@ def stdin_mode_100k_lines_in_order():
     print(f"  {len(queries)} lines ({found} found) in {elapsed:.2f}s "
           f"({len(queries) / elapsed:,.0f} lines/s incl. client start)")
     check(not bad, f"{len(bad)} wrong lines, e.g.:\n  " + "\n  ".join(bad[:10]))
+
+
+def queries_made():
+    return json.loads(h.client("stats", "--json").stdout)["queries"]
+
+
+@h.case
+def piped_input_is_cut_by_size_and_pauses_not_by_pipe_reads():
+    # A producer writing through a pipe (perf script: some forty lines a write) left the pipe
+    # empty between writes, and every write became a request of its own. Now a batch waits up
+    # to 10 ms for more; only a real pause sends it early.
+    addrs = [func_addr(i % N_FUNCS) + 8 for i in range(8000)]
+    writer = ("import sys, time\n"
+              "lines = sys.stdin.read().splitlines(keepends=True)\n"
+              "for i in range(0, len(lines), 40):\n"
+              "    sys.stdout.write(''.join(lines[i:i + 40]))\n"
+              "    sys.stdout.flush()\n"
+              "    time.sleep(0.0005)\n")
+    before = queries_made()
+    producer = subprocess.Popen([sys.executable, "-c", writer], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+    consumer = subprocess.Popen([h.jitsym, "--socket", h.socket_path, "lookup", "--pid",
+                                 str(FIX["pid"])], stdin=producer.stdout, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    producer.stdout.close()
+    t0 = time.monotonic()
+    feed = threading.Thread(target=producer.communicate,
+                            args=("".join(hexaddr(a) + "\n" for a in addrs).encode(),))
+    feed.start()
+    out, err = consumer.communicate(timeout=60)  # read while the producer writes
+    feed.join()
+    elapsed = time.monotonic() - t0
+    requests = queries_made() - before - 1  # the stats request itself
+    print(f"  {len(addrs)} lines in 200 writes over {elapsed:.2f}s: {requests} requests")
+    check(consumer.returncode == 0, f"exit {consumer.returncode}: {err[:300]}")
+    lines = out.splitlines()
+    check(len(lines) == len(addrs), f"{len(lines)} lines out for {len(addrs)} in")
+    wrong = [l for a, l in zip(addrs, lines)
+             if not l.startswith(hexaddr(a) + "\t" + f"cli_fn_{(a - 0x7100_0000) // 0x200}+")]
+    check(not wrong, f"{len(wrong)} wrong lines, e.g. {wrong[:3]}")
+    # One request per 10 ms of input at most (and per 8,192 lines), not one per write.
+    check(requests <= elapsed / 0.010 + 2 and requests < 100,
+          f"{requests} requests for 200 writes in {elapsed:.2f}s")
+
+
+@h.case
+def interactive_input_is_answered_before_more_comes():
+    # A person (or a script holding the pipe open) gets each answer without closing stdin.
+    p = subprocess.Popen([h.jitsym, "--socket", h.socket_path, "lookup", "--pid", str(FIX["pid"])],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        for i in (3, 5):
+            t0 = time.monotonic()
+            p.stdin.write(hexaddr(func_addr(i) + 4) + "\n")
+            p.stdin.flush()
+            ready, _, _ = select.select([p.stdout], [], [], 10)
+            check(ready, "no answer within 10 s with stdin still open")
+            line = p.stdout.readline()
+            waited = time.monotonic() - t0
+            check(line.startswith(hexaddr(func_addr(i) + 4) + f"\tcli_fn_{i}+0x4"),
+                  f"answer {line!r}")
+            check(waited < 2.0, f"the answer took {waited:.2f}s with stdin still open")
+    finally:
+        p.stdin.close()
+        p.wait(10)
 
 
 @h.case
