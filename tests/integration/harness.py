@@ -313,7 +313,8 @@ class Harness:
 
     def sleep_as(self, user):
         """A `sleep 600` of `user` (tests/integration/users.py): a live process the user owns,
-        killed when the run ends. Returns its pid once /proc says whose it is."""
+        killed when the run ends. Returns its pid once /proc says whose it is and its libraries
+        are mapped."""
         import users  # tests that use no real user need not make any
         proc = self.spawn(users.argv(user, ["sleep", "600"]), stdin=subprocess.DEVNULL,
                           env=users.env(user))
@@ -321,9 +322,13 @@ class Harness:
         sleep = os.path.realpath(shutil.which("sleep"))
 
         def sleeping():
-            # setpriv changes the uid before it execs sleep: until then, the maps are its own.
-            return (os.stat(f"/proc/{proc.pid}").st_uid == uid and
-                    os.path.realpath(f"/proc/{proc.pid}/exe") == sleep)
+            # setpriv changes the uid before it execs sleep: until then, the maps are its own;
+            # right after the exec, the dynamic loader has not mapped libc yet.
+            if (os.stat(f"/proc/{proc.pid}").st_uid != uid or
+                    os.path.realpath(f"/proc/{proc.pid}/exe") != sleep):
+                return False
+            with open(f"/proc/{proc.pid}/maps") as f:
+                return "libc.so" in f.read()
         wait_until(sleeping, 5, f"{user}'s sleeper")
         return proc.pid
 
