@@ -86,10 +86,6 @@ class AddressDieMap {
   Map::iterator last_;
 };
 
-struct PointerHash {
-  size_t operator()(const char* p) const { return MixBits(reinterpret_cast<uintptr_t>(p)); }
-};
-
 // libdw's order of line rows: by address, an end_sequence row before others at its address,
 // else as the program wrote them (dwarf::RowBefore, for our rows).
 bool RowBefore(const CuTables::Row& a, const CuTables::Row& b) {
@@ -175,7 +171,7 @@ std::unique_ptr<CuTables> BuildCuTables(const dwarf::UnitSymbols& symbols,
   // plain name, as llvm-symbolizer chooses; only for the nodes an address can reach. A string
   // of .debug_str is one pointer for all CUs: demangled once per module per thread
   // (DemangledNames), interned once per CU.
-  FlatMap32<const char*, PointerHash> name_ids(t->nodes.size() / 2);
+  FlatMap32<const char*> name_ids(t->nodes.size() / 2);
   for (size_t i = 0; i < t->nodes.size(); ++i) {
     const dwarf::SymbolNode& s = symbols.nodes[i];
     if (!used[i] || s.name.empty()) continue;

@@ -15,14 +15,6 @@
 
 namespace jitsym::native {
 
-namespace {
-
-struct OffsetHash {
-  size_t operator()(uint32_t offset) const { return MixBits(offset); }
-};
-
-}  // namespace
-
 bool SymbolTable::Load(Elf* elf, bool dynamic) {
   const Elf64_Word want = dynamic ? SHT_DYNSYM : SHT_SYMTAB;
   bool any = false;
@@ -44,8 +36,8 @@ bool SymbolTable::Load(Elf* elf, bool dynamic) {
     // by HasRoomFor), and room for the PLT's names after: one allocation, not a copy of all
     // names per doubling.
     names_.reserve(names_.size() + std::min<uint64_t>(strtab.sh_size, NamesBudget()) + (64 << 10));
-    // The first symbol (its index + 1) naming each string table offset, to share its name.
-    FlatMap32<uint32_t, OffsetHash> first_by_offset(count);
+    // The first symbol (its index) naming each string table offset, to share its name.
+    FlatMap32<uint32_t> first_by_offset(count);
     for (size_t i = 1; i < count; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 namespace jitsym {
@@ -17,7 +18,19 @@ inline size_t MixBits(uint64_t x) {
   return static_cast<size_t>(h ^ (h >> 32));
 }
 
-template <typename Key, typename Hash, typename Eq = std::equal_to<Key>>
+// The hash of an integer or pointer key: MixBits of its value.
+struct MixHash {
+  template <typename T>
+  size_t operator()(T key) const {
+    if constexpr (std::is_pointer_v<T>) {
+      return MixBits(reinterpret_cast<uintptr_t>(key));
+    } else {
+      return MixBits(static_cast<uint64_t>(key));
+    }
+  }
+};
+
+template <typename Key, typename Hash = MixHash, typename Eq = std::equal_to<Key>>
 class FlatMap32 {
  public:
   // Room for `expected` keys before the first growth.

@@ -10,9 +10,6 @@
 namespace jitsym {
 namespace {
 
-struct Mixed {
-  size_t operator()(uint64_t k) const { return MixBits(k); }
-};
 struct AllAlike {
   size_t operator()(uint64_t) const { return 7; }
 };
@@ -45,8 +42,8 @@ void ExpectLikeUnorderedMap(size_t keys, size_t expected) {
 }
 
 TEST(FlatMap32, FindsWhatWasInsertedThroughGrowth) {
-  ExpectLikeUnorderedMap<Mixed>(100000, 0);
-  ExpectLikeUnorderedMap<Mixed>(1000, 1000);
+  ExpectLikeUnorderedMap<MixHash>(100000, 0);
+  ExpectLikeUnorderedMap<MixHash>(1000, 1000);
 }
 
 TEST(FlatMap32, KeysThatAllHashAlike) { ExpectLikeUnorderedMap<AllAlike>(500, 0); }
