@@ -311,21 +311,12 @@ class AnnotatePipeline {
 
   bool Fill(Batch* batch) {
     std::string_view line;
-    LineReader::Clock::time_point deadline;
+    BatchWindow window;
     while (batch->queries.size() < options_.batch_size && batch->text.size() < kMaxBatchText &&
            batch->lines.size() < kMaxBatchLines) {
-      if (batch->lines.empty()) {
-        if (!reader_.Next(&line)) return false;
-        deadline = LineReader::Clock::now() + kBatchDelay;
-      } else {
-        // Sent when the input pauses, and at the latest kBatchDelay after its first line (the
-        // clock read every 64 lines: a line of a file costs a few nanoseconds).
-        if ((batch->lines.size() % 64 == 0 && LineReader::Clock::now() >= deadline) ||
-            !reader_.Ready(deadline)) {
-          return true;
-        }
-        if (!reader_.Next(&line)) return false;
-      }
+      if (!batch->lines.empty() && !window.TakesMore(reader_, batch->lines.size())) return true;
+      if (!reader_.Next(&line)) return false;
+      if (batch->lines.empty()) window.Open();
       AddLine(line, batch);
     }
     return true;

@@ -35,10 +35,11 @@ void LineReader::Wake() {
   }
 }
 
-bool LineReader::Ready(Clock::time_point deadline) {
+bool LineReader::Ready(BatchWindow::Clock::time_point deadline) {
   if (eof_ || std::memchr(buffer_.data() + begin_, '\n', end_ - begin_) != nullptr) return true;
   for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - BatchWindow::Clock::now());
     const int timeout =
         left.count() <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1000));
     pollfd pfds[2] = {{fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};

@@ -17,6 +17,25 @@ namespace jitsym::client {
 // of sending a request per write.
 inline constexpr std::chrono::milliseconds kBatchDelay{10};
 
+// When a batch that is not full goes out (kBatchDelay's rule), for the lookup and annotate
+// pipelines alike: Open() at its first line; TakesMore() before each further line.
+class BatchWindow {
+ public:
+  using Clock = std::chrono::steady_clock;
+  void Open() { deadline_ = Clock::now() + kBatchDelay; }
+  // Whether the batch, holding `lines` lines, waits for the next: input is there or comes
+  // before the deadline, which has not passed (the clock read every 64 lines: a line of a file
+  // costs a few nanoseconds). `Source` has LineReader's Ready(deadline).
+  template <typename Source>
+  bool TakesMore(Source& source, size_t lines) const {
+    if (lines % 64 == 0 && Clock::now() >= deadline_) return false;
+    return source.Ready(deadline_);
+  }
+
+ private:
+  Clock::time_point deadline_;
+};
+
 class LineReader {
  public:
   // Lines longer than this are cut; the rest of such a line is skipped.
@@ -37,8 +56,7 @@ class LineReader {
   // readable, or Wake() was called), waiting for that until `deadline` at most. Lets the caller
   // send a partial batch when the input pauses, rather than whenever a pipe runs dry for a
   // moment between two writes of its producer.
-  using Clock = std::chrono::steady_clock;
-  bool Ready(Clock::time_point deadline = Clock::time_point::min());
+  bool Ready(BatchWindow::Clock::time_point deadline);
   // Thread-safe: makes a blocked or later Next() return false.
   void Wake();
 

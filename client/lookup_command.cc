@@ -80,7 +80,7 @@ class AddressSource {
   virtual ~AddressSource() = default;
   virtual bool Next(std::string_view* line) = 0;
   // False when Next() would wait for input past `deadline`: the batch so far is sent first.
-  virtual bool Ready(LineReader::Clock::time_point deadline) = 0;
+  virtual bool Ready(BatchWindow::Clock::time_point deadline) = 0;
   virtual void Wake() {}
   virtual std::string error() const { return {}; }
 };
@@ -93,7 +93,7 @@ class ArgsSource : public AddressSource {
     *line = args_[next_++];
     return true;
   }
-  bool Ready(LineReader::Clock::time_point) override { return true; }
+  bool Ready(BatchWindow::Clock::time_point) override { return true; }
 
  private:
   const std::vector<std::string>& args_;
@@ -104,7 +104,7 @@ class StdinSource : public AddressSource {
  public:
   StdinSource() : reader_(STDIN_FILENO) {}
   bool Next(std::string_view* line) override { return reader_.Next(line); }
-  bool Ready(LineReader::Clock::time_point deadline) override { return reader_.Ready(deadline); }
+  bool Ready(BatchWindow::Clock::time_point deadline) override { return reader_.Ready(deadline); }
   void Wake() override { reader_.Wake(); }
   std::string error() const override { return reader_.error(); }
 
@@ -285,20 +285,11 @@ class LookupPipeline {
   // Fills a batch from the input; false when the input is exhausted.
   bool Fill(Batch* batch) {
     std::string_view line;
-    LineReader::Clock::time_point deadline;
+    BatchWindow window;
     while (batch->slots.size() < batch_size_) {
-      if (batch->slots.empty()) {
-        if (!source_.Next(&line)) return false;
-        deadline = LineReader::Clock::now() + kBatchDelay;
-      } else {
-        // Sent when the input pauses, and at the latest kBatchDelay after its first line (the
-        // clock read every 64 lines: a line of a file costs a few nanoseconds).
-        if ((batch->slots.size() % 64 == 0 && LineReader::Clock::now() >= deadline) ||
-            !source_.Ready(deadline)) {
-          return true;
-        }
-        if (!source_.Next(&line)) return false;
-      }
+      if (!batch->slots.empty() && !window.TakesMore(source_, batch->slots.size())) return true;
+      if (!source_.Next(&line)) return false;
+      if (batch->slots.empty()) window.Open();
       AddLine(line, batch, times_);
     }
     return true;
