@@ -42,7 +42,8 @@ std::string Usage() {
          "  --native    also ask jitsymd about frames perf named in files (ELF images), and use\n"
          "              its names where it has them: callchain entries (which perf prints as\n"
          "              offsets in their file) by file, a sample line's ip by pid\n"
-         "  --batch N   frames per request (default 8192)\n";
+         "  --batch N   frames per request (default 8192; fewer when the input pauses, 10 ms\n"
+         "              after a request's first line at the latest)\n";
 }
 
 }  // namespace
